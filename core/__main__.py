@@ -1,0 +1,241 @@
+"""The command line: `python -m core strategies|run|list|export|import`.
+
+Headless runs and sweeps go into the same store as the dashboard's (`--db`, else
+$PLNLAB_DB, else the per-user default). Exit status: 0 for a stored run (diverged
+included), 2 for bad input (one line on stderr, no traceback), 1 for an internal
+failure. Progress goes to stderr; with --json the last stdout line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import traceback
+from typing import Any
+
+from core.spec import (
+    DATASET_KINDS, DEVICES, INITS, OPTIMIZERS, PRECISIONS, DatasetSpec, FitSpec, OptimizerSpec, SpecError,
+)
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _BadUsage(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints a usage block and exits; we want exactly one line and exit 2.
+    def error(self, message: str):
+        raise _BadUsage(message)
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities are not JSON: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(_json_safe(value)) + "\n")
+    sys.stdout.flush()
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", help="run store file (default: $PLNLAB_DB or the per-user store)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m core", description="PLN JIT Lab: fit PLN under JAX JIT strategies, time it, store it.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    listing = sub.add_parser("strategies", help="list the JIT strategies")
+    listing.add_argument("--json", action="store_true")
+
+    run = sub.add_parser("run", help="fit, time and store one run")
+    run.add_argument("--dataset", choices=DATASET_KINDS, default="oaks")
+    run.add_argument("--replicate", type=int, default=1, help="oaks: repeat each row K times")
+    run.add_argument("--n", type=int, default=1000, help="simulated: rows")
+    run.add_argument("--p", type=int, default=50, help="simulated: columns")
+    run.add_argument("--d", type=int, default=1, help="simulated: covariates (intercept included)")
+    run.add_argument("--seed", type=int, default=0, help="simulated: random seed")
+    run.add_argument("--counts", default="", help="csv: counts file")
+    run.add_argument("--offsets", default="", help="csv: log-offsets file (optional)")
+    run.add_argument("--strategy", default="scan")
+    run.add_argument("--iterations", type=int, default=150)
+    run.add_argument("--precision", choices=PRECISIONS, default="float32")
+    run.add_argument("--device", choices=DEVICES, default="cpu")
+    run.add_argument("--optimizer", choices=OPTIMIZERS, default="seed")
+    run.add_argument("--lr", type=float, default=0.01)
+    run.add_argument("--init", choices=INITS, default="seed")
+    run.add_argument("--repeats", type=int, default=3)
+    run.add_argument("--tol", type=float, default=0.0)
+    run.add_argument("--json", action="store_true", help="print the stored run as one JSON line")
+    _add_db(run)
+
+    stored = sub.add_parser("list", help="list stored runs")
+    stored.add_argument("--json", action="store_true")
+    stored.add_argument("--limit", type=int, default=None)
+    _add_db(stored)
+
+    export = sub.add_parser("export", help="export runs to .json, .csv or .parquet")
+    export.add_argument("path")
+    export.add_argument("--ids", type=int, nargs="*", help="run ids (default: all)")
+    _add_db(export)
+
+    imported = sub.add_parser("import", help="import runs from .json, .csv or .parquet")
+    imported.add_argument("path")
+    _add_db(imported)
+    return parser
+
+
+def _fit_spec(args: argparse.Namespace) -> FitSpec:
+    from core import data, strategies
+
+    if args.strategy not in strategies.names():
+        raise SpecError(f"strategy must be one of {', '.join(strategies.names())}; got {args.strategy!r}")
+    if args.dataset == "oaks":
+        dataset = DatasetSpec(kind="oaks", replicate=args.replicate)
+    elif args.dataset == "simulated":
+        dataset = DatasetSpec(kind="simulated", n=args.n, p=args.p, d=args.d, seed=args.seed)
+    else:
+        if not args.counts:
+            raise SpecError("--dataset csv needs --counts FILE")
+        paths = [args.counts] + ([args.offsets] if args.offsets else [])
+        for path in paths:
+            if not os.path.isfile(path):
+                raise SpecError(f"no such file: {path}")
+        dataset = DatasetSpec(kind="csv", counts_path=os.path.abspath(args.counts),
+                              offsets_path=os.path.abspath(args.offsets) if args.offsets else "",
+                              content_hash=data.content_hash(*paths))
+    return FitSpec(
+        dataset=dataset, strategy=args.strategy, iterations=args.iterations, precision=args.precision,
+        device=args.device, optimizer=OptimizerSpec(args.optimizer, args.lr), init=args.init,
+        repeats=args.repeats, tol=args.tol,
+    )
+
+
+class _StderrProgress:
+    """A one-line progress bar on stderr (redrawn in place on a terminal)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.phase = ""
+        self.width = 0
+
+    def __call__(self, progress) -> None:
+        bar = ""
+        if progress.total:
+            filled = int(30 * progress.done / progress.total)
+            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {progress.done}/{progress.total}"
+        elbo = f" ELBO {progress.elbo:.6g}" if progress.elbo is not None else ""
+        line = f"{self.label}: {progress.phase:<10} {bar}{elbo}"
+        if self.tty:
+            end = "\n" if progress.phase == "done" else ""
+            sys.stderr.write("\r" + line.ljust(self.width) + end)
+            self.width = len(line)
+        elif progress.phase != self.phase:
+            # Logs and pipes get one line per phase rather than a stream of redraws.
+            sys.stderr.write(line + "\n")
+        self.phase = progress.phase
+        sys.stderr.flush()
+
+
+def _command_run(args) -> int:
+    from core import engine
+    from core.store import RunStore
+
+    spec = _fit_spec(args)
+    store = RunStore(args.db)
+    result = engine.run(spec, on_progress=_StderrProgress(f"{spec.strategy} on {spec.dataset.label}"))
+    store.add(result)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {result.status}; "
+              f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
+              f"steady {result.run_s:.4f} s = {result.per_iter_ms:.3f} ms/iteration; final ELBO {result.final_elbo}")
+    return EXIT_OK
+
+
+def _command_list(args) -> int:
+    from core.store import RunStore
+
+    runs = RunStore(args.db).list(with_elbo=False, limit=args.limit)
+    if args.json:
+        _print_json([r.to_dict(with_elbo=False) for r in runs])
+    else:
+        for r in runs:
+            print(f"{r.id:>5} {r.strategy:<18} {r.dataset:<14} {r.precision:<8} {r.device:<4} {r.status:<9} "
+                  f"{r.per_iter_ms:>9.3f} ms/it  compile {r.compile_s:.3f} s  ELBO {r.final_elbo}")
+    return EXIT_OK
+
+
+def _command_strategies(args) -> int:
+    from core import strategies
+
+    described = strategies.describe()
+    if args.json:
+        _print_json(described)
+    else:
+        for item in described:
+            print(f"{item['name']}: {item['description']}\n")
+    return EXIT_OK
+
+
+def _command_export(args) -> int:
+    from core.store import RunStore
+
+    count = RunStore(args.db).export(args.path, args.ids or None)
+    print(f"exported {count} runs to {args.path}")
+    return EXIT_OK
+
+
+def _command_import(args) -> int:
+    from core.store import RunStore
+
+    if not os.path.isfile(args.path):
+        raise SpecError(f"no such file: {args.path}")
+    count = RunStore(args.db).import_file(args.path)
+    print(f"imported {count} runs from {args.path}")
+    return EXIT_OK
+
+
+COMMANDS = {
+    "strategies": _command_strategies, "run": _command_run, "list": _command_list,
+    "export": _command_export, "import": _command_import,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from core.store import StoreError
+
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except (_BadUsage, SpecError, StoreError, KeyError) as error:
+        message = error.args[0] if error.args else str(error)
+        sys.stderr.write(f"python -m core: error: {message}\n")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("python -m core: interrupted\n")
+        return 130
+    except Exception as error:  # noqa: BLE001 - the last line of defence of a CLI
+        if os.environ.get("PLNLAB_DEBUG"):
+            traceback.print_exc()
+        sys.stderr.write(f"python -m core: internal error: {type(error).__name__}: {error} "
+                         "(set PLNLAB_DEBUG=1 for a traceback)\n")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""Count datasets for the PLN fit: oaks, replicated oaks, simulated PLN draws, CSV files.
+
+Everything here is NumPy on the host: the engine moves arrays to a device itself, so that
+the transfer is timed on its own (GUIDE section 4). Nothing is read or drawn at import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib.util
+import io
+import itertools
+import os
+
+import numpy as np
+import pandas as pd
+
+from core.spec import DatasetSpec, SpecError
+
+PathLike = str | os.PathLike[str]
+
+MAX_CSV_BYTES = 50_000_000
+# A CSV cell reading like one of these is an absent value, not a malformed one.
+_MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none", "-"})
+# Rows per simulation chunk scale with p so that temporaries stay near 32 MB each.
+_CHUNK_CELLS = 1 << 22
+# exp(20) ~ 5e8: a clamp that no realistic draw reaches, but that keeps a tail draw
+# from overflowing float64 or making rng.poisson raise on an infinite rate.
+_MAX_LOG_RATE = 20.0
+
+
+class DataError(SpecError):
+    """Data that cannot be fitted; the message says what is wrong and what is accepted."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CountData:
+    """Counts with their log-offsets and covariates, all float64 on the host.
+
+    Attributes:
+        counts: (n, p) non-negative whole numbers Y.
+        offsets: (n, p) log-offsets O (zeros when none are given).
+        covariates: (n, d) design X; a column of ones (intercept only) by default.
+        name: a short human name, e.g. "oaks x100".
+        true_coef: (d, p) B that generated simulated data; None otherwise.
+        true_covariance: (p, p) Sigma that generated simulated data; None otherwise.
+    """
+
+    counts: np.ndarray
+    offsets: np.ndarray
+    covariates: np.ndarray
+    name: str
+    true_coef: np.ndarray | None = None
+    true_covariance: np.ndarray | None = None
+
+    n = property(lambda self: int(self.counts.shape[0]), doc="rows (samples)")
+    p = property(lambda self: int(self.counts.shape[1]), doc="count columns (variables)")
+    d = property(lambda self: int(self.covariates.shape[1]), doc="covariate columns")
+
+
+def load(spec: DatasetSpec) -> CountData:
+    """Loads the data a spec names; a csv spec's files must still hash to its content_hash."""
+    if spec.kind == "oaks":
+        return load_oaks(spec.replicate)
+    if spec.kind == "simulated":
+        return simulate(spec.n, spec.p, spec.d, spec.seed)
+    paths = [spec.counts_path] + ([spec.offsets_path] if spec.offsets_path else [])
+    if spec.content_hash and not content_hash(*paths).startswith(spec.content_hash):
+        raise DataError(
+            f"{', '.join(paths)} changed since the run was set up (content hash differs); "
+            "set the dataset up again to fit the current files"
+        )
+    return read_csv(spec.counts_path, spec.offsets_path or None)
+
+
+@functools.lru_cache(maxsize=1)
+def _oaks_base() -> tuple[np.ndarray, np.ndarray]:
+    # Locating the package instead of importing it skips pyPLNmodels' 3 s torch import.
+    found = importlib.util.find_spec("pyPLNmodels")
+    if found is None or not found.submodule_search_locations:
+        raise DataError(
+            "the oaks data ships with pyPLNmodels, which is not installed; "
+            "install it (pip install pyPLNmodels) or choose simulated or csv data"
+        )
+    folder = os.path.join(found.submodule_search_locations[0], "load_data", "data", "oaks")
+    counts = pd.read_csv(os.path.join(folder, "counts.csv")).to_numpy(np.float64)
+    # The csv holds raw read totals; pyPLNmodels' load_oaks() logs them once, as we do.
+    offsets = np.log(pd.read_csv(os.path.join(folder, "offsets.csv")).to_numpy(np.float64))
+    counts.setflags(write=False), offsets.setflags(write=False)  # the cache is shared
+    return counts, offsets
+
+
+def load_oaks(replicate: int = 1) -> CountData:
+    """Oaks amplicon counts (116 x 114) with each row repeated `replicate` times.
+
+    Args:
+        replicate: copies of each row, kept together as `np.repeat(Y, replicate, axis=0)`
+            does in the seed tutorial.
+
+    Returns:
+        CountData with n = 116 * replicate, p = 114, d = 1 (intercept only).
+    """
+    if isinstance(replicate, bool) or not isinstance(replicate, int) or replicate < 1:
+        raise DataError(f"replicate must be a whole number >= 1; got {replicate!r}")
+    counts, offsets = _oaks_base()
+    counts, offsets = (np.repeat(a, replicate, axis=0) for a in (counts, offsets))
+    return CountData(counts, offsets, np.ones((counts.shape[0], 1)), f"oaks x{replicate}")
+
+
+def simulate(n: int, p: int, d: int = 1, seed: int = 0) -> CountData:
+    """PLN draws with a known B and Sigma, so that a fit's recovery of them can be shown.
+
+    X = [1, N(0, 1) columns]; B has intercepts near log 5 (moderate counts) and small
+    slopes; Sigma = diag(s) C diag(s) with C the AR(1) correlation 0.6^|j - k| (SPD for
+    any p) and scales s in [0.5, 1]. Z = X B + L eps with L L^T = Sigma, and
+    Y ~ Poisson(exp(Z)) with zero offsets. Rows are drawn in chunks to bound memory, so
+    n = 1,000,000, p = 50 takes a few seconds. Deterministic in `seed`.
+
+    Returns:
+        CountData of shape (n, p) with d covariates, true_coef (d, p), true_covariance (p, p).
+    """
+    spec = DatasetSpec(kind="simulated", n=n, p=p, d=d, seed=seed)  # same limits as a spec
+    rng = np.random.default_rng(seed)
+    coef = np.empty((d, p))
+    coef[0] = rng.normal(np.log(5.0), 0.3, p)
+    # Slopes shrink with d so that X B keeps a variance of about 0.25 however many covariates.
+    coef[1:] = rng.normal(0.0, 0.5 / np.sqrt(max(d - 1, 1)), (d - 1, p))
+    scales = rng.uniform(0.5, 1.0, p)
+    lags = np.abs(np.subtract.outer(np.arange(p), np.arange(p)))
+    covariance = np.outer(scales, scales) * 0.6**lags
+    chol = np.linalg.cholesky(covariance)
+
+    counts = np.empty((n, p))
+    covariates = np.ones((n, d))
+    step = max(1, _CHUNK_CELLS // max(p, d))
+    for start in range(0, n, step):
+        rows = slice(start, min(start + step, n))
+        size = rows.stop - rows.start
+        covariates[rows, 1:] = rng.standard_normal((size, d - 1))
+        latent = covariates[rows] @ coef + rng.standard_normal((size, p)) @ chol.T
+        counts[rows] = rng.poisson(np.exp(np.minimum(latent, _MAX_LOG_RATE)))
+    return CountData(counts, np.zeros((n, p)), covariates, spec.label, coef, covariance)
+
+
+def read_csv(
+    counts_path: PathLike, offsets_path: PathLike | None = None, max_bytes: int = MAX_CSV_BYTES
+) -> CountData:
+    """Reads counts (and optionally log-offsets) from comma-separated files.
+
+    Args:
+        counts_path: (n, p) whole-number counts, with a header row of column names (as
+            pyPLNmodels' counts.csv) or without one when every cell of the first row is
+            numeric. A header whose first cell is empty marks a row-name column (R's
+            write.csv, pandas' to_csv), which is dropped.
+        offsets_path: (n, p) log-offsets in the same layout; zeros when None.
+        max_bytes: largest file accepted, to keep a shared server responsive.
+
+    Raises:
+        DataError: naming the file and the first offending cell.
+    """
+    has_offsets = offsets_path is not None
+    return read_csv_bytes(
+        _read_bytes(counts_path, max_bytes),
+        _read_bytes(offsets_path, max_bytes) if has_offsets else None,
+        name=os.path.basename(os.fspath(counts_path)),
+        offsets_name=os.path.basename(os.fspath(offsets_path)) if has_offsets else "offsets",
+        max_bytes=max_bytes,
+    )
+
+
+def read_csv_bytes(
+    counts_bytes: bytes,
+    offsets_bytes: bytes | None,
+    name: str,
+    offsets_name: str = "offsets",
+    max_bytes: int = MAX_CSV_BYTES,
+) -> CountData:
+    """Same as `read_csv` for uploaded file contents; `name` labels the counts in messages."""
+    counts = _parse_table(counts_bytes, name, max_bytes, whole=True)
+    offsets = np.zeros_like(counts)
+    if offsets_bytes is not None:
+        offsets = _parse_table(offsets_bytes, offsets_name, max_bytes, whole=False)
+        if offsets.shape != counts.shape:
+            raise DataError(
+                f"{offsets_name}: offsets have shape {offsets.shape[0]} x {offsets.shape[1]} "
+                f"but the counts in {name} are {counts.shape[0]} x {counts.shape[1]}; "
+                "offsets must have one log-offset per count"
+            )
+    covariates = np.ones((counts.shape[0], 1))
+    validate(counts, offsets, covariates)
+    return CountData(counts, offsets, covariates, name=f"csv {name}")
+
+
+def content_hash(*sources: PathLike | bytes) -> str:
+    """sha256 (hex) of the files' bytes in order, each prefixed by its length, for
+    DatasetSpec.content_hash. Uploaded bytes may stand for a file: they hash the same."""
+    digest = hashlib.sha256()
+    for path in sources:
+        if isinstance(path, bytes):
+            digest.update(len(path).to_bytes(8, "little") + path)
+            continue
+        try:
+            with open(path, "rb") as handle:
+                digest.update(os.fstat(handle.fileno()).st_size.to_bytes(8, "little"))
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as err:
+            raise DataError(f"cannot read {os.fspath(path)}: {err.strerror}") from err
+    return digest.hexdigest()
+
+
+def validate(counts: np.ndarray, offsets: np.ndarray, covariates: np.ndarray) -> None:
+    """Checks that (Y, O, X) can be fitted.
+
+    Args:
+        counts: (n, p) finite, non-negative whole numbers, n >= 2.
+        offsets: (n, p) finite log-offsets.
+        covariates: (n, d) finite design of full column rank d <= n.
+
+    Raises:
+        DataError: saying which array fails which check and where first.
+    """
+    arrays = {"counts": counts, "offsets": offsets, "covariates": covariates}
+    shapes = {label: np.shape(array) for label, array in arrays.items()}
+    for label, shape in shapes.items():
+        if len(shape) != 2:
+            raise DataError(f"{label} must be a 2-D (n x columns) array; got shape {shape}")
+    (n, p), d = shapes["counts"], shapes["covariates"][1]
+    if n < 2 or p < 1 or shapes["offsets"] != (n, p) or shapes["covariates"][0] != n:
+        raise DataError(
+            f"need n >= 2 rows and counts (n, p), offsets (n, p), covariates (n, d) with the same "
+            f"n and p; got counts {shapes['counts']}, offsets {shapes['offsets']}, "
+            f"covariates {shapes['covariates']}"
+        )
+    for label, array in arrays.items():
+        _first_bad(~np.isfinite(array), array, f"{label} must be finite")
+    _first_bad(counts < 0, counts, "counts must be non-negative")
+    _first_bad(counts != np.round(counts), counts, "counts must be whole numbers")
+    if d > n or np.linalg.matrix_rank(covariates) < d:
+        raise DataError(
+            f"covariates ({n} x {d}) must have full column rank so that B is identifiable; "
+            "remove constant or collinear columns"
+        )
+
+
+def _first_bad(mask: np.ndarray, values: np.ndarray, rule: str) -> None:
+    if mask.any():
+        row, col = np.argwhere(mask)[0]
+        raise DataError(f"{rule}; element [{row}, {col}] is {float(values[row, col])!r}")
+
+
+def _read_bytes(path: PathLike, max_bytes: int) -> bytes:
+    label = os.fspath(path)
+    try:
+        _check_size(os.path.getsize(path), label, max_bytes)
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as err:
+        raise DataError(f"cannot read {label}: {err.strerror}") from err
+
+
+def _check_size(size: int, label: str, max_bytes: int) -> None:
+    if size > max_bytes:
+        raise DataError(
+            f"{label} is {size / 1e6:.1f} MB, larger than the {max_bytes / 1e6:.1f} MB "
+            "accepted; use a smaller file, or simulated data for large n"
+        )
+
+
+def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool) -> np.ndarray:
+    """Parses CSV bytes into an (n, p) float64 array, or raises naming the first bad cell."""
+    _check_size(len(data), label, max_bytes)
+    first = _cells(_read(data, label, header=None, dtype=str, na_filter=False, nrows=1))[0]
+    # Only a word marks a header: a first row of numbers and gaps is data with gaps.
+    header = int(not (~np.isnan(_numbers(first)) | _missing(first)).all())
+    # An empty first header cell marks row names (R's write.csv, pandas' to_csv); they go
+    # to the index rather than being skipped, so that a ragged row still fails to parse.
+    row_names = int(header and first[0] == "")
+    if first.size - row_names < 2:
+        raise DataError(
+            f"{label} has {first.size - row_names} column; at least 2 variables (columns), "
+            "separated by commas, are needed"
+        )
+    floats = {j: np.float64 for j in range(1, first.size)} if row_names else np.float64
+    options = dict(header=None, skiprows=header, index_col=0 if row_names else None, dtype=floats)
+    names = [str(name) for name in first[row_names:]] if header else None
+    fail = functools.partial(_fail, label, 1 + header, 1 + row_names, names)
+    try:
+        numbers = _read(data, label, **options).to_numpy()
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{label} has a header but no data rows") from None
+    except DataError:
+        raise
+    except ValueError:  # a word among the numbers
+        numbers = None
+    if numbers is None or not np.isfinite(numbers).all():
+        _diagnose(data, label, options, fail)
+    if numbers.shape[0] < 2:
+        raise DataError(f"{label} has 1 row; at least 2 samples (rows) are needed")
+    if whole:
+        fail(numbers < 0, numbers, "negative count; counts must be whole numbers >= 0")
+        fail(numbers != np.round(numbers), numbers, "non-integer count; counts must be whole numbers")
+    return numbers
+
+
+def _diagnose(data: bytes, label: str, options: dict, fail) -> None:
+    # Reading cells as text is ~50x slower than parsing floats, so only the first block
+    # that fails to parse is read as text, to find and quote the offending cell.
+    block = 4096
+    reader = pd.read_csv(io.BytesIO(data), chunksize=block, **_OPTIONS, **options)
+    for index in itertools.count():
+        try:
+            if np.isfinite(next(reader).to_numpy()).all():
+                continue
+        except StopIteration:
+            break
+        except ValueError:
+            pass
+        skip = options["skiprows"] + index * block
+        text = _read(data, label, **{**options, "skiprows": skip, "nrows": block, "dtype": str,
+                                     "na_filter": False})
+        cells = _cells(text)
+        missing, values = _missing(cells), _numbers(cells)
+        fail(missing, cells, "missing value (empty cell or NA); every cell needs a number", index * block)
+        fail(np.isnan(values), cells, "non-numeric cell; only numbers are accepted", index * block)
+        fail(np.isinf(values), cells, "non-finite value; values must be finite numbers", index * block)
+        break
+    raise DataError(f"{label}: some cells could not be read as numbers; only numbers are accepted")
+
+
+def _fail(label, first_line, first_column, names, mask, cells, rule, line_offset=0) -> None:
+    """Raises naming the first masked cell as the file shows it: 1-based line and column."""
+    if mask.any():
+        row, col = np.argwhere(mask)[0]
+        cell = cells[row, col]
+        cell = f"{cell:g}" if isinstance(cell, float) else str(cell)
+        name = f" ({names[col]!r})" if names else ""
+        raise DataError(
+            f"{label}: {rule}; line {row + line_offset + first_line}, "
+            f"column {col + first_column}{name} holds {cell!r}"
+        )
+
+
+_OPTIONS = dict(encoding="utf-8-sig", skip_blank_lines=True)
+
+
+def _read(data: bytes, label: str, **options) -> pd.DataFrame:
+    try:
+        return pd.read_csv(io.BytesIO(data), **_OPTIONS, **options)
+    except pd.errors.EmptyDataError:
+        if options.get("skiprows"):
+            raise
+        raise DataError(f"{label} is empty; a comma-separated table of counts is needed") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise DataError(f"{label} is not a readable comma-separated table: {str(err).strip()}") from None
+
+
+def _cells(frame: pd.DataFrame) -> np.ndarray:
+    return np.char.strip(frame.to_numpy().astype(str))
+
+
+def _missing(cells: np.ndarray) -> np.ndarray:
+    return np.isin(np.char.lower(cells), list(_MISSING_TOKENS))
+
+
+def _numbers(cells: np.ndarray) -> np.ndarray:
+    """Cells as float64, NaN where a cell is not a number (missing cells included)."""
+    values = pd.to_numeric(pd.Series(cells.ravel()), errors="coerce")
+    return values.to_numpy(np.float64).reshape(cells.shape)

@@ -1,0 +1,291 @@
+"""Run a FitSpec: data on the device, compiled executables cached, honest timings -> RunResult.
+
+Timing protocol (GUIDE §4): every timed section ends in `jax.block_until_ready`, since
+JAX dispatches asynchronously; the data's host-to-device copy is timed on its own;
+tracing+lowering, XLA compilation, the first call and `repeats` steady-state calls are
+reported separately, each steady-state call starting from the same initial state.
+Compiled executables are cached in this process per (strategy, problem, device), and on
+disk by JAX's persistent compilation cache (see `core.runtime`), so the second run of a
+shape reports cache "memory" (same process) or "disk" (another process).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+import statistics
+import threading
+import time
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from core import data as datasets
+from core import runtime, strategies
+from core.compilations import CompileCounter
+from core.result import RunResult
+from core.spec import FitSpec, SpecError
+
+# One timed section per device at a time in this process, so concurrent dashboard
+# sessions queue rather than distort each other's timings.
+_device_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
+
+
+class ExecutableCache:
+    """Compiled executables per (strategy, Problem, device), least recently used first out.
+
+    Bounded so a long-lived server that sees many shapes does not grow without limit.
+    The app holds one in `st.cache_resource`; the command line uses `DEFAULT_CACHE`.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._items: collections.OrderedDict[tuple, dict[str, Any]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, executables: dict[str, Any]) -> None:
+        with self._lock:
+            self._items[key] = executables
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget the executables (JAX's persistent cache on disk is kept)."""
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+DEFAULT_CACHE = ExecutableCache()
+
+
+class Progress(NamedTuple):
+    """A progress report.
+
+    Attributes:
+        phase: "data", "transfer", "compile", "first_call", "repeat" or "done".
+        done, total: progress within the phase (iterations for "first_call" on Python
+            loops, repeats for "repeat").
+        elbo: the latest ELBO when the strategy can report one mid-run, else None.
+    """
+
+    phase: str
+    done: int = 0
+    total: int = 0
+    elbo: float | None = None
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def resolve_device(platform: str):
+    """The first device of `platform`; SpecError naming the available ones if absent."""
+    import jax
+
+    try:
+        return jax.devices(platform)[0]
+    except RuntimeError:
+        available = ", ".join(runtime.available_platforms()) or "none"
+        raise SpecError(f"device {platform!r} is not available here; available: {available}") from None
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    import jax
+
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn())
+    return out, time.perf_counter() - start
+
+
+@dataclasses.dataclass
+class _Prepared:
+    """A fit ready to time: data and initial state on the device, executables compiled."""
+
+    strategy: strategies.Strategy
+    problem: strategies.Problem
+    data: Any
+    state: Any
+    tol: Any
+    executables: dict[str, Any]
+    transfer_s: float
+    trace_lower_s: float
+    compile_s: float
+    compile_count: int
+    disk_hits: int
+    cache: str
+    device: Any
+
+
+def prepare(
+    spec: FitSpec,
+    counts: datasets.CountData | None = None,
+    on_progress: ProgressCallback | None = None,
+    cache: ExecutableCache | None = None,
+) -> _Prepared:
+    """Load and place the data, build the initial state, and get the executables."""
+    import jax
+    import jax.numpy as jnp
+
+    from core import model
+
+    runtime.configure()
+    report = on_progress or (lambda progress: None)
+    strategy = strategies.get(spec.strategy)
+    device = resolve_device(spec.device)
+    report(Progress("data"))
+    counts = counts if counts is not None else datasets.load(spec.dataset)
+    host = model.make_data(counts.counts, counts.offsets, counts.covariates, spec.precision)
+    report(Progress("transfer"))
+    data, transfer_s = _timed(lambda: jax.device_put(host, device))
+    problem = strategies.Problem(
+        n=counts.n, p=counts.p, d=counts.d, dtype=spec.precision,
+        iterations=spec.iterations, optimizer=spec.optimizer,
+    )
+    with jax.default_device(device):
+        state = jax.block_until_ready(strategies.init_state(data, spec.init, problem.transformation))
+        tol = jax.device_put(jnp.asarray(spec.tol, dtype=spec.precision), device)
+    key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
+           device.platform, device.id)
+    cache = DEFAULT_CACHE if cache is None else cache
+    executables = cache.get(key) if strategy.compiled_ahead else {}
+    trace_lower_s = compile_s = 0.0
+    counter = CompileCounter()
+    if executables is None:
+        report(Progress("compile"))
+        with counter, jax.default_device(device):
+            lowered, trace_lower_s = _timed_plain(lambda: strategy.lower(problem, state, data, tol))
+            executables, compile_s = _timed_plain(lambda: strategy.compile(lowered))
+        cache.put(key, executables)
+        cache_state = "disk" if counter.disk_hits and not counter.compiles else "compiled"
+    else:
+        cache_state = "memory" if strategy.compiled_ahead else "none"
+    return _Prepared(strategy, problem, data, state, tol, executables, transfer_s,
+                     trace_lower_s, compile_s, counter.compiles, counter.disk_hits, cache_state, device)
+
+
+def _timed_plain(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """Time host-side work (tracing, lowering, compiling) that returns no device arrays."""
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def _live_elbo_reporter(report: ProgressCallback, total: int) -> Callable[[int, Any], None]:
+    # Reading an ELBO back forces a device sync, so the first call of a Python-loop
+    # strategy reports about 50 times per run rather than every iteration; the
+    # steady-state repeats report nothing mid-run.
+    every = max(1, total // 50)
+
+    def on_iteration(i: int, value) -> None:
+        if (i + 1) % every == 0 or i + 1 == total:
+            report(Progress("first_call", i + 1, total, float(value)))
+
+    return on_iteration
+
+
+def run(
+    spec: FitSpec,
+    counts: datasets.CountData | None = None,
+    on_progress: ProgressCallback | None = None,
+    cache: ExecutableCache | None = None,
+) -> RunResult:
+    """Fit `spec` and time it; the result is not stored (see `core.store`).
+
+    Args:
+        spec: what to run.
+        counts: the data, when the caller already holds it (e.g. an uploaded CSV);
+            otherwise loaded from `spec.dataset`.
+        on_progress: called with `Progress` reports from the calling thread.
+        cache: where compiled executables are kept (default: `DEFAULT_CACHE`).
+
+    Raises:
+        SpecError: the device is absent or the data are invalid (`core.data.DataError`).
+    """
+    import jax
+
+    report = on_progress or (lambda progress: None)
+    with _device_locks[spec.device]:
+        prep = prepare(spec, counts, report, cache)
+        strategy, problem = prep.strategy, prep.problem
+        live = _live_elbo_reporter(report, problem.iterations) if strategy.python_loop and on_progress else None
+        report(Progress("first_call", 0, problem.iterations))
+        with CompileCounter() as first_counter, jax.default_device(prep.device):
+            output, first_call_s = _timed(
+                lambda: strategy.run(prep.executables, problem, prep.state, prep.data, prep.tol, live))
+        times = []
+        with CompileCounter() as repeat_counter, jax.default_device(prep.device):
+            for r in range(spec.repeats):
+                report(Progress("repeat", r, spec.repeats))
+                _, seconds = _timed(
+                    lambda: strategy.run(prep.executables, problem, prep.state, prep.data, prep.tol))
+                times.append(seconds)
+        report(Progress("done", spec.repeats, spec.repeats))
+    return _result(spec, prep, output, first_call_s, times, first_counter, repeat_counter)
+
+
+def _result(spec, prep: _Prepared, output, first_call_s, times, first_counter, repeat_counter) -> RunResult:
+    trace = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
+    bad = np.flatnonzero(~np.isfinite(trace))
+    diverged_at = int(bad[0]) if bad.size else None
+    if diverged_at is not None:
+        trace = trace[:diverged_at]
+    iterations_run = len(trace) if diverged_at is None else diverged_at
+    run_s = statistics.median(times)
+    return RunResult(
+        spec=spec.to_dict(),
+        spec_key=spec.key,
+        strategy=spec.strategy,
+        dataset=spec.dataset.label,
+        n=prep.problem.n,
+        p=prep.problem.p,
+        d=prep.problem.d,
+        precision=spec.precision,
+        device=spec.device,
+        iterations=spec.iterations,
+        optimizer=spec.optimizer.name,
+        lr=spec.optimizer.lr,
+        init=spec.init,
+        repeats=spec.repeats,
+        tol=spec.tol,
+        status="ok" if diverged_at is None else "diverged",
+        error=None if diverged_at is None else f"ELBO not finite at iteration {diverged_at}",
+        diverged_at=diverged_at,
+        iterations_run=iterations_run,
+        transfer_s=prep.transfer_s,
+        trace_lower_s=prep.trace_lower_s,
+        compile_s=prep.compile_s,
+        first_call_s=first_call_s,
+        run_s=run_s,
+        run_s_min=min(times),
+        run_s_max=max(times),
+        per_iter_ms=1e3 * run_s / max(1, int(output.iterations_run)),
+        compile_count=prep.compile_count + first_counter.compiles,
+        disk_cache_hits=prep.disk_hits + first_counter.disk_hits,
+        recompile_count=repeat_counter.backend_compiles,
+        cache=prep.cache,
+        final_elbo=float(trace[-1]) if len(trace) else None,
+        elbo=[float(v) for v in trace],
+        devices=1,
+        device_kind=prep.device.device_kind,
+        versions=runtime.environment(prep.device),
+        created_at=time.time(),
+    )
+
+
+def agreement(results: list[RunResult]) -> float:
+    """Max relative difference of the final ELBOs of `results` (NaN if fewer than two)."""
+    finals = [r.final_elbo for r in results if r.status == "ok" and r.final_elbo is not None]
+    if len(finals) < 2:
+        return math.nan
+    reference = finals[0]
+    return max(abs(f - reference) / abs(reference) for f in finals)

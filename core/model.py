@@ -1,0 +1,201 @@
+"""The Poisson log-normal (PLN) model: ELBO, closed forms and initialisations.
+
+Pure JAX functions. Inside the maths the paper's letters are clearer than long names:
+Y counts (n, p), O log-offsets (n, p), X covariates (n, d), B coefficients (d, p),
+M and S the variational means and standard deviations (n, p), Sigma the latent
+covariance (p, p) and Omega = Sigma^-1. M is *uncentred*: q(Z_i) = N(M_i, diag(S_i^2))
+and the residual is R = M - X B. With A = exp(O + M + S^2 / 2) and D = diag(sum_i S_i^2):
+
+    ELBO = n/2 logdet(Omega) + sum(Y (O + M) - A + 1/2 log S^2)
+           - 1/2 tr(Omega (R^T R + D)) - sum(log Y!) + n p / 2
+
+At the closed forms B = (X^T X)^-1 X^T M and Sigma = (R^T R + D) / n the trace term is
+n p and the ELBO is the profiled ELBO that pyPLNmodels maximises.
+
+The seed tutorial wrote the trace as tr(M^T M + D Omega), which drops Omega from the
+M^T M part, and log(det(Omega)), which overflows to inf in float32 for p = 114; here the
+trace pairs Omega with both terms and log-determinants come from Cholesky factors.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+from scipy.special import gammaln
+
+
+class PLNData(NamedTuple):
+    """The data of one fit, all of the fit's dtype.
+
+    Attributes:
+        counts: Y, (n, p), non-negative integers stored as floats.
+        offsets: O, (n, p), log-offsets.
+        covariates: X, (n, d).
+        log_factorial_sum: scalar, sum(log Y!) computed exactly (gammaln) on the host.
+    """
+
+    counts: jax.Array
+    offsets: jax.Array
+    covariates: jax.Array
+    log_factorial_sum: jax.Array
+
+
+class PLNParams(NamedTuple):
+    """The parameters moved by the optimizer.
+
+    Attributes:
+        coef: B, (d, p).
+        latent_mean: M, (n, p), uncentred variational means.
+        latent_sd: S, (n, p), variational standard deviations.
+    """
+
+    coef: jax.Array
+    latent_mean: jax.Array
+    latent_sd: jax.Array
+
+
+def exact_log_factorial_sum(counts: np.ndarray) -> float:
+    """sum(log Y!) with gammaln, in float64 on the host.
+
+    Computed once outside any compiled code: it is a constant of the fit, and jaxlib
+    0.10.2 miscompiles some fused reductions on CPU (jax-ml/jax#39103).
+    """
+    return float(np.sum(gammaln(np.asarray(counts, dtype=np.float64) + 1.0)))
+
+
+def stirling_log_factorial_sum(counts: np.ndarray) -> float:
+    """sum(log Y!) with Stirling's formula, as pyPLNmodels (and the seed tutorial) use.
+
+    Differs from the exact sum by a constant (about 570 on oaks); provided so that
+    numbers from pyPLNmodels can be re-expressed with the exact term.
+    """
+    y = np.asarray(counts, dtype=np.float64)
+    y = y + (y == 0)
+    return float(np.sum(0.5 * np.log(2 * np.pi * y) + y * np.log(y / np.e)))
+
+
+def make_data(counts, offsets, covariates, dtype) -> PLNData:
+    """Host arrays -> `PLNData` of `dtype` (still on the host; the engine places it)."""
+    dtype = np.dtype(dtype)
+    return PLNData(
+        counts=np.asarray(counts, dtype=dtype),
+        offsets=np.asarray(offsets, dtype=dtype),
+        covariates=np.asarray(covariates, dtype=dtype),
+        log_factorial_sum=np.asarray(exact_log_factorial_sum(counts), dtype=dtype),
+    )
+
+
+def _logdet_spd(matrix: jax.Array) -> jax.Array:
+    """log det of a symmetric positive-definite matrix via its Cholesky factor."""
+    chol = jnp.linalg.cholesky(matrix)
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
+
+
+def elbo(params: PLNParams, precision: jax.Array, data: PLNData) -> jax.Array:
+    """The ELBO at any B, M, S and Omega (not only at the closed forms).
+
+    Args:
+        params: B (d, p), M (n, p), S (n, p).
+        precision: Omega, (p, p), symmetric positive-definite.
+        data: Y, O, X and sum(log Y!).
+
+    Returns:
+        Scalar ELBO (a negative number for count data), of the data's dtype.
+    """
+    B, M, S = params
+    Y, O, X, log_factorial_sum = data
+    n, p = Y.shape
+    S2 = S * S
+    A = jnp.exp(O + M + 0.5 * S2)
+    R = M - X @ B
+    # tr(Omega (R^T R + D)) without forming R^T R + D twice; Omega is symmetric.
+    trace = jnp.sum(precision * (R.T @ R)) + jnp.sum(jnp.diagonal(precision) * jnp.sum(S2, axis=0))
+    return (
+        0.5 * n * _logdet_spd(precision)
+        + jnp.sum(Y * (O + M) - A + 0.5 * jnp.log(S2))
+        - 0.5 * trace
+        - log_factorial_sum
+        + 0.5 * n * p
+    )
+
+
+def negative_elbo(params: PLNParams, precision: jax.Array, data: PLNData) -> jax.Array:
+    """The loss the optimizer minimises: -ELBO."""
+    return -elbo(params, precision, data)
+
+
+def closed_form_coef(latent_mean: jax.Array, covariates: jax.Array) -> jax.Array:
+    """B = (X^T X)^-1 X^T M, (d, p), by a Cholesky solve rather than an inverse."""
+    X = covariates
+    return jsl.cho_solve(jsl.cho_factor(X.T @ X), X.T @ latent_mean)
+
+
+def closed_form_covariance(params: PLNParams, data: PLNData) -> jax.Array:
+    """Sigma = (R^T R + D) / n with R = M - X B, (p, p)."""
+    B, M, S = params
+    R = M - data.covariates @ B
+    n = M.shape[0]
+    return (R.T @ R + jnp.diag(jnp.sum(S * S, axis=0))) / n
+
+
+def precision_from_covariance(covariance: jax.Array) -> jax.Array:
+    """Omega = Sigma^-1 by Cholesky solve, symmetrised against rounding."""
+    eye = jnp.eye(covariance.shape[0], dtype=covariance.dtype)
+    omega = jsl.cho_solve(jsl.cho_factor(covariance), eye)
+    return 0.5 * (omega + omega.T)
+
+
+def closed_form_precision(params: PLNParams, data: PLNData) -> jax.Array:
+    """Omega at the closed-form Sigma for the current B, M, S."""
+    return precision_from_covariance(closed_form_covariance(params, data))
+
+
+def profiled_elbo(latent_mean: jax.Array, latent_sd: jax.Array, data: PLNData) -> jax.Array:
+    """The ELBO with B and Sigma at their closed forms (what pyPLNmodels maximises).
+
+    Here the trace term is exactly n p, so
+    ELBO = -n/2 logdet(Sigma) + sum(Y (O + M) - A + 1/2 log S^2) - sum(log Y!).
+    """
+    M, S = latent_mean, latent_sd
+    Y, O, X, log_factorial_sum = data
+    n = Y.shape[0]
+    B = closed_form_coef(M, X)
+    sigma = closed_form_covariance(PLNParams(B, M, S), data)
+    S2 = S * S
+    A = jnp.exp(O + M + 0.5 * S2)
+    return -0.5 * n * _logdet_spd(sigma) + jnp.sum(Y * (O + M) - A + 0.5 * jnp.log(S2)) - log_factorial_sum
+
+
+def init_params(data: PLNData, init: str) -> tuple[PLNParams, jax.Array]:
+    """Starting B, M, S and Omega.
+
+    Args:
+        data: the fit's data; dtypes follow `data.counts`.
+        init: "seed" is the tutorial's M = 0, S = 1, B = 0, Omega = I. "log_counts" is
+            pyPLNmodels': M = log(Y + (Y == 0)), S = 0.5, with B and Omega at their
+            closed forms for that M and S.
+
+    Returns:
+        (params, precision).
+    """
+    Y, X = data.counts, data.covariates
+    n, p = Y.shape
+    d = X.shape[1]
+    dtype = Y.dtype
+    if init == "seed":
+        params = PLNParams(
+            coef=jnp.zeros((d, p), dtype),
+            latent_mean=jnp.zeros((n, p), dtype),
+            latent_sd=jnp.ones((n, p), dtype),
+        )
+        return params, jnp.eye(p, dtype=dtype)
+    if init == "log_counts":
+        M = jnp.log(Y + (Y == 0).astype(dtype))
+        S = jnp.full((n, p), 0.5, dtype)
+        params = PLNParams(coef=closed_form_coef(M, X), latent_mean=M, latent_sd=S)
+        return params, closed_form_precision(params, data)
+    raise ValueError(f"init must be 'seed' or 'log_counts'; got {init!r}")

@@ -1,0 +1,52 @@
+"""The JIT strategies: one module each, all fitting the same model with the same optimizer.
+
+`get(name)` returns a strategy instance; `names()` lists them in teaching order (from
+nothing compiled to the whole loop compiled); `TUTORIAL_LEVELS` are the seed
+tutorial's five levels, the dashboard's default selection.
+"""
+
+from __future__ import annotations
+
+from core.strategies.base import FitOutput, FitState, Problem, Strategy, fit_step, init_state
+from core.strategies.eager import Eager
+from core.strategies.fori_loop import ForiLoop
+from core.strategies.jit_per_function import JitPerFunction
+from core.strategies.jit_step import JitStep
+from core.strategies.scan import Scan
+from core.strategies.scan_namedtuple import ScanNamedTuple
+from core.strategies.scan_pytree_class import ScanPytreeClass
+from core.strategies.while_loop import WhileLoop
+
+_CLASSES: tuple[type[Strategy], ...] = (
+    Eager,
+    JitPerFunction,
+    JitStep,
+    Scan,
+    ScanNamedTuple,
+    ScanPytreeClass,
+    ForiLoop,
+    WhileLoop,
+)
+_REGISTRY = {cls.name: cls for cls in _CLASSES}
+
+TUTORIAL_LEVELS = ("eager", "jit_per_function", "scan", "scan_namedtuple", "scan_pytree_class")
+
+
+def names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def get(name: str) -> Strategy:
+    """The strategy called `name`; `KeyError` names the known ones."""
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise KeyError(f"unknown strategy {name!r}; known: {', '.join(_REGISTRY)}") from None
+
+
+def describe() -> list[dict[str, str]]:
+    """[{"name", "description"}] for every strategy, in teaching order."""
+    return [{"name": name, "description": cls.description()} for name, cls in _REGISTRY.items()]
+
+
+__all__ = ["FitOutput", "FitState", "Problem", "Strategy", "fit_step", "init_state", "names", "get", "describe", "TUTORIAL_LEVELS"]

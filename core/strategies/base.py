@@ -1,0 +1,171 @@
+"""What every strategy shares: the fit state, one iteration of the algorithm, the interface.
+
+One iteration, whatever is compiled around it (the seed tutorial's algorithm, corrected):
+
+1. ELBO and its gradient with respect to B, M, S at the current Omega;
+2. the optimizer's update of B, M, S;
+3. Omega <- Sigma^-1 at the closed-form Sigma for the new B, M, S.
+
+The ELBO recorded for iteration i is the one computed in step 1 of iteration i.
+Strategies differ only in what they hand to XLA: nothing, each function, one iteration,
+or the whole loop.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, Callable, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from core import model
+from core.optim import make_optimizer
+from core.spec import OptimizerSpec
+
+
+class FitState(NamedTuple):
+    """Everything that changes from one iteration to the next.
+
+    Attributes:
+        params: B, M, S.
+        precision: Omega, (p, p).
+        opt_state: the optimizer's state for `params`.
+    """
+
+    params: model.PLNParams
+    precision: jax.Array
+    opt_state: optax.OptState
+
+
+class FitOutput(NamedTuple):
+    """What a strategy's run returns.
+
+    Attributes:
+        state: the state after the last iteration run.
+        elbo: (iterations,) ELBO per iteration; NaN past `iterations_run`.
+        iterations_run: iterations actually run (while_loop may stop early).
+    """
+
+    state: FitState
+    elbo: jax.Array
+    iterations_run: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """The static part of a fit: what a compiled executable is specialised to.
+
+    Attributes:
+        n, p, d: data shape.
+        dtype: "float32" or "float64".
+        iterations: loop length (compiled into scan and fori_loop).
+        optimizer: the optimizer spec (its transformation is closed over, hence static).
+    """
+
+    n: int
+    p: int
+    d: int
+    dtype: str
+    iterations: int
+    optimizer: OptimizerSpec
+
+    @property
+    def transformation(self) -> optax.GradientTransformation:
+        return make_optimizer(self.optimizer)
+
+
+def init_state(data: model.PLNData, init: str, optimizer: optax.GradientTransformation) -> FitState:
+    """The starting state for `init` (see `model.init_params`)."""
+    params, precision = model.init_params(data, init)
+    return FitState(params, precision, optimizer.init(params))
+
+
+def fit_step(
+    state: FitState, data: model.PLNData, optimizer: optax.GradientTransformation
+) -> tuple[FitState, jax.Array]:
+    """One iteration; returns the new state and the ELBO at the old one."""
+    loss, grads = jax.value_and_grad(model.negative_elbo)(state.params, state.precision, data)
+    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    precision = model.closed_form_precision(params, data)
+    return FitState(params, precision, opt_state), -loss
+
+
+def empty_trace(iterations: int, dtype) -> jax.Array:
+    """ELBO buffer for compiled loops: NaN marks iterations that did not run."""
+    return jnp.full((iterations,), jnp.nan, dtype=dtype)
+
+
+IterationCallback = Callable[[int, jax.Array], None]
+
+
+class Strategy(abc.ABC):
+    """A way of compiling (or not) the same fit.
+
+    Subclasses set `name` and implement `lower` and `run`. The engine times `lower`
+    (tracing and lowering to StableHLO), `compile` (XLA) and `run` separately, and
+    caches what `compile` returns per `Problem` and device.
+
+    Class attributes:
+        name: registry name.
+        compiled_ahead: whether `lower` produces anything to compile.
+        python_loop: whether iterations are driven from Python (so progress can be
+            reported per iteration).
+        static_iterations: whether the iteration count is baked into the executable.
+    """
+
+    name: ClassVar[str]
+    compiled_ahead: ClassVar[bool] = True
+    python_loop: ClassVar[bool] = False
+    static_iterations: ClassVar[bool] = True
+
+    @abc.abstractmethod
+    def lower(self, problem: Problem, state: FitState, data: model.PLNData, tol: jax.Array) -> dict[str, Any]:
+        """Trace and lower the functions to compile, by name: {name: jax.stages.Lowered}."""
+
+    def compile(self, lowered: dict[str, Any]) -> dict[str, Any]:
+        """XLA-compile every lowered function: {name: jax.stages.Compiled}."""
+        return {name: item.compile() for name, item in lowered.items()}
+
+    @abc.abstractmethod
+    def run(
+        self,
+        executables: dict[str, Any],
+        problem: Problem,
+        state: FitState,
+        data: model.PLNData,
+        tol: jax.Array,
+        on_iteration: IterationCallback | None = None,
+    ) -> FitOutput:
+        """Run the fit from `state` with the compiled `executables`."""
+
+    @classmethod
+    def description(cls) -> str:
+        """The first paragraph of the strategy's module docstring."""
+        import sys
+
+        doc = sys.modules[cls.__module__].__doc__ or ""
+        return " ".join(doc.split())
+
+
+class PythonLoopStrategy(Strategy):
+    """Shared driver for strategies whose loop is a Python `for`."""
+
+    python_loop = True
+    static_iterations = False
+
+    @abc.abstractmethod
+    def step(self, executables: dict[str, Any], problem: Problem, state: FitState, data: model.PLNData):
+        """One iteration -> (state, elbo)."""
+
+    def run(self, executables, problem, state, data, tol, on_iteration=None):
+        trace = []
+        for i in range(problem.iterations):
+            state, value = self.step(executables, problem, state, data)
+            trace.append(value)
+            if on_iteration is not None:
+                on_iteration(i, value)
+        return FitOutput(state, jnp.stack(trace), problem.iterations)
