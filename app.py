@@ -2,7 +2,11 @@
 
 import streamlit as st
 
-from pages import shared
+from core.runtime import quiet_xla_logs
+
+quiet_xla_logs()  # before any page imports jax
+
+from pages import shared  # noqa: E402
 
 st.set_page_config(page_title="PLN JIT Lab", page_icon=":material/speed:", layout="wide")
 

@@ -217,8 +217,10 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    from core.runtime import quiet_xla_logs
     from core.store import StoreError
 
+    quiet_xla_logs()
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)

@@ -19,6 +19,17 @@ import sys
 CACHE_DIR_ENV = "PLNLAB_JAX_CACHE"
 
 
+def quiet_xla_logs() -> None:
+    """Silence XLA's C++ log lines; call before jax is first imported.
+
+    Every load from the persistent cache on CPU logs a screenful of "Target machine
+    feature +prefer-no-gather is not supported" errors (jax-ml/jax#38445): those are
+    LLVM tuning flags, not instruction sets, and the executable runs. Real failures
+    still raise Python exceptions. An explicit TF_CPP_MIN_LOG_LEVEL wins.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
 def default_cache_dir() -> pathlib.Path:
     """$PLNLAB_JAX_CACHE, else ~/.cache/plnlab/jax (XDG_CACHE_HOME honoured)."""
     if os.environ.get(CACHE_DIR_ENV):

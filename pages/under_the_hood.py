@@ -1,0 +1,175 @@
+"""Under the hood: what one strategy hands to XLA, and the seed tutorial's pitfalls run live."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import streamlit as st
+
+from core import introspect, pitfalls
+from core.spec import FitSpec, SpecError
+from pages import shared
+
+TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretching the page
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={FitSpec: lambda spec: spec.key})
+def inspect_cached(spec: FitSpec, _counts=None) -> introspect.Inspection:
+    """`introspect.inspect_fit`, cached per spec (an uploaded CSV's spec names its content hash)."""
+    return introspect.inspect_fit(spec, _counts)
+
+
+def fmt(value, digits: int = 3, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def text_block(title: str, text: str, language: str, file_name: str, key: str) -> None:
+    """A text clipped for the screen, with the full text downloadable."""
+    shown, clipped = introspect.clip(text)
+    top, button = st.columns([4, 1], vertical_alignment="center")
+    top.caption(f"{title} · {len(text):,} characters" + (" (first part shown)" if clipped else ""))
+    button.download_button("Download", text, file_name=file_name, mime="text/plain", key=key,
+                           icon=":material/download:", on_click="ignore", width="stretch")
+    st.code(shown or "(not available on this backend)", language=language, height=TEXT_HEIGHT)
+
+
+def per_executable(inspection: introspect.Inspection, attribute: str, language: str, what: str) -> None:
+    executables = inspection.executables
+    tabs = st.tabs([e.name for e in executables]) if len(executables) > 1 else [st.container()]
+    for tab, executable in zip(tabs, executables):
+        with tab:
+            text_block(f"{what} of `{executable.name}`", getattr(executable, attribute), language,
+                       f"{inspection.strategy}_{executable.name}_{attribute}.txt",
+                       f"uth_dl_{attribute}_{executable.name}")
+
+
+def show_inspection(inspection: introspect.Inspection) -> None:
+    st.subheader(f"{inspection.strategy} · {inspection.dataset} (n = {inspection.n:,}, p = {inspection.p})")
+    st.caption(f"{inspection.precision} · {inspection.device} · {inspection.iterations:,} iterations · "
+               f"jax {inspection.versions['jax']}, jaxlib {inspection.versions['jaxlib']}")
+    st.markdown(inspection.description.removeprefix(f"{inspection.strategy}: "))
+    if not inspection.compiled:
+        st.info("**Nothing is compiled ahead of time.** Each JAX operation is dispatched to XLA on its own, "
+                "so there is no whole-program HLO, cost analysis or memory analysis to show. Its source is "
+                "below, and, for reference, the jaxpr one iteration would have under `jax.jit`.",
+                icon=":material/info:")
+    else:
+        per_iteration, per_run = inspection.cost_per_iteration, inspection.cost_per_run
+        columns = st.columns(4)
+        columns[0].metric("GFLOP per iteration", fmt(per_iteration.flops and per_iteration.flops / 1e9),
+                          help="XLA's estimate of floating-point operations in one iteration")
+        columns[1].metric("GB accessed per iteration",
+                          fmt(per_iteration.bytes_accessed and per_iteration.bytes_accessed / 1e9),
+                          help="XLA's estimate of bytes read and written in one iteration")
+        columns[2].metric("Transcendentals per iteration (M)",
+                          fmt(per_iteration.transcendentals and per_iteration.transcendentals / 1e6),
+                          help="exp, log and similar calls, in millions")
+        columns[3].metric("GFLOP per run", fmt(per_run.flops and per_run.flops / 1e9, 1),
+                          help=f"per iteration x {inspection.iterations:,} iterations")
+        st.caption(inspection.cost_note)
+        columns = st.columns(4)
+        columns[0].metric("Executables", len(inspection.executables),
+                          help="compiled functions the strategy calls")
+        columns[1].metric("XLA compilations", inspection.compile_count,
+                          help="counted from jax.monitoring events while tracing, lowering and compiling; "
+                               "includes small op-by-op compilations of argument set-up")
+        columns[2].metric("Trace + lower", f"{inspection.trace_lower_s:.2f} s")
+        columns[3].metric("Compile", f"{inspection.compile_s:.2f} s",
+                          help="loaded from JAX's persistent cache when 'disk' below")
+        st.caption(f"Cache: **{inspection.cache}** ({inspection.disk_cache_hits} persistent-cache load"
+                   f"{'s' * (inspection.disk_cache_hits != 1)}). Figures for a cold in-process cache.")
+        st.markdown("**Per executable**: XLA's cost and memory analyses (sizes in MB)")
+        st.dataframe(pd.DataFrame(introspect.executable_rows(inspection)), hide_index=True,
+                     column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                    for c in ("GFLOP", "MB accessed", "transcendentals (M)")})
+
+    with st.expander("Python source: the strategy, one iteration, the ELBO", icon=":material/code:"):
+        for index, (title, code) in enumerate(inspection.sources):
+            text_block(title, code, "python", f"{inspection.strategy}_source_{index}.py", f"uth_dl_source_{index}")
+    with st.expander(f"jaxpr: {inspection.jaxpr_of}", icon=":material/account_tree:"):
+        text_block("jax.make_jaxpr", inspection.jaxpr, "text", f"{inspection.strategy}_jaxpr.txt", "uth_dl_jaxpr")
+    if inspection.executables:
+        with st.expander("StableHLO: lowered, before XLA's optimisation passes", icon=":material/description:"):
+            per_executable(inspection, "stablehlo", "text", "Lowered.as_text()")
+        with st.expander("Optimized HLO: after XLA's passes (fusions, layouts)", icon=":material/bolt:"):
+            per_executable(inspection, "optimized_hlo", "text", "Compiled.as_text()")
+
+
+def show_pitfalls() -> None:
+    st.header("Pitfalls of the seed tutorial")
+    st.caption("Gangloff, \"JIT compilation with JAX\" (FinistR 2023) has bugs this product does not reproduce. "
+               "Each one runs here as a small demonstration: the tutorial's way next to the right way.")
+    for pitfall in pitfalls.catalogue():
+        state_key = f"uth_pitfall_{pitfall.key}"
+        with st.container(border=True):
+            st.subheader(pitfall.title)
+            st.markdown(pitfall.summary)
+            with st.expander("Code of the demonstration", icon=":material/code:"):
+                st.code(pitfalls.source(pitfall.key), language="python")
+            if st.button("Run it live", key=f"uth_run_{pitfall.key}", icon=":material/play_arrow:"):
+                with st.spinner(f"Running {pitfall.key}…"):
+                    st.session_state[state_key] = pitfalls.run(pitfall.key)
+            result = st.session_state.get(state_key)
+            if result is not None:
+                show_pitfall_result(result)
+
+
+def show_pitfall_result(result: pitfalls.PitfallResult) -> None:
+    if result.reproduced:
+        st.badge("Bug reproduced here", color="red", icon=":material/bug_report:")
+    else:
+        st.badge("Not reproduced on this installation", color="green", icon=":material/check_circle:")
+    st.markdown(result.explanation)
+    rows = [{"computed": "the tutorial's way", "quantity": k, "value": v} for k, v in result.buggy.items()]
+    rows += [{"computed": "the right way", "quantity": k, "value": v} for k, v in result.correct.items()]
+    st.dataframe(pd.DataFrame(rows), hide_index=True,
+                 column_config={"value": st.column_config.NumberColumn(format="%.6g")})
+    if result.note:
+        st.caption(result.note)
+
+
+st.title("Under the hood")
+st.caption("What a JIT strategy hands to XLA (source, jaxpr, StableHLO, optimized HLO) and what XLA "
+           "estimates it costs. The problem (data, size, precision, device, iterations) is set in the sidebar.")
+
+catalog = shared.strategy_catalog()
+summaries = {s["name"]: s["summary"] for s in catalog}
+shared.default("uth_strategy", "scan" if "scan" in summaries else next(iter(summaries)))
+shared.keep("uth_strategy")
+pick, go = st.columns([5, 1], vertical_alignment="bottom")
+strategy = pick.selectbox("Strategy", list(summaries), key="uth_strategy", help=shared.strategy_help(),
+                          format_func=lambda name: f"{name}: {summaries[name]}")
+problem = shared.current_problem()
+try:
+    # Repeats do not change what is compiled; fixing them shares the cache across settings.
+    spec = dataclasses.replace(shared.fit_spec(strategy, problem=problem), repeats=1)
+except SpecError as exc:
+    spec = None
+    st.error(str(exc), icon=":material/error:")
+clicked = go.button("Inspect", type="primary", key="uth_go", icon=":material/search:", width="stretch",
+                    disabled=spec is None)
+if spec is not None:
+    st.markdown(shared.problem_label(problem).split(" · first call")[0])
+
+if clicked and spec is not None:
+    try:
+        shared.check_device(spec.device)
+        with st.spinner(f"Tracing, lowering and compiling {strategy} for {spec.dataset.label}…"):
+            inspect_cached(spec, shared.run_counts(problem))
+        st.session_state["uth_inspected"] = (spec, shared.run_counts(problem))
+    except SpecError as exc:
+        st.error(str(exc), icon=":material/error:")
+
+inspected = st.session_state.get("uth_inspected")
+if inspected is None:
+    st.info("Press **Inspect** to compile the chosen strategy for the sidebar's problem and look at "
+            "what XLA receives. oaks x1000 takes a few seconds.", icon=":material/search:")
+else:
+    if spec is not None and inspected[0].key != spec.key:
+        st.caption(":material/history: Showing the last inspection; the settings above have changed since. "
+                   "Press **Inspect** to see them.")
+    show_inspection(inspect_cached(*inspected))
+
+st.divider()
+show_pitfalls()

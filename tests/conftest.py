@@ -1,0 +1,14 @@
+"""Shared test setup: tests import the NumPy reference as `reference_pln`, and every
+test process gets its own run store and JAX compilation cache."""
+
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+# Set before any test imports core, so nothing touches the user's own store or cache.
+_scratch = tempfile.mkdtemp(prefix="plnlab-tests-")
+os.environ["PLNLAB_DB"] = os.path.join(_scratch, "runs.sqlite3")
+os.environ["PLNLAB_JAX_CACHE"] = os.path.join(_scratch, "jax-cache")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # see core.runtime.quiet_xla_logs

@@ -1,0 +1,99 @@
+"""The command line, as a user runs it: real processes, one store, JSON on the last line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REQUIRED = {"id", "strategy", "dataset", "n", "p", "precision", "device", "iterations", "optimizer", "status",
+            "error", "compile_s", "first_call_s", "run_s", "run_s_min", "run_s_max", "per_iter_ms",
+            "compile_count", "recompile_count", "cache", "final_elbo", "elbo", "versions"}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cli(*args, env=None):
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "core", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=full_env, timeout=300)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return {"PLNLAB_DB": str(tmp_path / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(tmp_path / "jax")}
+
+
+def test_strategies_json():
+    done = cli("strategies", "--json")
+    assert done.returncode == 0
+    listed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [item["name"] for item in listed][:3] == ["eager", "jit_per_function", "jit_step"]
+    assert all(set(item) == {"name", "description"} for item in listed)
+
+
+def test_run_json_then_disk_cache_in_a_second_process(store):
+    args = ["run", "--dataset", "oaks", "--strategy", "scan", "--iterations", "20", "--repeats", "2", "--json"]
+    first = cli(*args, env=store)
+    assert first.returncode == 0, first.stderr
+    result = json.loads(first.stdout.strip().splitlines()[-1])
+    assert REQUIRED <= set(result)
+    assert result["status"] == "ok" and result["cache"] == "compiled" and result["recompile_count"] == 0
+    assert (result["n"], result["p"], result["dataset"]) == (116, 114, "oaks x1")
+    assert len(result["elbo"]) == 20 and result["final_elbo"] == result["elbo"][-1]
+    assert "done" in first.stderr  # progress went to stderr, not stdout
+
+    second = json.loads(cli(*args, env=store).stdout.strip().splitlines()[-1])
+    assert second["cache"] == "disk" and second["compile_count"] == 0 and second["disk_cache_hits"] >= 1
+    assert second["compile_s"] < result["compile_s"]
+    assert second["elbo"] == result["elbo"] and second["id"] == result["id"] + 1
+
+    listed = json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1])
+    assert [run["id"] for run in listed] == [second["id"], result["id"]]
+    assert REQUIRED - {"elbo"} <= set(listed[0])
+
+
+def test_export_then_import_into_another_store(store, tmp_path):
+    assert cli("run", "--dataset", "simulated", "--n", "30", "--p", "4", "--iterations", "5", "--repeats", "1",
+               env=store).returncode == 0
+    exported = tmp_path / "runs.json"
+    assert cli("export", str(exported), env=store).returncode == 0
+    other = dict(store, PLNLAB_DB=str(tmp_path / "other.sqlite3"))
+    done = cli("import", str(exported), env=other)
+    assert done.returncode == 0 and "imported 1" in done.stdout
+    assert len(json.loads(cli("list", "--json", env=other).stdout.strip().splitlines()[-1])) == 1
+
+
+BAD_INPUTS = [
+    (["run", "--strategy", "nope"], "strategy must be one of"),
+    (["run", "--iterations", "0"], "iterations must be between"),
+    (["run", "--iterations", "many"], "invalid int value"),
+    (["run", "--precision", "float16"], "invalid choice"),
+    (["run", "--device", "gpu"], "device 'gpu' is not available"),
+    (["run", "--optimizer", "adam", "--lr", "-1"], "lr must be in"),
+    (["run", "--replicate", "0"], "replicate must be between"),
+    (["run", "--dataset", "simulated", "--n", "1"], "n must be between"),
+    (["run", "--dataset", "csv"], "needs --counts"),
+    (["run", "--dataset", "csv", "--counts", "/nonexistent.csv"], "no such file"),
+    (["run", "--tol", "2"], "tol must be in"),
+    (["run", "--repeats", "0"], "repeats must be between"),
+    (["import", "/nonexistent.json"], "no such file"),
+    (["frobnicate"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_input_exits_2_with_one_line(args, message, store):
+    done = cli(*args, env=store)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_bad_csv_is_refused_and_nothing_is_stored(store, tmp_path):
+    counts = tmp_path / "counts.csv"
+    counts.write_text("a,b,c\n1,2,3\n4,-5,6\n7,8,9\n")
+    done = cli("run", "--dataset", "csv", "--counts", str(counts), env=store)
+    assert done.returncode == 2 and "negative" in done.stderr.lower()
+    assert json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1]) == []
