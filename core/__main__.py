@@ -91,6 +91,16 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--ids", type=int, nargs="*", help="run ids (default: all)")
     _add_db(export)
 
+    bench = sub.add_parser("bench", help="run strategies side by side on oaks and print a table")
+    bench.add_argument("--sizes", type=int, nargs="+", default=[1, 100], help="oaks replication factors")
+    bench.add_argument("--iterations", type=int, nargs="+", default=None,
+                       help="iterations per size (default: 400 at x1, 100 above)")
+    bench.add_argument("--strategies", nargs="+", default=None, help="default: all")
+    bench.add_argument("--precision", choices=PRECISIONS, default="float32")
+    bench.add_argument("--device", choices=DEVICES, default="cpu")
+    bench.add_argument("--repeats", type=int, default=5)
+    _add_db(bench)
+
     imported = sub.add_parser("import", help="import runs from .json, .csv or .parquet")
     imported.add_argument("path")
     _add_db(imported)
@@ -210,7 +220,30 @@ def _command_import(args) -> int:
     return EXIT_OK
 
 
+def _command_bench(args) -> int:
+    from core import bench, strategies
+    from core.store import RunStore
+
+    names = args.strategies or strategies.names()
+    for name in names:
+        if name not in strategies.names():
+            raise SpecError(f"strategy must be one of {', '.join(strategies.names())}; got {name!r}")
+    iterations = args.iterations or [400 if size == 1 else 100 for size in args.sizes]
+    if len(iterations) != len(args.sizes):
+        raise SpecError(f"--iterations needs one value per size ({len(args.sizes)}); got {len(iterations)}")
+    specs = bench.oaks_grid(args.sizes, names, iterations, args.precision, args.repeats, args.device)
+    store = RunStore(args.db)
+
+    def progress(result) -> None:
+        sys.stderr.write(f"  {result.strategy} on {result.dataset}: {result.per_iter_ms:.3f} ms/iteration\n")
+
+    results = bench.run_grid(specs, store, progress)
+    print(bench.table(results))
+    return EXIT_OK
+
+
 COMMANDS = {
+    "bench": _command_bench,
     "strategies": _command_strategies, "run": _command_run, "list": _command_list,
     "export": _command_export, "import": _command_import,
 }

@@ -146,13 +146,14 @@ def prepare(
     counts = counts if counts is not None else datasets.load(spec.dataset)
     host = model.make_data(counts.counts, counts.offsets, counts.covariates, spec.precision)
     report(Progress("transfer"))
-    data, transfer_s = _timed(lambda: jax.device_put(host, device))
+    data, transfer_s = _timed(lambda: strategy.place_data(host, device))
     problem = strategies.Problem(
         n=counts.n, p=counts.p, d=counts.d, dtype=spec.precision,
         iterations=spec.iterations, optimizer=spec.optimizer,
     )
     with jax.default_device(device):
-        state = jax.block_until_ready(strategies.init_state(data, spec.init, problem.transformation))
+        state = strategy.place_state(strategies.init_state(data, spec.init, problem.transformation), device)
+        state = jax.block_until_ready(state)
         tol = jax.device_put(jnp.asarray(spec.tol, dtype=spec.precision), device)
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
            device.platform, device.id)
@@ -275,7 +276,7 @@ def _result(spec, prep: _Prepared, output, first_call_s, times, first_counter, r
         cache=prep.cache,
         final_elbo=float(trace[-1]) if len(trace) else None,
         elbo=[float(v) for v in trace],
-        devices=1,
+        devices=prep.strategy.device_count(prep.device),
         device_kind=prep.device.device_kind,
         versions=runtime.environment(prep.device),
         created_at=time.time(),

@@ -122,6 +122,18 @@ class Strategy(abc.ABC):
     python_loop: ClassVar[bool] = False
     static_iterations: ClassVar[bool] = True
 
+    def place_data(self, host: model.PLNData, device) -> model.PLNData:
+        """Copy the host data to where this strategy computes (default: `device` alone)."""
+        return jax.device_put(host, device)
+
+    def place_state(self, state: FitState, device) -> FitState:
+        """Lay out the initial state to match `place_data` (default: as created)."""
+        return state
+
+    def device_count(self, device) -> int:
+        """How many devices a run on `device`'s platform uses."""
+        return 1
+
     @abc.abstractmethod
     def lower(self, problem: Problem, state: FitState, data: model.PLNData, tol: jax.Array) -> dict[str, Any]:
         """Trace and lower the functions to compile, by name: {name: jax.stages.Lowered}."""
