@@ -13,8 +13,10 @@ from core.strategies.fori_loop import ForiLoop
 from core.strategies.jit_per_function import JitPerFunction
 from core.strategies.jit_step import JitStep
 from core.strategies.scan import Scan
+from core.strategies.scan_analytic import ScanAnalytic
 from core.strategies.scan_namedtuple import ScanNamedTuple
 from core.strategies.scan_pytree_class import ScanPytreeClass
+from core.strategies.sharded import Sharded
 from core.strategies.while_loop import WhileLoop
 
 _CLASSES: tuple[type[Strategy], ...] = (
@@ -26,6 +28,8 @@ _CLASSES: tuple[type[Strategy], ...] = (
     ScanPytreeClass,
     ForiLoop,
     WhileLoop,
+    ScanAnalytic,
+    Sharded,
 )
 _REGISTRY = {cls.name: cls for cls in _CLASSES}
 
