@@ -1,12 +1,12 @@
 """PLN JIT Lab: the router and the shared sidebar; every page lives in pages/."""
 
-import streamlit as st
+from core.runtime import native_settings
 
-from core.runtime import quiet_xla_logs
+native_settings()  # before streamlit, numpy or jax load their native libraries
 
-quiet_xla_logs()  # before any page imports jax
+import streamlit as st  # noqa: E402
 
-from pages import shared  # noqa: E402
+from pages.ui.sidebar import sidebar  # noqa: E402
 
 st.set_page_config(page_title="PLN JIT Lab", page_icon=":material/speed:", layout="wide")
 
@@ -19,5 +19,5 @@ navigation = st.navigation(
         st.Page("pages/about.py", title="About", icon=":material/info:"),
     ]
 )
-shared.sidebar()
+sidebar()
 navigation.run()

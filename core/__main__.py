@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="simulated: random seed")
     run.add_argument("--counts", default="", help="csv: counts file")
     run.add_argument("--offsets", default="", help="csv: log-offsets file (optional)")
-    run.add_argument("--strategy", default="scan")
+    run.add_argument("--strategy", default=None, help="default: scan, or sharded with --distributed")
     run.add_argument("--iterations", type=int, default=150)
     run.add_argument("--precision", choices=PRECISIONS, default="float32")
     run.add_argument("--device", choices=DEVICES, default="cpu")
@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeats", type=int, default=3)
     run.add_argument("--tol", type=float, default=0.0)
     run.add_argument("--json", action="store_true", help="print the stored run as one JSON line")
+    run.add_argument("--distributed", action="store_true",
+                     help="join a jax.distributed run of the sharded strategy over every process's devices; "
+                          "process 0 stores the run")
+    run.add_argument("--coordinator", default=None, help="--distributed: HOST:PORT of process 0")
+    run.add_argument("--num-processes", type=int, default=None, help="--distributed: how many processes")
+    run.add_argument("--process-id", type=int, default=None, help="--distributed: this process's index")
     _add_db(run)
 
     stored = sub.add_parser("list", help="list stored runs")
@@ -108,10 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fit_spec(args: argparse.Namespace) -> FitSpec:
-    from core import data, strategies
+    from core import catalog, data
 
-    if args.strategy not in strategies.names():
-        raise SpecError(f"strategy must be one of {', '.join(strategies.names())}; got {args.strategy!r}")
+    if args.strategy not in catalog.names():
+        raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {args.strategy!r}")
     if args.dataset == "oaks":
         dataset = DatasetSpec(kind="oaks", replicate=args.replicate)
     elif args.dataset == "simulated":
@@ -161,12 +167,33 @@ class _StderrProgress:
 
 
 def _command_run(args) -> int:
-    from core import engine
+    from core import distributed, engine
     from core.store import RunStore
 
+    if args.distributed:
+        args.strategy = args.strategy or "sharded"
+        if args.strategy != "sharded":
+            raise SpecError(f"--distributed runs the sharded strategy; got --strategy {args.strategy}")
+        distributed.check_options(args.coordinator, args.num_processes, args.process_id)
+    elif (args.coordinator, args.num_processes, args.process_id) != (None, None, None):
+        raise SpecError("--coordinator, --num-processes and --process-id need --distributed")
+    args.strategy = args.strategy or "scan"
     spec = _fit_spec(args)
-    store = RunStore(args.db)
-    result = engine.run(spec, on_progress=_StderrProgress(f"{spec.strategy} on {spec.dataset.label}"))
+    if args.distributed:
+        # Before anything touches a JAX backend (engine.run is the first thing that does).
+        distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    primary = not args.distributed or distributed.is_primary()
+    store = RunStore(args.db) if primary else None
+    label = f"{spec.strategy} on {spec.dataset.label}"
+    if args.distributed:
+        label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
+    result = engine.run(spec, on_progress=_StderrProgress(label))
+    if not primary:
+        # Every process computed the same fit; process 0 alone writes it.
+        sys.stderr.write(f"{label}: not stored (process 0 stores the run); final ELBO {result.final_elbo}\n")
+        if args.json:
+            _print_json(result.to_dict())
+        return EXIT_OK
     store.add(result)
     if args.json:
         _print_json(result.to_dict())
@@ -191,9 +218,9 @@ def _command_list(args) -> int:
 
 
 def _command_strategies(args) -> int:
-    from core import strategies
+    from core import catalog
 
-    described = strategies.describe()
+    described = catalog.describe()
     if args.json:
         _print_json(described)
     else:
@@ -221,13 +248,13 @@ def _command_import(args) -> int:
 
 
 def _command_bench(args) -> int:
-    from core import bench, strategies
+    from core import bench, catalog
     from core.store import RunStore
 
-    names = args.strategies or strategies.names()
+    names = args.strategies or catalog.names()
     for name in names:
-        if name not in strategies.names():
-            raise SpecError(f"strategy must be one of {', '.join(strategies.names())}; got {name!r}")
+        if name not in catalog.names():
+            raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {name!r}")
     iterations = args.iterations or [400 if size == 1 else 100 for size in args.sizes]
     if len(iterations) != len(args.sizes):
         raise SpecError(f"--iterations needs one value per size ({len(args.sizes)}); got {len(iterations)}")
@@ -237,8 +264,8 @@ def _command_bench(args) -> int:
     def progress(result) -> None:
         sys.stderr.write(f"  {result.strategy} on {result.dataset}: {result.per_iter_ms:.3f} ms/iteration\n")
 
-    results = bench.run_grid(specs, store, progress)
-    print(bench.table(results))
+    rows = bench.run_grid(specs, store, progress)
+    print(bench.table(rows))
     return EXIT_OK
 
 
@@ -250,10 +277,11 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from core.runtime import quiet_xla_logs
+    from core.runtime import native_settings
+
+    native_settings()  # before anything loads numpy, scipy or jax
     from core.store import StoreError
 
-    quiet_xla_logs()
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)

@@ -89,11 +89,12 @@ ProgressCallback = Callable[[Progress], None]
 
 
 def resolve_device(platform: str):
-    """The first device of `platform`; SpecError naming the available ones if absent."""
+    """The first device of `platform` in this process; SpecError naming the available ones if absent."""
     import jax
 
     try:
-        return jax.devices(platform)[0]
+        # local_devices: under jax.distributed, device 0 of the platform may be another process's.
+        return jax.local_devices(backend=platform)[0]
     except RuntimeError:
         available = ", ".join(runtime.available_platforms()) or "none"
         raise SpecError(f"device {platform!r} is not available here; available: {available}") from None
@@ -156,7 +157,7 @@ def prepare(
         state = jax.block_until_ready(state)
         tol = jax.device_put(jnp.asarray(spec.tol, dtype=spec.precision), device)
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
-           device.platform, device.id)
+           device.platform, device.id, strategy.device_count(device))
     cache = DEFAULT_CACHE if cache is None else cache
     executables = cache.get(key) if strategy.compiled_ahead else {}
     trace_lower_s = compile_s = 0.0
@@ -167,7 +168,12 @@ def prepare(
             lowered, trace_lower_s = _timed_plain(lambda: strategy.lower(problem, state, data, tol))
             executables, compile_s = _timed_plain(lambda: strategy.compile(lowered))
         cache.put(key, executables)
-        cache_state = "disk" if counter.disk_hits and not counter.compiles else "compiled"
+        if counter.compiles:
+            cache_state = "compiled"
+        elif counter.disk_hits:
+            cache_state = "disk"
+        else:  # JAX's own in-process cache had the same computations (another spec, same HLO)
+            cache_state = "memory"
     else:
         cache_state = "memory" if strategy.compiled_ahead else "none"
     return _Prepared(strategy, problem, data, state, tol, executables, transfer_s,
@@ -214,7 +220,14 @@ def run(
     """
     import jax
 
+    from core import peers
+
     report = on_progress or (lambda progress: None)
+    if peers.is_peer(spec.strategy):
+        counts = counts if counts is not None else datasets.load(spec.dataset)
+        with _device_locks[spec.device]:
+            timing = peers.run_peer(spec, counts, on_progress)
+        return _result(spec, (counts.n, counts.p, counts.d), _measured_peer(timing))
     with _device_locks[spec.device]:
         prep = prepare(spec, counts, report, cache)
         strategy, problem = prep.strategy, prep.problem
@@ -231,54 +244,99 @@ def run(
                     lambda: strategy.run(prep.executables, problem, prep.state, prep.data, prep.tol))
                 times.append(seconds)
         report(Progress("done", spec.repeats, spec.repeats))
-    return _result(spec, prep, output, first_call_s, times, first_counter, repeat_counter)
+    measured = _Measured(
+        elbo=np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)],
+        transfer_s=prep.transfer_s, trace_lower_s=prep.trace_lower_s, compile_s=prep.compile_s,
+        first_call_s=first_call_s, times=times,
+        compile_count=prep.compile_count + first_counter.compiles,
+        disk_cache_hits=prep.disk_hits + first_counter.disk_hits,
+        recompile_count=repeat_counter.backend_compiles, cache=prep.cache,
+        devices=strategy.device_count(prep.device), device_kind=prep.device.device_kind,
+        versions=runtime.environment(prep.device),
+        optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init,
+    )
+    return _result(spec, (problem.n, problem.p, problem.d), measured)
 
 
-def _result(spec, prep: _Prepared, output, first_call_s, times, first_counter, repeat_counter) -> RunResult:
-    trace = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
+@dataclasses.dataclass
+class _Measured:
+    """What a timed fit produced, from a JAX strategy or a peer, before it becomes a RunResult."""
+
+    elbo: np.ndarray
+    transfer_s: float
+    trace_lower_s: float
+    compile_s: float
+    first_call_s: float
+    times: list[float]
+    compile_count: int
+    disk_cache_hits: int
+    recompile_count: int
+    cache: str
+    devices: int
+    device_kind: str
+    versions: dict[str, Any]
+    optimizer: str
+    lr: float
+    init: str
+
+
+def _measured_peer(timing) -> _Measured:
+    # A peer reports what actually ran: pyplnmodels fits with its own optimizer and start.
+    return _Measured(
+        elbo=np.asarray(timing.elbo, dtype=np.float64)[: timing.iterations_run], transfer_s=timing.transfer_s,
+        trace_lower_s=timing.trace_lower_s, compile_s=timing.compile_s, first_call_s=timing.first_call_s,
+        times=list(timing.times), compile_count=timing.compile_count,
+        disk_cache_hits=int(timing.cache == "disk"), recompile_count=timing.recompile_count, cache=timing.cache,
+        devices=timing.devices, device_kind=timing.device_kind, versions=timing.versions,
+        optimizer=timing.optimizer, lr=timing.lr, init=timing.init,
+    )
+
+
+def _result(spec: FitSpec, shape: tuple[int, int, int], measured: _Measured) -> RunResult:
+    trace = measured.elbo
     bad = np.flatnonzero(~np.isfinite(trace))
     diverged_at = int(bad[0]) if bad.size else None
     if diverged_at is not None:
         trace = trace[:diverged_at]
-    iterations_run = len(trace) if diverged_at is None else diverged_at
-    run_s = statistics.median(times)
+    run_s = statistics.median(measured.times)
+    n, p, d = shape
     return RunResult(
         spec=spec.to_dict(),
         spec_key=spec.key,
         strategy=spec.strategy,
         dataset=spec.dataset.label,
-        n=prep.problem.n,
-        p=prep.problem.p,
-        d=prep.problem.d,
+        n=n,
+        p=p,
+        d=d,
         precision=spec.precision,
         device=spec.device,
         iterations=spec.iterations,
-        optimizer=spec.optimizer.name,
-        lr=spec.optimizer.lr,
-        init=spec.init,
+        optimizer=measured.optimizer,
+        lr=measured.lr,
+        init=measured.init,
         repeats=spec.repeats,
         tol=spec.tol,
         status="ok" if diverged_at is None else "diverged",
         error=None if diverged_at is None else f"ELBO not finite at iteration {diverged_at}",
         diverged_at=diverged_at,
-        iterations_run=iterations_run,
-        transfer_s=prep.transfer_s,
-        trace_lower_s=prep.trace_lower_s,
-        compile_s=prep.compile_s,
-        first_call_s=first_call_s,
+        iterations_run=len(trace),
+        transfer_s=measured.transfer_s,
+        trace_lower_s=measured.trace_lower_s,
+        compile_s=measured.compile_s,
+        first_call_s=measured.first_call_s,
         run_s=run_s,
-        run_s_min=min(times),
-        run_s_max=max(times),
-        per_iter_ms=1e3 * run_s / max(1, int(output.iterations_run)),
-        compile_count=prep.compile_count + first_counter.compiles,
-        disk_cache_hits=prep.disk_hits + first_counter.disk_hits,
-        recompile_count=repeat_counter.backend_compiles,
-        cache=prep.cache,
+        run_s_min=min(measured.times),
+        run_s_max=max(measured.times),
+        per_iter_ms=1e3 * run_s / max(1, len(measured.elbo)),
+        compile_count=measured.compile_count,
+        disk_cache_hits=measured.disk_cache_hits,
+        recompile_count=measured.recompile_count,
+        cache=measured.cache,
         final_elbo=float(trace[-1]) if len(trace) else None,
         elbo=[float(v) for v in trace],
-        devices=prep.strategy.device_count(prep.device),
-        device_kind=prep.device.device_kind,
-        versions=runtime.environment(prep.device),
+        devices=measured.devices,
+        device_kind=measured.device_kind,
+        versions=measured.versions,
         created_at=time.time(),
     )
 

@@ -20,51 +20,11 @@ import inspect
 import sys
 from typing import Any
 
-from core.spec import FitSpec
+from core.xla_analysis import Cost, Memory, normalise_cost, normalise_memory
 
 # Characters of a text shown on the page; st.code slows the browser down past this and
 # nobody reads 100 kB of HLO on a projector. The full text stays downloadable.
 DISPLAY_CHARS = 40_000
-
-
-@dataclasses.dataclass(frozen=True)
-class Cost:
-    """XLA's cost estimate; None where XLA gives none (e.g. -1 on some GPU builds).
-
-    Attributes:
-        flops: floating-point operations.
-        bytes_accessed: bytes read and written.
-        transcendentals: exp, log and similar calls.
-    """
-
-    flops: float | None = None
-    bytes_accessed: float | None = None
-    transcendentals: float | None = None
-
-    def __add__(self, other: Cost) -> Cost:
-        def add(a, b):
-            return None if a is None or b is None else a + b
-
-        return Cost(add(self.flops, other.flops), add(self.bytes_accessed, other.bytes_accessed),
-                    add(self.transcendentals, other.transcendentals))
-
-    def scaled(self, factor: float) -> Cost:
-        def scale(a):
-            return None if a is None else a * factor
-
-        return Cost(scale(self.flops), scale(self.bytes_accessed), scale(self.transcendentals))
-
-
-@dataclasses.dataclass(frozen=True)
-class Memory:
-    """XLA's memory analysis of one executable, in bytes; None where not reported."""
-
-    argument_bytes: int | None = None
-    output_bytes: int | None = None
-    alias_bytes: int | None = None
-    temp_bytes: int | None = None
-    generated_code_bytes: int | None = None
-    peak_bytes: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +52,7 @@ class Inspection:
 
     Attributes:
         strategy, description: the strategy's name and its module docstring.
-        dataset, n, p, d, precision, device, iterations: what was inspected.
+        dataset, n, p, d, precision, device, iterations, optimizer: what was inspected.
         compiled: False for eager, which hands nothing to XLA ahead of time.
         python_loop: whether iterations are driven from Python.
         sources: (title, Python source) pairs: the strategy module, then the shared
@@ -117,6 +77,7 @@ class Inspection:
     precision: str
     device: str
     iterations: int
+    optimizer: str
     compiled: bool
     python_loop: bool
     sources: tuple[tuple[str, str], ...]
@@ -144,46 +105,6 @@ def clip(text: str, limit: int = DISPLAY_CHARS) -> tuple[str, bool]:
     return text[:cut] + note, True
 
 
-def normalise_cost(raw: Any) -> Cost:
-    """XLA's cost analysis -> `Cost`.
-
-    jax has returned a dict, a list of one dict per module, or None across versions and
-    backends; negative values mean "unknown" (some GPU builds report -1 flops).
-    """
-    if raw is None:
-        return Cost()
-    entries = [raw] if isinstance(raw, dict) else [entry for entry in raw if entry]
-    if not entries:
-        return Cost()
-    total = Cost(0.0, 0.0, 0.0)
-    for entry in entries:
-        values = []
-        for key in ("flops", "bytes accessed", "transcendentals"):
-            # A missing key means XLA counted none of that kind; a negative one, unknown.
-            value = float(entry.get(key, 0.0))
-            values.append(value if value >= 0 else None)
-        total = total + Cost(*values)
-    return total
-
-
-def normalise_memory(stats: Any) -> Memory | None:
-    """`Compiled.memory_analysis()` -> `Memory`, None-safe across backends."""
-    if stats is None:
-        return None
-
-    def read(name):
-        value = getattr(stats, name, None)
-        return int(value) if isinstance(value, (int, float)) and value >= 0 else None
-
-    return Memory(
-        argument_bytes=read("argument_size_in_bytes"),
-        output_bytes=read("output_size_in_bytes"),
-        alias_bytes=read("alias_size_in_bytes"),
-        temp_bytes=read("temp_size_in_bytes"),
-        generated_code_bytes=read("generated_code_size_in_bytes"),
-        peak_bytes=read("peak_memory_in_bytes"),
-    )
-
 
 def strategy_sources(name: str) -> tuple[tuple[str, str], ...]:
     """(title, source) of the strategy's module and of the shared `fit_step` and `elbo`."""
@@ -200,7 +121,12 @@ def strategy_sources(name: str) -> tuple[tuple[str, str], ...]:
 
 
 def _jaxpr(prep) -> tuple[str, str]:
-    """The jaxpr of what the strategy compiles, and what it is the jaxpr of."""
+    """The jaxpr of what the strategy compiles, and what it is the jaxpr of.
+
+    A compiled-loop strategy's module defines `_fit`, whose arguments are bound by name;
+    when it needs something only the strategy's `lower` builds (e.g. sharded's layout),
+    or for Python loops, the jaxpr is that of one iteration.
+    """
     import jax
 
     from core.strategies import base
@@ -208,15 +134,21 @@ def _jaxpr(prep) -> tuple[str, str]:
     strategy, problem = prep.strategy, prep.problem
     optimizer = problem.transformation
     whole_fit = getattr(sys.modules[type(strategy).__module__], "_fit", None)
-    if strategy.python_loop or whole_fit is None:
+    available = {"state": prep.state, "data": prep.data, "tol": prep.tol,
+                 "optimizer": optimizer, "iterations": problem.iterations}
+    parameters = inspect.signature(whole_fit).parameters if whole_fit is not None else {}
+    if strategy.python_loop or not parameters or any(name not in available for name in parameters):
         step = functools.partial(base.fit_step, optimizer=optimizer)
         jaxpr = jax.make_jaxpr(step)(prep.state, prep.data)
-        what = "one iteration (core.strategies.base.fit_step), which the Python loop calls"
-        return str(jaxpr), what + (" op by op" if not strategy.compiled_ahead else "")
-    fit = functools.partial(whole_fit, optimizer=optimizer, iterations=problem.iterations)
-    available = {"state": prep.state, "data": prep.data, "tol": prep.tol}
-    names = [name for name in inspect.signature(whole_fit).parameters if name in available]
-    jaxpr = jax.make_jaxpr(fit)(*(available[name] for name in names))
+        what = "one iteration (core.strategies.base.fit_step)"
+        if strategy.python_loop:
+            what += ", which the Python loop calls" + (" op by op" if not strategy.compiled_ahead else "")
+        else:
+            what += "; the whole loop needs arguments that only the strategy's lower() builds"
+        return str(jaxpr), what
+    static = {name: available[name] for name in ("optimizer", "iterations") if name in parameters}
+    traced = [available[name] for name in parameters if name not in static]
+    jaxpr = jax.make_jaxpr(functools.partial(whole_fit, **static))(*traced)
     return str(jaxpr), f"the whole fit ({type(strategy).__module__}._fit, {problem.iterations} iterations)"
 
 
@@ -238,7 +170,7 @@ def _stops_early(strategy) -> bool:
     return whole_fit is not None and "tol" in inspect.signature(whole_fit).parameters
 
 
-def _costs(strategy, executables: tuple[Executable, ...], iterations: int) -> tuple[Cost, Cost, str]:
+def _costs(strategy, executables: tuple[Executable, ...], iterations: int, devices: int) -> tuple[Cost, Cost, str]:
     if not executables:
         return Cost(), Cost(), "Nothing is compiled ahead, so XLA has no cost estimate to give."
     total = Cost(0.0, 0.0, 0.0)
@@ -252,29 +184,29 @@ def _costs(strategy, executables: tuple[Executable, ...], iterations: int) -> tu
                 f"are one iteration (plus the set-up around the loop); per run is that times {iterations}.")
         if _stops_early(strategy):
             note += " This loop may stop early at its tolerance: the per-run figure is an upper bound."
+    if devices > 1:
+        note += f" The program is partitioned over {devices} devices: the figures are those of one device."
     return total, total.scaled(iterations), note
 
 
+_COLUMNS = {  # table column -> (where, field, unit); oaks x1 to x1000 stay readable in these units
+    "MFLOP": ("cost", "flops", 1e6), "MB accessed": ("cost", "bytes_accessed", 1e6),
+    "transcendentals (k)": ("cost", "transcendentals", 1e3), "arguments (MB)": ("memory", "argument_bytes", 1e6),
+    "outputs (MB)": ("memory", "output_bytes", 1e6), "temporaries (MB)": ("memory", "temp_bytes", 1e6),
+    "peak (MB)": ("memory", "peak_bytes", 1e6), "code (MB)": ("memory", "generated_code_bytes", 1e6),
+}
+
+
 def executable_rows(inspection: Inspection) -> list[dict[str, Any]]:
-    """One row per executable for a table: costs in GFLOP / MB / millions, memory in MB."""
-
-    def scaled(value, unit):
-        return None if value is None else value / unit
-
+    """One row per executable for a table: costs in MFLOP / MB / thousands, memory in MB."""
     rows = []
     for executable in inspection.executables:
-        memory = executable.memory or Memory()
-        rows.append({
-            "executable": executable.name,
-            "GFLOP": scaled(executable.cost.flops, 1e9),
-            "MB accessed": scaled(executable.cost.bytes_accessed, 1e6),
-            "transcendentals (M)": scaled(executable.cost.transcendentals, 1e6),
-            "arguments (MB)": scaled(memory.argument_bytes, 1e6),
-            "outputs (MB)": scaled(memory.output_bytes, 1e6),
-            "temporaries (MB)": scaled(memory.temp_bytes, 1e6),
-            "peak (MB)": scaled(memory.peak_bytes, 1e6),
-            "code (MB)": scaled(memory.generated_code_bytes, 1e6),
-        })
+        parts = {"cost": executable.cost, "memory": executable.memory or Memory()}
+        row: dict[str, Any] = {"executable": executable.name}
+        for column, (where, field, unit) in _COLUMNS.items():
+            value = getattr(parts[where], field)
+            row[column] = None if value is None else value / unit
+        rows.append(row)
     return rows
 
 
@@ -308,15 +240,18 @@ def inspect_fit(spec: FitSpec, counts=None) -> Inspection:
             # Lowering again is cheap next to compiling, and Lowered objects are not cached.
             lowered = strategy.lower(problem, prep.state, prep.data, prep.tol)
         executables = tuple(_executable(name, lowered[name], prep.executables[name]) for name in lowered)
-    per_iteration, per_run, note = _costs(strategy, executables, problem.iterations)
+    devices = strategy.device_count(prep.device)
+    per_iteration, per_run, note = _costs(strategy, executables, problem.iterations, devices)
     return Inspection(
         strategy=strategy.name,
         description=strategy.description(),
         dataset=spec.dataset.label,
         n=problem.n, p=problem.p, d=problem.d,
         precision=spec.precision,
-        device=f"{prep.device.platform} ({prep.device.device_kind})",
+        device=prep.device.platform if prep.device.device_kind == prep.device.platform
+        else f"{prep.device.platform} ({prep.device.device_kind})",
         iterations=problem.iterations,
+        optimizer=spec.optimizer.label,
         compiled=strategy.compiled_ahead,
         python_loop=strategy.python_loop,
         sources=strategy_sources(strategy.name),

@@ -19,7 +19,7 @@ trace pairs Omega with both terms and log-determinants come from Cholesky factor
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +42,39 @@ class PLNData(NamedTuple):
     offsets: jax.Array
     covariates: jax.Array
     log_factorial_sum: jax.Array
+
+
+class PaddedPLNData(NamedTuple):
+    """`PLNData` with padding rows that do not count, for layouts of equal row blocks.
+
+    The sharded strategy splits rows over devices in equal blocks, so n is padded up to a
+    multiple of the device count. Padded rows hold Y = 0, O = 0 and X = 0 (so X^T X and
+    X^T M ignore them). Every function here weights row terms by `row_mask` and takes
+    n = sum(row_mask): the ELBO, the closed forms and the gradient for real rows are those
+    of the real rows alone, and the gradient for padded rows of M and S is exactly 0.
+
+    Attributes:
+        counts, offsets, covariates, log_factorial_sum: as in `PLNData`, with n_padded rows.
+        row_mask: (n_padded,), 1 on real rows and 0 on padding, of the data's dtype.
+    """
+
+    counts: jax.Array
+    offsets: jax.Array
+    covariates: jax.Array
+    log_factorial_sum: jax.Array
+    row_mask: jax.Array
+
+
+def _real_rows(data: PLNData | PaddedPLNData) -> tuple[Callable[[jax.Array], jax.Array], Any]:
+    """(keep, n): `keep` zeroes the padded rows of an (n_padded, k) array, n counts real rows.
+
+    For unpadded data `keep` is the identity and n the row count, so the traced maths is
+    exactly the unpadded formula.
+    """
+    if isinstance(data, PaddedPLNData):
+        weights = data.row_mask[:, None]
+        return (lambda rows: rows * weights), jnp.sum(data.row_mask)
+    return (lambda rows: rows), data.counts.shape[0]
 
 
 class PLNParams(NamedTuple):
@@ -95,35 +128,36 @@ def _logdet_spd(matrix: jax.Array) -> jax.Array:
     return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
 
 
-def elbo(params: PLNParams, precision: jax.Array, data: PLNData) -> jax.Array:
+def elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData) -> jax.Array:
     """The ELBO at any B, M, S and Omega (not only at the closed forms).
 
     Args:
         params: B (d, p), M (n, p), S (n, p).
         precision: Omega, (p, p), symmetric positive-definite.
-        data: Y, O, X and sum(log Y!).
+        data: Y, O, X and sum(log Y!) (padded rows, if any, count for nothing).
 
     Returns:
         Scalar ELBO (a negative number for count data), of the data's dtype.
     """
     B, M, S = params
-    Y, O, X, log_factorial_sum = data
-    n, p = Y.shape
+    Y, O, X, log_factorial_sum = data.counts, data.offsets, data.covariates, data.log_factorial_sum
+    keep, n = _real_rows(data)
+    p = Y.shape[1]
     S2 = S * S
     A = jnp.exp(O + M + 0.5 * S2)
-    R = M - X @ B
+    R = keep(M - X @ B)
     # tr(Omega (R^T R + D)) without forming R^T R + D twice; Omega is symmetric.
-    trace = jnp.sum(precision * (R.T @ R)) + jnp.sum(jnp.diagonal(precision) * jnp.sum(S2, axis=0))
+    trace = jnp.sum(precision * (R.T @ R)) + jnp.sum(jnp.diagonal(precision) * jnp.sum(keep(S2), axis=0))
     return (
         0.5 * n * _logdet_spd(precision)
-        + jnp.sum(Y * (O + M) - A + 0.5 * jnp.log(S2))
+        + jnp.sum(keep(Y * (O + M) - A + 0.5 * jnp.log(S2)))
         - 0.5 * trace
         - log_factorial_sum
         + 0.5 * n * p
     )
 
 
-def negative_elbo(params: PLNParams, precision: jax.Array, data: PLNData) -> jax.Array:
+def negative_elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData) -> jax.Array:
     """The loss the optimizer minimises: -ELBO."""
     return -elbo(params, precision, data)
 
@@ -134,12 +168,12 @@ def closed_form_coef(latent_mean: jax.Array, covariates: jax.Array) -> jax.Array
     return jsl.cho_solve(jsl.cho_factor(X.T @ X), X.T @ latent_mean)
 
 
-def closed_form_covariance(params: PLNParams, data: PLNData) -> jax.Array:
-    """Sigma = (R^T R + D) / n with R = M - X B, (p, p)."""
+def closed_form_covariance(params: PLNParams, data: PLNData | PaddedPLNData) -> jax.Array:
+    """Sigma = (R^T R + D) / n with R = M - X B, (p, p), over the real rows."""
     B, M, S = params
-    R = M - data.covariates @ B
-    n = M.shape[0]
-    return (R.T @ R + jnp.diag(jnp.sum(S * S, axis=0))) / n
+    keep, n = _real_rows(data)
+    R = keep(M - data.covariates @ B)
+    return (R.T @ R + jnp.diag(jnp.sum(keep(S * S), axis=0))) / n
 
 
 def precision_from_covariance(covariance: jax.Array) -> jax.Array:
@@ -149,28 +183,28 @@ def precision_from_covariance(covariance: jax.Array) -> jax.Array:
     return 0.5 * (omega + omega.T)
 
 
-def closed_form_precision(params: PLNParams, data: PLNData) -> jax.Array:
+def closed_form_precision(params: PLNParams, data: PLNData | PaddedPLNData) -> jax.Array:
     """Omega at the closed-form Sigma for the current B, M, S."""
     return precision_from_covariance(closed_form_covariance(params, data))
 
 
-def profiled_elbo(latent_mean: jax.Array, latent_sd: jax.Array, data: PLNData) -> jax.Array:
+def profiled_elbo(latent_mean: jax.Array, latent_sd: jax.Array, data: PLNData | PaddedPLNData) -> jax.Array:
     """The ELBO with B and Sigma at their closed forms (what pyPLNmodels maximises).
 
     Here the trace term is exactly n p, so
     ELBO = -n/2 logdet(Sigma) + sum(Y (O + M) - A + 1/2 log S^2) - sum(log Y!).
     """
     M, S = latent_mean, latent_sd
-    Y, O, X, log_factorial_sum = data
-    n = Y.shape[0]
+    Y, O, X, log_factorial_sum = data.counts, data.offsets, data.covariates, data.log_factorial_sum
+    keep, n = _real_rows(data)
     B = closed_form_coef(M, X)
     sigma = closed_form_covariance(PLNParams(B, M, S), data)
     S2 = S * S
     A = jnp.exp(O + M + 0.5 * S2)
-    return -0.5 * n * _logdet_spd(sigma) + jnp.sum(Y * (O + M) - A + 0.5 * jnp.log(S2)) - log_factorial_sum
+    return -0.5 * n * _logdet_spd(sigma) + jnp.sum(keep(Y * (O + M) - A + 0.5 * jnp.log(S2))) - log_factorial_sum
 
 
-def init_params(data: PLNData, init: str) -> tuple[PLNParams, jax.Array]:
+def init_params(data: PLNData | PaddedPLNData, init: str) -> tuple[PLNParams, jax.Array]:
     """Starting B, M, S and Omega.
 
     Args:
@@ -180,22 +214,23 @@ def init_params(data: PLNData, init: str) -> tuple[PLNParams, jax.Array]:
             closed forms for that M and S.
 
     Returns:
-        (params, precision).
+        (params, precision). M and S are laid out like Y (`*_like`), so that row-sharded
+        data gives row-sharded M and S without gathering them on one device.
     """
     Y, X = data.counts, data.covariates
-    n, p = Y.shape
+    p = Y.shape[1]
     d = X.shape[1]
     dtype = Y.dtype
     if init == "seed":
         params = PLNParams(
             coef=jnp.zeros((d, p), dtype),
-            latent_mean=jnp.zeros((n, p), dtype),
-            latent_sd=jnp.ones((n, p), dtype),
+            latent_mean=jnp.zeros_like(Y, dtype),
+            latent_sd=jnp.ones_like(Y, dtype),
         )
         return params, jnp.eye(p, dtype=dtype)
     if init == "log_counts":
         M = jnp.log(Y + (Y == 0).astype(dtype))
-        S = jnp.full((n, p), 0.5, dtype)
+        S = jnp.full_like(Y, 0.5, dtype)
         params = PLNParams(coef=closed_form_coef(M, X), latent_mean=M, latent_sd=S)
         return params, closed_form_precision(params, data)
     raise ValueError(f"init must be 'seed' or 'log_counts'; got {init!r}")

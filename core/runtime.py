@@ -19,15 +19,21 @@ import sys
 CACHE_DIR_ENV = "PLNLAB_JAX_CACHE"
 
 
-def quiet_xla_logs() -> None:
-    """Silence XLA's C++ log lines; call before jax is first imported.
+def native_settings() -> None:
+    """Environment for the native libraries; call before numpy, scipy or jax is imported.
 
-    Every load from the persistent cache on CPU logs a screenful of "Target machine
-    feature +prefer-no-gather is not supported" errors (jax-ml/jax#38445): those are
-    LLVM tuning flags, not instruction sets, and the executable runs. Real failures
-    still raise Python exceptions. An explicit TF_CPP_MIN_LOG_LEVEL wins.
+    - TF_CPP_MIN_LOG_LEVEL=3: every load from the persistent cache on CPU logs a
+      screenful of "Target machine feature +prefer-no-gather is not supported" errors
+      (jax-ml/jax#38445): those are LLVM tuning flags, not instruction sets, and the
+      executable runs. Real failures still raise Python exceptions.
+    - OPENBLAS_NUM_THREADS=1: jaxlib's CPU triangular solves (Cholesky, cho_solve) call
+      scipy's OpenBLAS, whose spinning threads fight XLA's own for the cores; on 2 cores
+      that made small fits up to ten times slower. The solves are p x p, too small to
+      gain from threads.
+    Values already set in the environment win.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def default_cache_dir() -> pathlib.Path:

@@ -5,41 +5,30 @@ processes (Streamlit sessions, `python -m core` sweeps). Each operation opens it
 short-lived connection, so no connection crosses a thread, and each write is one
 `BEGIN IMMEDIATE` transaction, so a process killed mid-write leaves no partial run.
 
-Layout: table `runs` holds every scalar field of `RunResult` as its own column (so SQL can
-filter), `spec_json` and `versions_json`; table `elbo_traces` holds each ELBO curve as
-little-endian float64 bytes. Only JSON and raw float bytes are stored, never pickles.
-SQLite turns NaN into NULL, so a NaN in a REAL column is stored as the text 'nan' to keep
-it apart from None (NULL).
+The tables and migrations are in `core.store_schema`, record checks in
+`core.store_records`, and the export/import file formats in `core.store_files`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
-import dataclasses
-import functools
-import json
-import math
-import numbers
 import os
 import pathlib
 import sqlite3
-import tempfile
 import time
-import typing
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from core.result import CACHE_STATES, STATUSES, RunResult
+from core import store_files, store_schema
+from core.result import RunResult
+from core.store_records import StoreError, scalar_fields, validate_record
 
 if TYPE_CHECKING:
     import pandas
 
 DEFAULT_DB_ENV = "PLNLAB_DB"
 BUSY_TIMEOUT_S = 30.0
-FORMATS = (".json", ".csv", ".parquet")
-_SQL_TYPES = {int: "INTEGER", float: "REAL", str: "TEXT"}
 _CHUNK = 500  # below SQLite's bound-parameter limit on old builds (999)
 # frame() column -> keys tried in `versions`, first present wins.
 _VERSION_COLUMNS = {
@@ -47,10 +36,6 @@ _VERSION_COLUMNS = {
     "numpy_version": ("numpy",), "python_version": ("python",),
     "platform": ("platform",), "cpu_count": ("cpu_count",), "host": ("host",),
 }
-
-
-class StoreError(Exception):
-    """The store file or an import file cannot be used; the message says which and why."""
 
 
 def default_db_path() -> pathlib.Path:
@@ -61,130 +46,6 @@ def default_db_path() -> pathlib.Path:
     if not os.path.isabs(data_home):  # the XDG spec says to ignore relative paths
         data_home = "~/.local/share"
     return pathlib.Path(data_home).expanduser() / "plnlab" / "runs.sqlite3"
-
-
-@functools.cache
-def _kinds() -> dict[str, tuple[type, bool]]:
-    """Every RunResult field -> (base type, optional), read from its annotation."""
-    hints = typing.get_type_hints(RunResult)
-    kinds = {}
-    for field in dataclasses.fields(RunResult):
-        args = typing.get_args(hints[field.name])
-        optional = type(None) in args
-        hint = next(a for a in args if a is not type(None)) if optional else hints[field.name]
-        kinds[field.name] = (typing.get_origin(hint) or hint, optional)
-    return kinds
-
-
-def _scalars() -> list[str]:
-    return [name for name, (base, _) in _kinds().items() if base in _SQL_TYPES]
-
-
-def _migration_1() -> list[str]:
-    columns = ", ".join(f"{n} {_SQL_TYPES[_kinds()[n][0]]}" for n in _scalars() if n != "id")
-    return [
-        f"CREATE TABLE runs (id INTEGER PRIMARY KEY, {columns}, host TEXT,"
-        " spec_json TEXT NOT NULL, versions_json TEXT NOT NULL)",
-        "CREATE INDEX runs_spec_key ON runs (spec_key)",
-        "CREATE INDEX runs_created_at ON runs (created_at)",
-        "CREATE TABLE elbo_traces (run_id INTEGER PRIMARY KEY"
-        " REFERENCES runs(id) ON DELETE CASCADE, elbo BLOB NOT NULL)",
-    ]
-
-
-# Applied in order, in one transaction; PRAGMA user_version counts those applied. Append,
-# never edit. Scalar fields added to RunResult later get their column added on open.
-MIGRATIONS = (_migration_1,)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def _describe(base: type) -> str:
-    return {int: "a whole number", float: "a number", str: "a string", dict: "an object",
-            list: "a list of numbers"}[base]
-
-
-def _check_value(name: str, base: type, value: Any, where: str) -> Any:
-    bad = StoreError(f"{where}: field {name!r} must be {_describe(base)}; got {value!r:.80}")
-    if isinstance(value, bool) and base is not str:
-        raise bad
-    if base is int and isinstance(value, numbers.Integral):
-        return int(value)
-    if base is float and isinstance(value, numbers.Real):
-        return float(value)
-    if base is str and isinstance(value, str):
-        return value
-    if base is dict and isinstance(value, dict):
-        try:
-            return json.loads(json.dumps(value))
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"{where}: field {name!r} is not plain JSON: {exc}") from exc
-    if base is list and isinstance(value, (list, tuple, np.ndarray)):
-        try:
-            array = np.asarray(value)
-        except ValueError:  # ragged
-            raise bad from None
-        if array.ndim == 1 and (array.size == 0 or array.dtype.kind in "fiu"):
-            return array.astype(float).tolist()
-    raise bad
-
-
-def _validate(values: Any, where: str) -> RunResult:
-    """A checked copy of a record (a dict of RunResult fields), or StoreError saying why not."""
-    if not isinstance(values, dict):
-        raise StoreError(f"{where}: expected a run record (an object); got {type(values).__name__}")
-    out: dict[str, Any] = {}
-    for field in dataclasses.fields(RunResult):
-        base, optional = _kinds()[field.name]
-        if field.name not in values:
-            if field.default is dataclasses.MISSING:
-                raise StoreError(f"{where}: missing field {field.name!r}")
-            continue
-        value = values[field.name]
-        out[field.name] = None if value is None and optional else _check_value(
-            field.name, base, value, where)
-    for name, choices in (("status", STATUSES), ("cache", CACHE_STATES)):
-        if out[name] not in choices:
-            raise StoreError(f"{where}: {name} must be one of {', '.join(choices)}; got {out[name]!r}")
-    if not out["spec_key"]:
-        raise StoreError(f"{where}: spec_key is empty")
-    if not (math.isfinite(out.get("created_at", 0.0)) and out.get("created_at", 0.0) >= 0):
-        raise StoreError(f"{where}: created_at must be epoch seconds; got {out['created_at']}")
-    return RunResult(**out)
-
-
-def _host(result: RunResult) -> str | None:
-    host = result.versions.get("host")
-    return None if host is None else str(host)
-
-
-def _row(result: RunResult) -> dict[str, Any]:
-    """The `runs` columns of a result (without id)."""
-    row: dict[str, Any] = {}
-    for name in _scalars():
-        value = getattr(result, name)
-        row[name] = "nan" if isinstance(value, float) and math.isnan(value) else value
-    row.pop("id")
-    row.update(host=_host(result), spec_json=json.dumps(result.spec, sort_keys=True),
-               versions_json=json.dumps(result.versions, sort_keys=True))
-    return row
-
-
-def _result(row: sqlite3.Row) -> RunResult:
-    values: dict[str, Any] = {}
-    columns = row.keys()
-    for field in dataclasses.fields(RunResult):
-        base, optional = _kinds()[field.name]
-        if base not in _SQL_TYPES or field.name not in columns:
-            continue
-        value = row[field.name]
-        if value is None and not optional and field.default is not dataclasses.MISSING:
-            continue  # a column added after this row was written
-        values[field.name] = float(value) if base is float and isinstance(value, str) else value
-    values["spec"] = json.loads(row["spec_json"])
-    values["versions"] = json.loads(row["versions_json"])
-    blob = row["elbo"] if "elbo" in columns else None
-    values["elbo"] = np.frombuffer(blob, "<f8").tolist() if blob else []
-    return RunResult.from_dict(values)
 
 
 class RunStore:
@@ -236,27 +97,7 @@ class RunStore:
     def _migrate(self) -> None:
         with self._connect() as conn:
             conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once per file
-            if self._up_to_date(conn):
-                return
-            conn.execute("BEGIN IMMEDIATE")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            for migration in MIGRATIONS[version:]:
-                for statement in migration():
-                    conn.execute(statement)
-            have = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
-            for name in _scalars():
-                if name not in have:
-                    conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {_SQL_TYPES[_kinds()[name][0]]}")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-
-    def _up_to_date(self, conn: sqlite3.Connection) -> bool:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"schema version {version} is newer than this program's "
-                             f"({SCHEMA_VERSION}); upgrade PLN JIT Lab")
-        have = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
-        return version == SCHEMA_VERSION and have.issuperset(_scalars())
+            store_schema.migrate(conn)
 
     @property
     def schema_version(self) -> int:
@@ -264,18 +105,18 @@ class RunStore:
             return conn.execute("PRAGMA user_version").fetchone()[0]
 
     def _insert(self, conn: sqlite3.Connection, result: RunResult) -> int:
-        row = _row(result)
+        row = store_schema.run_row(result)
         cursor = conn.execute(
             f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join(['?'] * len(row))})",
             list(row.values()))
         run_id = int(cursor.lastrowid)
         conn.execute("INSERT INTO elbo_traces (run_id, elbo) VALUES (?, ?)",
-                     (run_id, np.asarray(result.elbo, "<f8").tobytes()))
+                     (run_id, np.asarray(result.elbo, store_schema.ELBO_DTYPE).tobytes()))
         return run_id
 
     def add(self, result: RunResult) -> int:
         """Stores `result` in one transaction; sets its `id` (and `created_at` if 0)."""
-        record = _validate(result.to_dict(), "run")
+        record = validate_record(result.to_dict(), "run")
         record.created_at = result.created_at or time.time()
         with self._connect(write=True) as conn:
             run_id = self._insert(conn, record)
@@ -289,7 +130,7 @@ class RunStore:
         sql += " ORDER BY created_at DESC, runs.id DESC LIMIT ?"
         with self._connect() as conn:
             rows = conn.execute(sql, (*params, -1 if limit is None else limit)).fetchall()
-        return [_result(row) for row in rows]
+        return [store_schema.run_from_row(row) for row in rows]
 
     def get(self, run_id: int) -> RunResult:
         """The run with this id, ELBO curve included. Raises KeyError if absent."""
@@ -315,11 +156,11 @@ class RunStore:
 
         records = []
         for run in self.list():
-            record = {name: getattr(run, name) for name in _scalars()}
+            record = {name: getattr(run, name) for name in scalar_fields()}
             for column, keys in _VERSION_COLUMNS.items():
                 record[column] = next((run.versions[k] for k in keys if k in run.versions), None)
             records.append(record)
-        frame = pd.DataFrame(records, columns=[*_scalars(), *_VERSION_COLUMNS])
+        frame = pd.DataFrame(records, columns=[*scalar_fields(), *_VERSION_COLUMNS])
         frame.insert(1, "created", pd.to_datetime(frame["created_at"].astype(float), unit="s", utc=True))
         return frame
 
@@ -335,10 +176,11 @@ class RunStore:
                 chunk = ids[start:start + _CHUNK]
                 sql = f"SELECT run_id, elbo FROM elbo_traces WHERE run_id IN ({', '.join(['?'] * len(chunk))})"
                 blobs.update((r["run_id"], r["elbo"]) for r in conn.execute(sql, chunk))
-        curves = [(i, np.frombuffer(blobs[i], "<f8")) for i in ids if i in blobs]
+        curves = [(i, np.frombuffer(blobs[i], store_schema.ELBO_DTYPE)) for i in ids if i in blobs]
+        no_ids = [np.zeros(0, np.int64)]  # np.concatenate refuses an empty list
         return pd.DataFrame({
-            "run_id": np.concatenate([np.full(len(c), i, np.int64) for i, c in curves] or [np.zeros(0, np.int64)]),
-            "iteration": np.concatenate([np.arange(len(c), dtype=np.int64) for _, c in curves] or [np.zeros(0, np.int64)]),
+            "run_id": np.concatenate([np.full(len(c), i, np.int64) for i, c in curves] or no_ids),
+            "iteration": np.concatenate([np.arange(len(c), dtype=np.int64) for _, c in curves] or no_ids),
             "elbo": np.concatenate([c for _, c in curves] or [np.zeros(0)]),
         })
 
@@ -362,16 +204,9 @@ class RunStore:
         id not in the store.
         """
         path = pathlib.Path(path)
-        suffix = _suffix(path)
+        store_files.check_format(path)  # before reading any run: a bad name fails first
         runs = self.list(with_elbo=True) if run_ids is None else [self.get(i) for i in run_ids]
-        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        os.close(fd)
-        try:
-            _WRITERS[suffix](pathlib.Path(temp), [run.to_dict() for run in runs])
-            os.replace(temp, path)  # readers never see a half-written file
-        finally:
-            if os.path.exists(temp):
-                os.unlink(temp)
+        store_files.write_runs(path, runs)
         return len(runs)
 
     def import_file(self, path: str | os.PathLike) -> int:
@@ -380,22 +215,14 @@ class RunStore:
         Every record is validated before anything is written. A run already stored (same
         spec_key, created_at and host) is skipped, so importing twice adds nothing.
         """
-        path = pathlib.Path(path)
-        suffix = _suffix(path)
-        try:
-            raw = _READERS[suffix](path)
-        except StoreError:
-            raise
-        except (OSError, ValueError, TypeError, csv.Error) as exc:
-            raise StoreError(f"cannot read {path}: {exc}") from exc
-        records = [_validate(r, f"{path.name}: record {i}") for i, r in enumerate(raw, 1)]
+        records = store_files.read_runs(pathlib.Path(path))
         imported = 0
         with self._connect(write=True) as conn:
             for record in records:
                 record.created_at = record.created_at or time.time()
                 exists = conn.execute(
                     "SELECT 1 FROM runs WHERE spec_key = ? AND created_at = ? AND host IS ? LIMIT 1",
-                    (record.spec_key, record.created_at, _host(record))).fetchone()
+                    (record.spec_key, record.created_at, store_schema.host_of(record))).fetchone()
                 if not exists:
                     self._insert(conn, record)
                     imported += 1
@@ -409,89 +236,3 @@ class RunStore:
         except StoreError:
             return False
 
-
-def _suffix(path: pathlib.Path) -> str:
-    if path.suffix.lower() not in FORMATS:
-        raise StoreError(f"{path.name}: unknown format; use one of {', '.join(FORMATS)}")
-    return path.suffix.lower()
-
-
-_JSON_COLUMNS = ("spec", "versions", "elbo")
-
-
-def _write_json(path: pathlib.Path, records: list[dict]) -> None:
-    # NaN/Infinity are written as JSON's common extension so that they round-trip.
-    path.write_text(json.dumps(records), encoding="utf-8")
-
-
-def _read_json(path: pathlib.Path) -> list:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, list):
-        raise StoreError(f"{path.name}: expected a JSON list of runs; got {type(data).__name__}")
-    return data
-
-
-def _flat(record: dict) -> dict:
-    return {k: json.dumps(v) if k in _JSON_COLUMNS else v for k, v in record.items()}
-
-
-def _write_csv(path: pathlib.Path, records: list[dict]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(_kinds()))
-        writer.writeheader()  # None -> empty cell; floats are written as repr (exact)
-        writer.writerows(_flat(record) for record in records)
-
-
-def _parse_cell(name: str, cell: str) -> Any:
-    """A CSV cell as its field's type; left as text when it does not parse (validation
-    then reports it). An empty cell is None for optional fields."""
-    base, optional = _kinds().get(name, (str, False))
-    if cell is None:  # a short row
-        return None
-    if cell == "" and (optional or base is not str):
-        return None
-    try:
-        if name in _JSON_COLUMNS:
-            return json.loads(cell)
-        return base(cell) if base in (int, float) else cell
-    except ValueError:
-        return cell
-
-
-def _read_csv(path: pathlib.Path) -> list:
-    # ELBO curves are long: lift the csv module's 128 KiB cell limit.
-    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
-    with path.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    return [{k: _parse_cell(k, v) for k, v in row.items() if k is not None} for row in rows]
-
-
-def _write_parquet(path: pathlib.Path, records: list[dict]) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    types = {int: pa.int64(), float: pa.float64()}
-    flat = [_flat(record) for record in records]
-    table = pa.table({
-        name: pa.array([r[name] for r in flat], types.get(base, pa.string()))
-        for name, (base, _) in _kinds().items()
-    })
-    pq.write_table(table, path)
-
-
-def _read_parquet(path: pathlib.Path) -> list:
-    import pyarrow.parquet as pq
-
-    rows = pq.read_table(path).to_pylist()
-    for row in rows:
-        for name in _JSON_COLUMNS:
-            if isinstance(row.get(name), str):
-                try:
-                    row[name] = json.loads(row[name])
-                except ValueError:
-                    pass  # validation reports it
-    return rows
-
-
-_WRITERS = {".json": _write_json, ".csv": _write_csv, ".parquet": _write_parquet}
-_READERS = {".json": _read_json, ".csv": _read_csv, ".parquet": _read_parquet}

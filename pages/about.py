@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import shared
+from pages.ui import resources, routing
+
+routing.ensure_router()
 
 st.title("About PLN JIT Lab")
 st.markdown(
@@ -25,10 +27,11 @@ st.latex(r"q(Z_i) = \mathcal{N}\!\left(M_i,\ \operatorname{diag}(S_i^2)\right)")
 st.latex(r"\Omega = \Sigma^{-1}, \quad A = \exp\!\left(O + M + \tfrac{1}{2} S^2\right), \quad "
          r"R = M - XB, \quad D = \operatorname{diag}\Big(\sum_i S_i^2\Big)")
 st.markdown("The evidence lower bound (ELBO), with sums over all $n \\times p$ entries and products elementwise:")
-st.latex(r"\mathrm{ELBO} = \frac{n}{2} \log\det\Omega "
-         r"+ \sum \Big(Y \odot (O + M) - A + \tfrac{1}{2} \log S^2\Big) "
-         r"- \frac{1}{2} \operatorname{tr}\!\big(\Omega\,(R^\top R + D)\big) "
-         r"- \sum \log Y! + \frac{np}{2}")
+# Two lines: one line overflows the page's column on a 1024 px projector.
+st.latex(r"\begin{aligned} \mathrm{ELBO} = {} & \frac{n}{2} \log\det\Omega "
+         r"+ \sum \Big(Y \odot (O + M) - A + \tfrac{1}{2} \log S^2\Big) \\ "
+         r"& - \frac{1}{2} \operatorname{tr}\!\big(\Omega\,(R^\top R + D)\big) "
+         r"- \sum \log Y! + \frac{np}{2} \end{aligned}")
 st.markdown("For given $M$ and $S$, $B$ and $\\Sigma$ have closed forms:")
 st.latex(r"\hat B = (X^\top X)^{-1} X^\top M, \qquad \hat\Sigma = \frac{1}{n}\left(R^\top R + D\right)")
 st.markdown("At these the trace term equals $np$, and the ELBO becomes the **profiled ELBO** that "
@@ -54,17 +57,18 @@ st.markdown(
     "to XLA differs. One iteration is always: the ELBO and its gradient in $B, M, S$ at the current "
     "$\\Omega$; the optimizer's update; then $\\Omega \\leftarrow \\hat\\Sigma^{-1}$ at the closed form."
 )
-catalog = shared.strategy_catalog()
-levels = set(shared.tutorial_levels())
-st.dataframe(
-    [{"strategy": s["name"], "loop": "Python" if s["python_loop"] else "compiled",
-      "seed tutorial level": "yes" if s["name"] in levels else "", "what is compiled": s["summary"]}
-     for s in catalog],
-    hide_index=True, width="stretch",
-)
+catalog = resources.strategy_catalog()
+levels = {name: level for level, name in enumerate(resources.tutorial_levels())}
+lines = []
 for item in catalog:
-    with st.expander(item["name"]):
-        st.markdown(item["description"])
+    tags = ["peer" if item["kind"] == "peer" else "Python loop" if item["python_loop"] else "loop compiled"]
+    if item["name"] in levels:
+        tags.append(f"seed tutorial level {levels[item['name']]}")
+    lines.append(f"- **{item['name']}** ({', '.join(tags)}): {item['summary']}")
+st.markdown("\n".join(lines))
+with st.expander("Each strategy in full", icon=":material/menu_book:"):
+    for item in catalog:
+        st.markdown(f"**{item['name']}**: {item['description']}")
 
 st.header("How timings are taken")
 st.markdown(

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 import tempfile
 
 import pandas as pd
 import streamlit as st
 
-from core import charts
+from core import bar_charts, charts
 from core.store import StoreError
-from pages import shared
+from pages.ui import display, resources, routing, state
+
+routing.ensure_router()
 
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
            "status": "Status"}
@@ -26,7 +27,7 @@ METRICS = {"per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run 
            "transfer_s": "data transfer (s)"}
 MAX_CURVES = 12
 COLUMNS = {
-    **shared.TABLE_COLUMNS,
+    **display.TABLE_COLUMNS,
     "id": st.column_config.NumberColumn("run", format="#%d"),
     "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
     "device_kind": st.column_config.TextColumn("device kind"),
@@ -34,12 +35,13 @@ COLUMNS = {
 }
 MIME = {".csv": "text/csv", ".json": "application/json", ".parquet": "application/octet-stream"}
 
-st.title("Compare stored runs")
+st.title("Compare stored runs", anchor=False)
 st.caption("Every run in the shared store: from this dashboard, from `python -m core`, or imported from "
            "other machines.")
-store = shared.store_or_stop()
-shared.default("cmp_version", 0)  # bumped after a delete, so the table's selection starts afresh
-shared.keep("cmp_group", "cmp_metric", "cmp_metric_ratio", "cmp_baseline", "cmp_format", *(f"cmp_f_{c}" for c in FILTERS))
+store = resources.store_or_stop()
+state.default("cmp_version", 0)  # bumped after a delete, so the table's selection starts afresh
+state.persist("cmp_group", "cmp_metric", "cmp_metric_ratio", "cmp_baseline", "cmp_format",
+              *(f"cmp_f_{c}" for c in FILTERS))
 
 
 def import_section() -> None:
@@ -47,22 +49,23 @@ def import_section() -> None:
                      icon=":material/upload:"):
         upload = st.file_uploader("Runs file", type=["json", "csv", "parquet"], key="cmp_import")
         if st.button("Import", key="cmp_import_go", disabled=upload is None):
-            suffix = pathlib.Path(upload.name).suffix.lower()
-            fd, temp = tempfile.mkstemp(suffix=suffix, prefix="plnlab-import-")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(upload.getvalue())
-                count = store.import_file(temp)
-            except StoreError as exc:
-                st.error(f"Nothing imported: {exc}", icon=":material/error:")
-            else:
-                st.success(f"Imported {count} new run{'s' * (count != 1)} from {upload.name}"
-                           + (" (every run in it was already stored)" if count == 0 else "") + ".")
-                shared.refresh_store_caption()
-            finally:
-                os.unlink(temp)
+            # Under its own name, so that error messages name the file the user picked.
+            with tempfile.TemporaryDirectory(prefix="plnlab-import-") as folder:
+                path = pathlib.Path(folder) / pathlib.Path(upload.name).name
+                path.write_bytes(upload.getvalue())
+                try:
+                    count = store.import_file(path)
+                except StoreError as exc:
+                    count = None
+                    st.error(f"Nothing imported: {exc}", icon=":material/error:")
+            if count is not None:  # redraw, so that the table and the sidebar count show the new runs
+                st.session_state["cmp_flash"] = (f"Imported {count} new run{'s' * (count != 1)} from {upload.name}"
+                                                 + (" (all were already stored)" if count == 0 else "") + ".")
+                st.rerun()
 
 
+if flash := st.session_state.pop("cmp_flash", None):
+    st.success(flash, icon=":material/check_circle:")
 frame = store.frame()
 if frame.empty:
     st.info("No runs stored yet. Run some strategies first, or import a runs file below.",
@@ -88,7 +91,8 @@ view = frame[mask].reset_index(drop=True)
 event = st.dataframe(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.session_state['cmp_version']}",
                      on_select="rerun", selection_mode="multi-row", hide_index=True, column_config=COLUMNS,
                      height=min(420, 38 + 35 * max(1, len(view))))
-rows = list(event.selection.rows) if event is not None else []
+# Positions in `view`; a tick made before the filters changed may point past its end.
+rows = [r for r in (event.selection.rows if event is not None else []) if r < len(view)]
 picked = view.iloc[rows] if rows else view
 st.caption(f"{len(view):,} of {len(frame):,} runs shown; click a column header to sort. "
            + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
@@ -102,25 +106,28 @@ st.header("ELBO curves")
 newest = picked.sort_values("created_at", ascending=False).head(MAX_CURVES)
 results = [store.get(int(i)) for i in newest["id"]]
 labels = [f"#{r.id} {r.strategy}" for r in results]
-curves = shared.elbo_long(results, labels)
-left, right = st.columns(2)
-with left:
-    shared.chart(charts.elbo_curves(curves, x="iteration"),
-                 "log(-ELBO) per iteration; runs of the same problem should overlap."
-                 + (f" The {MAX_CURVES} newest of {len(picked)} runs." if len(picked) > MAX_CURVES else ""))
-with right:
-    shared.chart(charts.elbo_curves(curves, x="wall_s"),
-                 "Wall-clock estimated from compile time + iterations × steady-state time per iteration.")
+curves = display.elbo_long(results, labels)
+by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
+with by_iteration:
+    display.chart(charts.elbo_curves(curves, x="iteration").properties(height=340),
+                  "log(-ELBO) per iteration; runs of the same problem should overlap."
+                  + (f" The {MAX_CURVES} newest of {len(picked)} runs." if len(picked) > MAX_CURVES else ""),
+                  legend="right")
+with by_time:
+    display.chart(charts.elbo_curves(curves, x="wall_s").properties(height=340),
+                  "Wall-clock estimated from compile time + iterations × steady-state time per iteration.",
+                  legend="right")
 
 st.header("Grouped timings")
-shared.default("cmp_group", ["strategy"])
-shared.default("cmp_metric", "per_iter_ms")
+state.default("cmp_group", ["strategy"])
+state.default("cmp_metric", "per_iter_ms")
 left, right = st.columns([3, 2])
 by = left.multiselect("Group by", GROUPS, key="cmp_group", placeholder="choose columns")
 metric = right.selectbox("Timing", list(METRICS), key="cmp_metric", format_func=METRICS.get)
 if by:
-    shared.chart(charts.grouped_summary(picked, by, metric),
-                 f"Median (dot) and min to max (line) of {METRICS[metric]} per group; diverged runs left out.")
+    display.chart(bar_charts.grouped_summary(picked, by, metric),
+                  f"Median (dot) and min to max (line) of {METRICS[metric]} per group; diverged runs left out.",
+                  legend=None)
 else:
     st.info("Choose at least one column to group by.")
 
@@ -138,8 +145,8 @@ ratio_metric = st.session_state["cmp_metric_ratio"]
 bars = picked.head(40)
 if baseline not in set(bars["id"]):
     bars = pd.concat([bars, picked[picked["id"] == baseline]])
-shared.chart(charts.ratio_bars(bars, baseline, ratio_metric),
-             f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster.")
+display.chart(bar_charts.ratio_bars(bars, baseline, ratio_metric),
+              f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster.", legend=None)
 
 st.header("Settings that differ")
 varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique() > 1]

@@ -4,62 +4,69 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import charts
+from core import bar_charts, charts
 from core.spec import FitSpec, SpecError
-from pages import shared
+from pages.ui import display, resources, routing, running, settings, state
 
-st.title("Which JIT strategy is fastest?")
+routing.ensure_router()
+
+st.title("Which JIT strategy is fastest?", anchor=False)
 st.caption("The same Poisson log-normal fit, compiled in different ways; set the problem in the sidebar.")
 
-catalog = shared.strategy_catalog()
+catalog = resources.strategy_catalog()
 names = [s["name"] for s in catalog]
-shared.default("run_strategies", [n for n in shared.tutorial_levels() if n in names])
-shared.keep("run_strategies")
+state.default("run_strategies", [n for n in resources.tutorial_levels() if n in names])
+state.persist("run_strategies")
 
-pick, go = st.columns([5, 1], vertical_alignment="bottom")
-chosen = pick.multiselect("Strategies", names, key="run_strategies", help=shared.strategy_help(),
-                          placeholder="Choose one or more strategies")
+chosen = st.pills("Strategies", names, selection_mode="multi", key="run_strategies",
+                  help=resources.strategy_help()) or []
 chosen = [n for n in names if n in chosen]  # teaching order, whatever the click order
 with st.expander("What each strategy compiles"):
-    st.markdown(shared.strategy_help())
+    st.markdown(resources.strategy_help())
 
-problem = shared.current_problem()
-st.markdown(shared.problem_label(problem))
-
+problem = settings.current_problem()
 try:
-    specs = [shared.fit_spec(name, problem=problem) for name in chosen]
+    dataset = settings.dataset_spec(problem)
+    specs = [settings.fit_spec(name, dataset=dataset, problem=problem) for name in chosen]
 except SpecError as exc:
     st.error(str(exc), icon=":material/error:")
     st.stop()
+st.markdown(settings.problem_label(problem))
+go, note_slot = st.columns([1, 3], vertical_alignment="center")
 if not specs:
     st.info("Choose at least one strategy to run.", icon=":material/checklist:")
     st.stop()
 
-store = shared.store_or_stop()
+store = resources.store_or_stop()
 stored = {spec.strategy: found[0] for spec in specs if (found := store.find_by_spec_key(spec.key))}
 missing = [spec for spec in specs if spec.strategy not in stored]
 
 if missing:
     label = f"Run {len(missing)} strateg{'y' if len(missing) == 1 else 'ies'}"
     clicked = go.button(label, type="primary", key="run_go", icon=":material/play_arrow:", width="stretch")
-    rerun = False
+    again = False
     if stored:
-        st.caption(f"{len(stored)} of these settings already ran and are shown below; "
-                   f"this runs {', '.join(s.strategy for s in missing)}.")
+        note_slot.caption(f"{len(stored)} of these settings already ran and are shown below; "
+                          f"this runs {', '.join(s.strategy for s in missing)}.")
 else:
     clicked = False
-    rerun = go.button("Run again", type="primary", key="run_again", icon=":material/replay:", width="stretch")
-    st.caption("These exact settings are in the store: showing the stored runs. **Run again** re-times them.")
+    again = go.button("Run again", type="primary", key="run_again", icon=":material/replay:", width="stretch")
+    note_slot.caption("These exact settings are in the store: showing the stored runs. **Run again** re-times them.")
 
-if clicked or rerun:
-    todo = specs if rerun else missing
-    results, error = shared.run_specs(todo, counts=shared.run_counts(problem),
-                                      title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
+if clicked or again:
+    todo = specs if again else missing
+    results, error = running.run_specs(todo, counts=settings.run_counts(problem),
+                                       title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
     if results:
         st.session_state["run_last_ids"] = [r.id for r in results]
         stored.update({r.strategy: r for r in results})
     if error:
         st.error(error, icon=":material/error:")
+    else:  # redraw, so that the button offers "Run again" rather than a finished run
+        st.session_state["run_flash"] = f"{len(results)} run{'s' * (len(results) != 1)} finished and stored."
+        st.rerun()
+if flash := st.session_state.pop("run_flash", None):
+    st.toast(flash, icon=":material/check_circle:")
 
 shown = [stored[name] for name in chosen if name in stored]
 note = ""
@@ -71,7 +78,7 @@ if not shown and st.session_state.get("run_last_ids"):
         except KeyError:  # deleted on the Compare page since
             pass
     note = "Your last runs, with settings that differ from the sidebar's now: " + \
-        (shared.spec_summary(FitSpec.from_dict(shown[0].spec)) if shown else "")
+        (settings.spec_summary(FitSpec.from_dict(shown[0].spec)) if shown else "")
 if not shown:
     st.info("Press **Run** to fit and time the chosen strategies. Each run is stored, so anyone can "
             "compare it later.", icon=":material/play_circle:")
@@ -83,48 +90,49 @@ st.header("Results")
 if note:
     st.caption(note)
 else:
-    dates = sorted({shared.when(r.created_at) for r in shown})
+    dates = sorted({display.when(r.created_at) for r in shown})
     st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
                + (f" to {dates[-1]}" if len(dates) > 1 else "") + f" · device: {shown[0].device_kind}")
 
-frame = shared.runs_frame(shown)
+frame = display.runs_frame(shown)
 ok = frame[frame["status"] == "ok"]
 metrics = st.columns(4)
 if not ok.empty:
     fastest = ok.loc[ok["per_iter_ms"].idxmin()]
-    metrics[0].metric("Fastest steady state", fastest["strategy"], f"{fastest['per_iter_ms']:.3f} ms/iteration",
-                      delta_color="off", delta_arrow="off")
+    metrics[0].metric("Fastest steady state", f"{fastest['per_iter_ms']:.3g} ms/it", fastest["strategy"],
+                      delta_color="off", delta_arrow="off", help="steady-state time per iteration")
     slowest = ok.loc[ok["per_iter_ms"].idxmax()]
     metrics[1].metric(f"Speed-up over {slowest['strategy']}", f"×{slowest['run_s'] / fastest['run_s']:,.1f}",
                       help="median steady-state run of the slowest strategy / that of the fastest")
     compiled = ok[ok["cache"] != "none"]
     if not compiled.empty:
-        metrics[2].metric("Compile (trace+lower+XLA), max", f"{(compiled['trace_lower_s'] + compiled['compile_s']).max():.2f} s",
-                          help="0 s when the executable came from the in-memory cache")
+        metrics[2].metric("Longest compile", f"{(compiled['trace_lower_s'] + compiled['compile_s']).max():.2f} s",
+                          help="trace + lower + XLA compile; 0 s when the executable came from the in-memory cache")
 with metrics[3]:
-    st.markdown("**Agreement**")
-    shared.agreement_badge(frame)
+    st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
+    display.agreement_badge(frame)
 
 left, right = st.columns(2)
 with left:
-    shared.chart(charts.timing_bars(frame),
-                 "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit.")
+    display.chart(bar_charts.timing_bars(frame),
+                  "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit.")
 with right:
     baseline = "eager" if "eager" in set(frame["strategy"]) else frame.loc[frame["run_s"].idxmax(), "strategy"]
-    shared.chart(charts.speedup_bars(frame, baseline=baseline),
-                 f"How many times faster than {baseline} one full fit runs once compiled (median of repeats).")
+    display.chart(bar_charts.speedup_bars(frame, baseline=baseline),
+                  f"How many times faster than {baseline} one full fit runs once compiled (median of repeats).",
+                  legend=None)
 
-curves = shared.elbo_long(shown)
+curves = display.elbo_long(shown)
 left, right = st.columns(2)
 with left:
-    shared.chart(charts.elbo_curves(curves, x="iteration"),
-                 "Every strategy should trace the same curve: only the compilation differs.")
+    display.chart(charts.elbo_curves(curves, x="iteration").properties(height=280),
+                  "Every strategy should trace the same curve: only the compilation differs.")
 with right:
-    shared.chart(charts.elbo_curves(curves, x="wall_s"),
-                 "Wall-clock estimated from compile time + iterations × steady-state time per iteration.")
+    display.chart(charts.elbo_curves(curves, x="wall_s").properties(height=280),
+                  "Wall-clock estimated from compile time + iterations × steady-state time per iteration.")
 
 st.subheader("Numbers")
-shared.show_runs_table(frame)
+display.show_runs_table(frame)
 diverged = frame[frame["status"] != "ok"]
 for _, row in diverged.iterrows():
     st.warning(f"{row['strategy']}: {row['error'] or row['status']}", icon=":material/warning:")

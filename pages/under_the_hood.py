@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import pandas as pd
 import streamlit as st
 
 from core import introspect, pitfalls
 from core.spec import FitSpec, SpecError
-from pages import shared
+from pages.ui import resources, routing, settings, state
 
+routing.ensure_router()
+
+log = logging.getLogger(__name__)
 TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretching the page
 
 
@@ -20,8 +24,14 @@ def inspect_cached(spec: FitSpec, _counts=None) -> introspect.Inspection:
     return introspect.inspect_fit(spec, _counts)
 
 
-def fmt(value, digits: int = 3, unit: str = "") -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}{unit}"
+def si(value: float | None, unit: str = "") -> str:
+    """13039107072 -> "13.0 G" + unit: small problems are MFLOP, big ones GFLOP."""
+    if value is None:
+        return "n/a"
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:,.1f} {prefix}{unit}"
+    return f"{value:,.0f} {unit}".strip()
 
 
 def text_block(title: str, text: str, language: str, file_name: str, key: str) -> None:
@@ -31,7 +41,8 @@ def text_block(title: str, text: str, language: str, file_name: str, key: str) -
     top.caption(f"{title} · {len(text):,} characters" + (" (first part shown)" if clipped else ""))
     button.download_button("Download", text, file_name=file_name, mime="text/plain", key=key,
                            icon=":material/download:", on_click="ignore", width="stretch")
-    st.code(shown or "(not available on this backend)", language=language, height=TEXT_HEIGHT)
+    short = shown.count("\n") < 20  # a short function gets its own height, not an empty box
+    st.code(shown or "(not available on this backend)", language=language, height="content" if short else TEXT_HEIGHT)
 
 
 def per_executable(inspection: introspect.Inspection, attribute: str, language: str, what: str) -> None:
@@ -47,6 +58,7 @@ def per_executable(inspection: introspect.Inspection, attribute: str, language: 
 def show_inspection(inspection: introspect.Inspection) -> None:
     st.subheader(f"{inspection.strategy} · {inspection.dataset} (n = {inspection.n:,}, p = {inspection.p})")
     st.caption(f"{inspection.precision} · {inspection.device} · {inspection.iterations:,} iterations · "
+               f"optimizer {inspection.optimizer} · "
                f"jax {inspection.versions['jax']}, jaxlib {inspection.versions['jaxlib']}")
     st.markdown(inspection.description.removeprefix(f"{inspection.strategy}: "))
     if not inspection.compiled:
@@ -57,15 +69,13 @@ def show_inspection(inspection: introspect.Inspection) -> None:
     else:
         per_iteration, per_run = inspection.cost_per_iteration, inspection.cost_per_run
         columns = st.columns(4)
-        columns[0].metric("GFLOP per iteration", fmt(per_iteration.flops and per_iteration.flops / 1e9),
+        columns[0].metric("FLOP / iteration", si(per_iteration.flops),
                           help="XLA's estimate of floating-point operations in one iteration")
-        columns[1].metric("GB accessed per iteration",
-                          fmt(per_iteration.bytes_accessed and per_iteration.bytes_accessed / 1e9),
+        columns[1].metric("Bytes accessed / iteration", si(per_iteration.bytes_accessed, "B"),
                           help="XLA's estimate of bytes read and written in one iteration")
-        columns[2].metric("Transcendentals per iteration (M)",
-                          fmt(per_iteration.transcendentals and per_iteration.transcendentals / 1e6),
-                          help="exp, log and similar calls, in millions")
-        columns[3].metric("GFLOP per run", fmt(per_run.flops and per_run.flops / 1e9, 1),
+        columns[2].metric("Exp, log… / iteration", si(per_iteration.transcendentals),
+                          help="transcendental function calls (exp, log, ...) in one iteration")
+        columns[3].metric("FLOP / run", si(per_run.flops),
                           help=f"per iteration x {inspection.iterations:,} iterations")
         st.caption(inspection.cost_note)
         columns = st.columns(4)
@@ -80,9 +90,10 @@ def show_inspection(inspection: introspect.Inspection) -> None:
         st.caption(f"Cache: **{inspection.cache}** ({inspection.disk_cache_hits} persistent-cache load"
                    f"{'s' * (inspection.disk_cache_hits != 1)}). Figures for a cold in-process cache.")
         st.markdown("**Per executable**: XLA's cost and memory analyses (sizes in MB)")
-        st.dataframe(pd.DataFrame(introspect.executable_rows(inspection)), hide_index=True,
-                     column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                    for c in ("GFLOP", "MB accessed", "transcendentals (M)")})
+        table = pd.DataFrame(introspect.executable_rows(inspection))
+        table = table.loc[:, (table.notna() & (table != 0)).any()]  # e.g. code size: 0 on CPU
+        st.dataframe(table, hide_index=True, column_config={
+            c: st.column_config.NumberColumn(format="%.2f") for c in table.columns if c != "executable"})
 
     with st.expander("Python source: the strategy, one iteration, the ELBO", icon=":material/code:"):
         for index, (title, code) in enumerate(inspection.sources):
@@ -108,11 +119,24 @@ def show_pitfalls() -> None:
             with st.expander("Code of the demonstration", icon=":material/code:"):
                 st.code(pitfalls.source(pitfall.key), language="python")
             if st.button("Run it live", key=f"uth_run_{pitfall.key}", icon=":material/play_arrow:"):
-                with st.spinner(f"Running {pitfall.key}…"):
-                    st.session_state[state_key] = pitfalls.run(pitfall.key)
+                with st.spinner(f"Running: {pitfall.title}…"):
+                    st.session_state[state_key] = guarded(lambda: pitfalls.run(pitfall.key), pitfall.title)
             result = st.session_state.get(state_key)
             if result is not None:
                 show_pitfall_result(result)
+
+
+def guarded(work, what: str):
+    """`work()`, or None after an error message: a projector must not show a traceback."""
+    try:
+        return work()
+    except SpecError as exc:  # data or device not available here
+        st.error(f"{what}: {exc}", icon=":material/error:")
+    except Exception as exc:  # noqa: BLE001 - logged in full, shown in one line
+        log.exception("%s failed", what)
+        st.error(f"{what} failed with an internal error ({type(exc).__name__}: {exc}); see the server log",
+                 icon=":material/error:")
+    return None
 
 
 def show_pitfall_result(result: pitfalls.PitfallResult) -> None:
@@ -121,10 +145,10 @@ def show_pitfall_result(result: pitfalls.PitfallResult) -> None:
     else:
         st.badge("Not reproduced on this installation", color="green", icon=":material/check_circle:")
     st.markdown(result.explanation)
-    rows = [{"computed": "the tutorial's way", "quantity": k, "value": v} for k, v in result.buggy.items()]
-    rows += [{"computed": "the right way", "quantity": k, "value": v} for k, v in result.correct.items()]
-    st.dataframe(pd.DataFrame(rows), hide_index=True,
-                 column_config={"value": st.column_config.NumberColumn(format="%.6g")})
+    # Strings, not numbers: the Stirling sums differ in the sixth significant digit.
+    rows = [{"computed": "the tutorial's way", "quantity": k, "value": f"{v:,.4f}"} for k, v in result.buggy.items()]
+    rows += [{"computed": "the right way", "quantity": k, "value": f"{v:,.4f}"} for k, v in result.correct.items()]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
     if result.note:
         st.caption(result.note)
 
@@ -133,33 +157,37 @@ st.title("Under the hood")
 st.caption("What a JIT strategy hands to XLA (source, jaxpr, StableHLO, optimized HLO) and what XLA "
            "estimates it costs. The problem (data, size, precision, device, iterations) is set in the sidebar.")
 
-catalog = shared.strategy_catalog()
-summaries = {s["name"]: s["summary"] for s in catalog}
-shared.default("uth_strategy", "scan" if "scan" in summaries else next(iter(summaries)))
-shared.keep("uth_strategy")
+catalog = resources.strategy_catalog()
+# Peers (pyPLNmodels, PyTorch) hand nothing to XLA: only JAX strategies can be inspected.
+summaries = {s["name"]: s["summary"] for s in catalog if s["kind"] == "jax"}
+state.default("uth_strategy", "scan" if "scan" in summaries else next(iter(summaries)))
+state.keep("uth_strategy")
 pick, go = st.columns([5, 1], vertical_alignment="bottom")
-strategy = pick.selectbox("Strategy", list(summaries), key="uth_strategy", help=shared.strategy_help(),
-                          format_func=lambda name: f"{name}: {summaries[name]}")
-problem = shared.current_problem()
+strategy = pick.selectbox("Strategy", list(summaries), key="uth_strategy", help=resources.strategy_help(),
+                          format_func=lambda name: f"{name}: {summaries[name].replace('`', '')}")
+problem = settings.current_problem()
 try:
     # Repeats do not change what is compiled; fixing them shares the cache across settings.
-    spec = dataclasses.replace(shared.fit_spec(strategy, problem=problem), repeats=1)
+    spec = dataclasses.replace(settings.fit_spec(strategy, problem=problem), repeats=1)
 except SpecError as exc:
     spec = None
     st.error(str(exc), icon=":material/error:")
 clicked = go.button("Inspect", type="primary", key="uth_go", icon=":material/search:", width="stretch",
                     disabled=spec is None)
 if spec is not None:
-    st.markdown(shared.problem_label(problem).split(" · first call")[0])
+    st.markdown(f"Sidebar problem: **{spec.dataset.label}** · {spec.precision} · {spec.device} · "
+                f"{spec.iterations:,} iterations · optimizer {spec.optimizer.label} · init {spec.init}")
 
 if clicked and spec is not None:
-    try:
-        shared.check_device(spec.device)
-        with st.spinner(f"Tracing, lowering and compiling {strategy} for {spec.dataset.label}…"):
-            inspect_cached(spec, shared.run_counts(problem))
-        st.session_state["uth_inspected"] = (spec, shared.run_counts(problem))
-    except SpecError as exc:
-        st.error(str(exc), icon=":material/error:")
+    counts = settings.run_counts(problem)
+
+    def work():
+        resources.check_device(spec.device)
+        return inspect_cached(spec, counts)
+
+    with st.spinner(f"Tracing, lowering and compiling {strategy} for {spec.dataset.label}…"):
+        if guarded(work, f"Inspecting {strategy}") is not None:
+            st.session_state["uth_inspected"] = (spec, counts)
 
 inspected = st.session_state.get("uth_inspected")
 if inspected is None:

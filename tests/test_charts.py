@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import charts
+from core import bar_charts, charts
 
 
 def _run(id_, strategy, n=116, run_s=1.0, status="ok", **kw):
@@ -89,17 +89,17 @@ def _log_fields(spec):
 
 def _all_builders(runs, elbo_long):
     return [
-        charts.timing_bars(runs),
-        charts.speedup_bars(runs),
-        charts.speedup_bars(runs, baseline="absent"),
+        bar_charts.timing_bars(runs),
+        bar_charts.speedup_bars(runs),
+        bar_charts.speedup_bars(runs, baseline="absent"),
         charts.elbo_curves(elbo_long),
         charts.elbo_curves(elbo_long, x="wall_s"),
         *(charts.scaling_lines(runs, y=y) for y in ("per_iter_ms", "run_s", "compile_s")),
         charts.compile_vs_run(runs),
-        charts.grouped_summary(runs, by=["strategy"]),
-        charts.grouped_summary(runs, by=["strategy", "precision"], metric="run_s", log_x=False),
-        charts.ratio_bars(runs, baseline_id=1),
-        charts.ratio_bars(runs, baseline_id=999),
+        bar_charts.grouped_summary(runs, by=["strategy"]),
+        bar_charts.grouped_summary(runs, by=["strategy", "precision"], metric="run_s", log_x=False),
+        bar_charts.ratio_bars(runs, baseline_id=1),
+        bar_charts.ratio_bars(runs, baseline_id=999),
     ]
 
 
@@ -112,9 +112,9 @@ def test_every_builder_gives_a_valid_titled_spec(runs, elbo_long):
 
 def test_empty_input_gives_a_note_not_an_error(runs, elbo_long):
     empty = runs.iloc[:0]
-    for chart in (charts.timing_bars(empty), charts.speedup_bars(empty),
+    for chart in (bar_charts.timing_bars(empty), bar_charts.speedup_bars(empty),
                   charts.scaling_lines(empty), charts.compile_vs_run(empty),
-                  charts.grouped_summary(empty, by=["strategy"]),
+                  bar_charts.grouped_summary(empty, by=["strategy"]),
                   charts.elbo_curves(elbo_long.iloc[:0])):
         chart.to_dict()
 
@@ -122,8 +122,8 @@ def test_empty_input_gives_a_note_not_an_error(runs, elbo_long):
 def test_scan_has_one_colour_across_charts_and_subsets(runs, elbo_long):
     subset = runs[runs["strategy"].isin(["scan", "jit_step"])]
     a = _strategy_colors(charts.scaling_lines(runs).to_dict())
-    b = _strategy_colors(charts.speedup_bars(runs).to_dict())
-    c = _strategy_colors(charts.grouped_summary(subset, by=["strategy"]).to_dict())
+    b = _strategy_colors(bar_charts.speedup_bars(runs).to_dict())
+    c = _strategy_colors(bar_charts.grouped_summary(subset, by=["strategy"]).to_dict())
     d = _strategy_colors(charts.elbo_curves(elbo_long).to_dict())
     assert a["scan"] == b["scan"] == c["scan"] == d["scan"] == charts.STRATEGY_COLORS["scan"]
     assert a["my_new_strategy"] == charts.UNKNOWN_COLOR
@@ -142,15 +142,15 @@ def test_log_scales_where_promised(runs, elbo_long):
     assert {("x", "n"), ("y", "seconds")} <= _log_fields(charts.compile_vs_run(runs).to_dict())
     assert ("x", "wall_s") in _log_fields(charts.elbo_curves(elbo_long, x="wall_s").to_dict())
     assert not _log_fields(charts.elbo_curves(elbo_long).to_dict())
-    assert ("x", "speedup") in _log_fields(charts.speedup_bars(runs).to_dict())
-    assert ("x", "ratio") in _log_fields(charts.ratio_bars(runs, 1).to_dict())
+    assert ("x", "speedup") in _log_fields(bar_charts.speedup_bars(runs).to_dict())
+    assert ("x", "ratio") in _log_fields(bar_charts.ratio_bars(runs, 1).to_dict())
 
 
 def test_speedup_values_and_labels():
     runs = pd.DataFrame([_run(1, "eager", run_s=2.0), _run(2, "scan", run_s=0.5),
                          _run(3, "jit_step", run_s=4.0),
                          _run(4, "scan", run_s=0.001, status="diverged")])
-    data = pd.concat(_datasets(charts.speedup_bars(runs).to_dict()))
+    data = pd.concat(_datasets(bar_charts.speedup_bars(runs).to_dict()))
     per = data.dropna(subset=["strategy"]).drop_duplicates("strategy").set_index("strategy")
     assert per.loc["scan", "speedup"] == pytest.approx(4.0)
     assert per.loc["jit_step", "speedup"] == pytest.approx(0.5)
@@ -160,13 +160,13 @@ def test_speedup_values_and_labels():
 
 
 def test_speedup_without_baseline_is_a_note(runs):
-    spec = charts.speedup_bars(runs[runs["strategy"] != "eager"]).to_dict()
+    spec = bar_charts.speedup_bars(runs[runs["strategy"] != "eager"]).to_dict()
     assert spec["mark"]["type"] == "text"
     assert "eager" in pd.concat(_datasets(spec))["note"].iloc[0]
 
 
 def test_grouped_median_ignores_diverged_runs(runs):
-    data = pd.concat(_datasets(charts.grouped_summary(runs, by=["strategy"],
+    data = pd.concat(_datasets(bar_charts.grouped_summary(runs, by=["strategy"],
                                                       metric="run_s").to_dict()))
     per = data.set_index("group")
     # Non-diverged scan runs: 0.5, 5.0, 50.0, 0.6; the diverged 500 s run is left out.
@@ -190,10 +190,10 @@ def test_scaling_and_compile_medians_ignore_diverged(runs):
 
 
 def test_bars_mark_diverged_runs(runs):
-    data = pd.concat(_datasets(charts.timing_bars(runs).to_dict()))
+    data = pd.concat(_datasets(bar_charts.timing_bars(runs).to_dict()))
     assert "fori_loop (diverged)" in set(data["run"])
     assert set(data.loc[data["run"].str.endswith("(diverged)"), "diverged"]) == {True}
-    ratio = pd.concat(_datasets(charts.ratio_bars(runs, baseline_id=1).to_dict()))
+    ratio = pd.concat(_datasets(bar_charts.ratio_bars(runs, baseline_id=1).to_dict()))
     ratio = ratio.dropna(subset=["run"]).set_index("id")
     assert ratio.loc[len(runs) - 2, "text"] == "diverged"
     assert pd.isna(ratio.loc[len(runs) - 2, "ratio"])
@@ -207,7 +207,7 @@ def test_import_is_light():
     import subprocess
     import sys
 
-    code = "import sys, core.charts; print(any(m in sys.modules for m in ('streamlit', 'jax')))"
+    code = "import sys, core.charts, core.bar_charts; print(any(m in sys.modules for m in ('streamlit', 'jax')))"
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=root)
@@ -215,7 +215,7 @@ def test_import_is_light():
 
 
 def test_timing_bars_stack_in_chronological_order(runs):
-    spec = charts.timing_bars(runs).to_dict()
+    spec = bar_charts.timing_bars(runs).to_dict()
     assert spec["encoding"]["color"]["scale"]["domain"] == [
         "trace+lower", "compile", "first call", "steady state"]
     assert spec["encoding"]["order"]["field"] == "phase_rank"
@@ -226,7 +226,7 @@ def test_timing_bars_stack_in_chronological_order(runs):
 def test_ratio_against_diverged_or_missing_baseline_is_a_note(runs):
     diverged_id = int(runs.loc[runs["status"] == "diverged", "id"].iloc[0])
     for baseline in (diverged_id, 12345):
-        assert charts.ratio_bars(runs, baseline).to_dict()["mark"]["type"] == "text"
+        assert bar_charts.ratio_bars(runs, baseline).to_dict()["mark"]["type"] == "text"
 
 
 def test_elbo_curves_drop_non_finite_and_dash_shared_strategies(elbo_long):

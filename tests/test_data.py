@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import data
+from core import csv_counts, data
 from core.spec import DatasetSpec, SpecError
 
 
@@ -19,7 +19,7 @@ def _oaks_csv(name):
 
 def test_import_is_light():
     # No torch (pyPLNmodels), jax or streamlit at import: core.data is host-side NumPy.
-    code = "import sys, core.data; print(sorted({'jax', 'torch', 'streamlit'} & set(sys.modules)))"
+    code = "import sys, core.data, core.csv_counts; print(sorted({'jax', 'torch', 'streamlit'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(__file__)), check=True)
     assert out.stdout.strip() == "[]"
@@ -131,12 +131,12 @@ def test_bad_csv_raises_clear_error(tmp_path, counts, offsets, message):
     counts_path = _write(tmp_path / "counts.csv", counts)
     offsets_path = _write(tmp_path / "offsets.csv", offsets) if offsets is not None else None
     with pytest.raises(data.DataError, match="offsets.csv" if offsets else "counts.csv") as err:
-        data.read_csv(counts_path, offsets_path)
+        csv_counts.read_csv(counts_path, offsets_path)
     assert message in str(err.value)
     # The upload path gives the same verdict.
     with pytest.raises(data.DataError) as err:
-        data.read_csv_bytes(counts.encode(), offsets.encode() if offsets else None,
-                            name="counts.csv", offsets_name="offsets.csv")
+        csv_counts.read_csv_bytes(counts.encode(), offsets.encode() if offsets else None,
+                                  name="counts.csv", offsets_name="offsets.csv")
     assert message in str(err.value)
 
 
@@ -145,25 +145,25 @@ def test_csv_error_deep_in_a_long_file_is_located():
     lines = ["a,b"] + [f"{i},{i % 7}" for i in range(10_000)]
     lines[9_001] = "9000,oops"
     with pytest.raises(data.DataError, match=r"line 9002, column 2 \('b'\) holds 'oops'"):
-        data.read_csv_bytes(("\n".join(lines) + "\n").encode(), None, "long.csv")
+        csv_counts.read_csv_bytes(("\n".join(lines) + "\n").encode(), None, "long.csv")
 
 
 def test_csv_with_byte_order_mark_and_no_header():
-    got = data.read_csv_bytes("\ufeff1,2\r\n3,4\r\n".encode(), None, "bom.csv")
+    got = csv_counts.read_csv_bytes("\ufeff1,2\r\n3,4\r\n".encode(), None, "bom.csv")
     np.testing.assert_array_equal(got.counts, [[1, 2], [3, 4]])
 
 
 def test_csv_over_size_cap(tmp_path):
     path = _write(tmp_path / "big.csv", GOOD)
     with pytest.raises(data.DataError, match="big.csv is 0.0 MB, larger than"):
-        data.read_csv(path, max_bytes=10)
+        csv_counts.read_csv(path, max_bytes=10)
     with pytest.raises(data.DataError, match="larger than"):
-        data.read_csv_bytes(GOOD.encode(), None, "big.csv", max_bytes=10)
+        csv_counts.read_csv_bytes(GOOD.encode(), None, "big.csv", max_bytes=10)
 
 
 def test_csv_missing_file(tmp_path):
     with pytest.raises(data.DataError, match="cannot read"):
-        data.read_csv(tmp_path / "nope.csv")
+        csv_counts.read_csv(tmp_path / "nope.csv")
 
 
 def test_csv_round_trip(tmp_path):
@@ -171,16 +171,16 @@ def test_csv_round_trip(tmp_path):
     offsets = np.log(np.array([[8315.0] * 4, [662.0] * 4, [1000.0] * 4]))
     pd.DataFrame(counts.astype(int), columns=["w", "x", "y", "z"]).to_csv(tmp_path / "c.csv", index=False)
     pd.DataFrame(offsets, columns=["w", "x", "y", "z"]).to_csv(tmp_path / "o.csv", index=False)
-    got = data.read_csv(tmp_path / "c.csv", tmp_path / "o.csv")
+    got = csv_counts.read_csv(tmp_path / "c.csv", tmp_path / "o.csv")
     np.testing.assert_array_equal(got.counts, counts)
     np.testing.assert_allclose(got.offsets, offsets, rtol=1e-15)
     assert (got.n, got.p, got.d) == (3, 4, 1) and got.name == "csv c.csv"
     # Headerless, and a pandas/R row-name column, read the same counts.
     np.savetxt(tmp_path / "plain.csv", counts, fmt="%d", delimiter=",")
-    np.testing.assert_array_equal(data.read_csv(tmp_path / "plain.csv").counts, counts)
+    np.testing.assert_array_equal(csv_counts.read_csv(tmp_path / "plain.csv").counts, counts)
     pd.DataFrame(counts.astype(int), columns=list("wxyz")).to_csv(tmp_path / "indexed.csv")
-    np.testing.assert_array_equal(data.read_csv(tmp_path / "indexed.csv").counts, counts)
-    np.testing.assert_array_equal(data.read_csv(tmp_path / "plain.csv").offsets, 0.0)
+    np.testing.assert_array_equal(csv_counts.read_csv(tmp_path / "indexed.csv").counts, counts)
+    np.testing.assert_array_equal(csv_counts.read_csv(tmp_path / "plain.csv").offsets, 0.0)
 
 
 def test_load_dispatch_and_content_hash(tmp_path):

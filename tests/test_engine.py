@@ -1,5 +1,7 @@
 """The engine: timings reported apart, executables cached, divergence caught, devices checked."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -90,3 +92,18 @@ def test_executable_cache_is_bounded():
     for key in "abc":
         cache.put((key,), {})
     assert len(cache) == 2 and cache.get(("a",)) is None and cache.get(("c",)) == {}
+
+
+def test_peers_run_through_the_engine_into_the_same_result():
+    from core.store import RunStore
+
+    result = engine.run(_spec(strategy="torch_eager", iterations=10))
+    jax_result = engine.run(_spec(iterations=10))
+    assert result.status == "ok" and result.cache == "none" and len(result.elbo) == 10
+    assert result.final_elbo == pytest.approx(jax_result.final_elbo, rel=1e-9)
+    assert result.versions["torch"]
+    stored = RunStore(os.environ["PLNLAB_DB"])
+    assert stored.get(stored.add(result)).strategy == "torch_eager"
+    plnmodels = engine.run(_spec(strategy="pyplnmodels", iterations=10, repeats=1))
+    # pyPLNmodels runs its own algorithm, and the row says so.
+    assert (plnmodels.optimizer, plnmodels.init) == ("rprop", "log_counts")

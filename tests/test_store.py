@@ -10,10 +10,10 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from core import store as store_module
 from core.result import RunResult
 from core.spec import FitSpec
-from core.store import DEFAULT_DB_ENV, SCHEMA_VERSION, RunStore, StoreError, default_db_path
+from core.store import DEFAULT_DB_ENV, RunStore, StoreError, default_db_path
+from core.store_schema import MIGRATIONS, SCHEMA_VERSION
 
 
 def make_run(strategy: str = "scan", created_at: float = 0.0, iterations: int = 5,
@@ -190,7 +190,7 @@ def test_default_path_honours_env(monkeypatch, tmp_path):
 
 
 def test_schema_version_and_wal_recorded(store):
-    assert store.schema_version == SCHEMA_VERSION == len(store_module.MIGRATIONS)
+    assert store.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
     with sqlite3.connect(store.path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

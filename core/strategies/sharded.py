@@ -1,0 +1,174 @@
+"""sharded: the scan strategy with the rows of Y, O, X, M and S split over every device of the platform (`jax.sharding`), in every process when `jax.distributed` is initialised.
+
+A 1-D mesh named "rows" holds all devices of the platform. The data and the per-row
+parameters M and S (with the optimizer's moments for them) are laid out in equal row
+blocks, `NamedSharding(mesh, P("rows", None))`; B, Omega and the optimizer's scalars are
+replicated. The compiled loop is the scan strategy's: XLA's SPMD partitioner turns every
+sum over rows (the ELBO, R^T R, X^T M) into a per-device partial sum and an all-reduce,
+so only p x p and d x p blocks cross devices. Rows are padded to a multiple of the device
+count and masked (`model.PaddedPLNData`), so the ELBO is that of the real rows.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from core import model
+from core.strategies.base import FitOutput, FitState, Strategy, fit_step
+
+ROWS = "rows"
+# Leaves of the fit state that have one row per sample: M, S, and the optimizer's
+# moments and step sizes for them (optax mirrors the params' NamedTuple in its state).
+_ROW_LEAVES = frozenset({"latent_mean", "latent_sd"})
+
+
+def mesh_for(platform: str) -> Mesh:
+    """A 1-D mesh ("rows",) over every device of `platform`, of all processes."""
+    return Mesh(np.asarray(jax.devices(platform)), (ROWS,))
+
+
+def row_sharding(mesh: Mesh, ndim: int = 2) -> NamedSharding:
+    """Rows (axis 0) split over the mesh; the other axes whole."""
+    return NamedSharding(mesh, P(ROWS, *([None] * (ndim - 1))))
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    """A full copy on every device of the mesh."""
+    return NamedSharding(mesh, P())
+
+
+def padded_rows(n: int, devices: int) -> int:
+    """n rounded up to a multiple of `devices` (equal row blocks)."""
+    return -(-n // devices) * devices
+
+
+def _rows_from_host(array: np.ndarray, n_padded: int, sharding: NamedSharding) -> jax.Array:
+    """An (n, k) host array as an (n_padded, k) row-sharded array, zero-padded.
+
+    Each device's block is cut from the host array and padded on its own, so no padded
+    copy of the whole array is made; in several processes each fills its own devices.
+    """
+    n = array.shape[0]
+
+    def block(index):
+        rows = index[0]
+        start, stop = rows.start or 0, n_padded if rows.stop is None else rows.stop
+        out = np.zeros((stop - start,) + array.shape[1:], array.dtype)
+        real = array[start:min(stop, n)]
+        out[: real.shape[0]] = real
+        return out
+
+    return jax.make_array_from_callback((n_padded,) + array.shape[1:], sharding, block)
+
+
+def row_mask(n: int, n_padded: int, dtype, sharding: NamedSharding) -> jax.Array:
+    """(n_padded,) 1 on the first n rows, 0 on padding, row-sharded."""
+
+    def block(index):
+        rows = index[0]
+        start, stop = rows.start or 0, n_padded if rows.stop is None else rows.stop
+        return (np.arange(start, stop) < n).astype(dtype)
+
+    return jax.make_array_from_callback((n_padded,), sharding, block)
+
+
+def lay_out(value, sharding: NamedSharding) -> jax.Array:
+    """`value` with `sharding`, moving as little as possible.
+
+    A global array (spanning processes) is resharded by XLA; a process-local one is
+    copied device to device when the mesh is local, else from its host value, which
+    every process holds identically (the initial state is deterministic).
+    """
+    if isinstance(value, jax.Array):
+        if value.sharding.is_equivalent_to(sharding, value.ndim):
+            return value
+        if not value.is_fully_addressable:
+            return jax.jit(lambda x: x, out_shardings=sharding)(value)
+    if sharding.is_fully_addressable:
+        return jax.device_put(value, sharding)
+    host = np.asarray(value)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+
+def state_shardings(state: FitState, mesh: Mesh):
+    """The layout of a fit state: per-row leaves row-sharded, the rest replicated."""
+
+    def choose(path, leaf):
+        name = getattr(path[-1], "name", None) if path else None
+        return row_sharding(mesh, np.ndim(leaf)) if name in _ROW_LEAVES else replicated(mesh)
+
+    return jax.tree_util.tree_map_with_path(choose, state)
+
+
+def data_shardings(data, mesh: Mesh):
+    """The layout of the data: arrays with rows row-sharded, the scalar replicated."""
+    return jax.tree.map(lambda leaf: row_sharding(mesh, np.ndim(leaf)) if np.ndim(leaf) else replicated(mesh), data)
+
+
+def mesh_of(data) -> Mesh:
+    """The mesh the data were placed on; for data on one device (as the strategy tests
+    place them), a mesh of that device alone."""
+    sharding = data.counts.sharding
+    if isinstance(sharding, NamedSharding):
+        return sharding.mesh
+    return Mesh(np.asarray(sorted(sharding.device_set, key=lambda device: device.id)), (ROWS,))
+
+
+def place_padded(host: model.PLNData, mesh: Mesh) -> model.PaddedPLNData:
+    """Host data -> padded, row-sharded `PaddedPLNData` on `mesh`."""
+    n = host.counts.shape[0]
+    n_padded = padded_rows(n, mesh.size)
+    sharding = row_sharding(mesh)
+    rows = functools.partial(_rows_from_host, n_padded=n_padded, sharding=sharding)
+    dtype = np.asarray(host.counts).dtype
+    log_factorial_sum = np.asarray(host.log_factorial_sum)
+    return model.PaddedPLNData(
+        counts=rows(np.asarray(host.counts)),
+        offsets=rows(np.asarray(host.offsets)),
+        covariates=rows(np.asarray(host.covariates)),
+        log_factorial_sum=jax.make_array_from_callback((), replicated(mesh), lambda index: log_factorial_sum),
+        row_mask=row_mask(n, n_padded, dtype, row_sharding(mesh, 1)),
+    )
+
+
+def _fit(state, data, optimizer, iterations, layout):
+    def body(carry, _):
+        new_state, value = fit_step(FitState(**carry), data, optimizer)
+        # Pin the carry to its input layout so the loop never regathers M or S.
+        new_state = jax.lax.with_sharding_constraint(new_state, layout)
+        return new_state._asdict(), value
+
+    carry, trace = jax.lax.scan(body, state._asdict(), length=iterations)
+    return FitOutput(FitState(**carry), trace, iterations)
+
+
+class Sharded(Strategy):
+    name = "sharded"
+
+    def place_data(self, host, device):
+        return place_padded(host, mesh_for(device.platform))
+
+    def place_state(self, state, device):
+        layout = state_shardings(state, mesh_for(device.platform))
+        return jax.tree.map(lay_out, state, layout)
+
+    def device_count(self, device):
+        return len(jax.devices(device.platform))
+
+    def lower(self, problem, state, data, tol):
+        mesh = mesh_of(data)
+        layout = state_shardings(state, mesh)
+        data_layout = data_shardings(data, mesh)
+        fit = functools.partial(_fit, optimizer=problem.transformation, iterations=problem.iterations,
+                                layout=layout)
+        jitted = jax.jit(fit, in_shardings=(layout, data_layout),
+                         out_shardings=FitOutput(layout, replicated(mesh), replicated(mesh)))
+        return {"fit": jitted.lower(state, data)}
+
+    def run(self, executables, problem, state, data, tol, on_iteration=None):
+        return executables["fit"](state, data)

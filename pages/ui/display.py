@@ -1,0 +1,126 @@
+"""Showing runs: as frames, as a compact table, as an agreement badge, as charts."""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from core.result import RunResult
+
+# Relative spread of final ELBOs under which strategies "agree" (rounding noise only).
+AGREEMENT_TOLERANCE = {"float32": 1e-4, "float64": 1e-6}
+TABLE_COLUMNS = {
+    "strategy": st.column_config.TextColumn("strategy"),
+    "cache": st.column_config.TextColumn("cache", width="small",
+                                         help="compiled now, reused from memory or disk, or none (eager)"),
+    "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f", width="small",
+                                               help="XLA compilation"),
+    "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f", width="small"),
+    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f", width="small",
+                                           help="steady state: median of the timed repeats"),
+    "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f", width="small",
+                                                 help="steady-state time per iteration (ms)"),
+    "compile_count": st.column_config.NumberColumn("compiles", width="small",
+                                                   help="XLA compilations during the run"),
+    "recompile_count": st.column_config.NumberColumn("recompiles", width="small",
+                                                     help="compilations during the steady-state repeats"),
+    "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f", width="small",
+                                                help="the ELBO itself, exact log Y! (gammaln)"),
+    "status": st.column_config.TextColumn("status", width="small"),
+}
+
+
+def runs_frame(results: list[RunResult]) -> pd.DataFrame:
+    """One row per run, every scalar field of RunResult (no ELBO curve)."""
+    import pandas as pd
+
+    rows = [r.to_dict(with_elbo=False) for r in results]
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame = frame.drop(columns=["spec", "versions"])
+    return frame
+
+
+def elbo_long(results: list[RunResult], labels: list[str] | None = None) -> pd.DataFrame:
+    """ELBO curves in long format for `charts.elbo_curves`.
+
+    `wall_s` is an estimate, not a measurement: trace+lower and compile time plus
+    (iteration + 1) steady-state iterations, so that compilation shows as a late start.
+    """
+    import numpy as np
+    import pandas as pd
+
+    labels = labels or [r.strategy for r in results]
+    parts = []
+    for result, label in zip(results, labels):
+        iteration = np.arange(len(result.elbo))
+        start = result.trace_lower_s + result.compile_s
+        parts.append(pd.DataFrame({
+            "run_id": result.id, "strategy": result.strategy, "label": label, "iteration": iteration,
+            "elbo": np.asarray(result.elbo, dtype=float),
+            "wall_s": start + (iteration + 1) * result.per_iter_ms / 1e3}))
+    if not parts:
+        return pd.DataFrame(columns=["run_id", "strategy", "label", "iteration", "elbo", "wall_s"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def show_runs_table(frame: pd.DataFrame, **kwargs) -> Any:
+    """The compact results table (strategy, cache, timings, compile counts, ELBO, status)."""
+    columns = [c for c in TABLE_COLUMNS if c in frame]
+    return st.dataframe(frame[columns], hide_index=True, column_config=TABLE_COLUMNS, **kwargs)
+
+
+def agreement_badge(frame: pd.DataFrame) -> float:
+    """A badge with the largest relative difference of the final ELBOs; returns it.
+
+    Green under `AGREEMENT_TOLERANCE` (rounding noise for the precision), else orange.
+    """
+    from core import charts
+
+    ok = frame[frame["status"] == "ok"] if "status" in frame else frame
+    spread = charts.agreement(ok["final_elbo"])
+    tolerance = AGREEMENT_TOLERANCE["float64" if set(ok.get("precision", [])) == {"float64"} else "float32"]
+    if len(ok) < 2 or spread != spread:  # NaN: nothing to compare
+        st.badge("needs two finished runs", color="gray", icon=":material/help:")
+    elif spread < tolerance:
+        st.badge(f"agree: {spread:.1e} < {tolerance:.0e}", color="green", icon=":material/check_circle:",
+                 help="largest relative difference between final ELBOs: rounding noise only")
+    else:
+        st.badge(f"differ: {spread:.1e} > {tolerance:.0e}", color="orange", icon=":material/warning:",
+                 help="largest relative difference between final ELBOs is more than rounding noise")
+    return spread
+
+
+def when(created_at: float) -> str:
+    """Epoch seconds as local 'YYYY-MM-DD HH:MM'."""
+    return datetime.datetime.fromtimestamp(created_at).strftime("%Y-%m-%d %H:%M")
+
+
+def chart(figure, caption: str | None = None, legend: str | None = "bottom") -> None:
+    """An Altair chart across its column, with a one-line caption under it.
+
+    Args:
+        figure: a chart from `core.charts`.
+        caption: one line saying what the chart shows.
+        legend: "bottom" (half-width charts keep their plotting area), "right", or None
+            (no legend, where the axis already names every colour).
+    """
+    import altair as alt
+
+    if legend is None:
+        figure = figure.configure_legend(disable=True)
+    elif legend == "bottom":
+        figure = figure.configure_legend(orient="bottom", columns=2, labelLimit=200)
+    else:
+        figure = figure.configure_legend(orient=legend, labelLimit=260)
+    # fit-x: the width follows the column, the height is the plot's own (Streamlit's
+    # default "fit" squeezes the plot to leave room for a legend below it).
+    figure = figure.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    st.altair_chart(figure.configure_axis(labelLimit=240), width="stretch")
+    if caption:
+        st.caption(caption)

@@ -1,0 +1,101 @@
+"""The sidebar drawn on every page: the problem's settings and the run store's line.
+
+Its session-state keys are prefixed "sb_"; `settings.py` holds their defaults and turns
+them into specs.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.spec import MAX_COLUMNS, MAX_COVARIATES, MAX_ITERATIONS, MAX_REPEATS, MAX_ROWS
+from core.store import StoreError
+from pages.ui import resources, state, upload
+from pages.ui.settings import DEFAULTS, OAKS_ROWS, REPLICATES
+
+DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
+OPTIMIZER_LABELS = {"seed": "seed: RAdam, clipped at 0.1 (the tutorial's)",
+                    "adam": "adam", "rprop": "rprop (pyPLNmodels')"}
+INIT_LABELS = {"seed": "seed: M = 0, S = 1 (the tutorial's)",
+               "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')"}
+
+
+def sidebar() -> None:
+    """The problem settings shared by Run, Scaling and Under the hood."""
+    for key, value in DEFAULTS.items():
+        state.default(key, value)
+    state.keep(*DEFAULTS)
+    state.keep_persisted()
+    with st.sidebar:
+        st.header("Problem")
+        _dataset_inputs()
+        _device_inputs()
+        left, right = st.columns(2)
+        left.number_input("Iterations", 1, MAX_ITERATIONS, key="sb_iterations", step=50,
+                          help="gradient steps per fit")
+        right.number_input("Repeats", 1, MAX_REPEATS, key="sb_repeats",
+                           help="timed steady-state calls after the first call; the median is reported")
+        _optimizer_inputs()
+        st.session_state["sb_store_slot"] = st.empty()
+        refresh_store_caption()
+
+
+def refresh_store_caption() -> None:
+    """Redraws the sidebar's store line (path and run count), e.g. after runs were added."""
+    slot = st.session_state.get("sb_store_slot")
+    if slot is None:
+        return
+    try:
+        store = resources.run_store()
+        count = len(store.list())
+    except StoreError as exc:
+        slot.error(f"Run store unusable: {exc}")
+        return
+    slot.caption(f":material/database: {count:,} stored run{'s' if count != 1 else ''} in `{store.path}`")
+
+
+def _dataset_inputs() -> None:
+    st.radio("Dataset", list(DATASETS), format_func=DATASETS.get, key="sb_dataset", horizontal=True,
+             help="oaks: 116 tree-leaf samples x 114 amplicons (pyPLNmodels). simulated: PLN draws "
+                  "with a known B and Sigma. upload: your own counts.")
+    kind = st.session_state["sb_dataset"]
+    if kind == "oaks":
+        if st.session_state["sb_replicate"] not in REPLICATES:
+            st.session_state["sb_replicate"] = 1
+        st.selectbox("Size: each row repeated", REPLICATES, key="sb_replicate",
+                     format_func=lambda k: f"x{k:,}  (n = {OAKS_ROWS * k:,} rows)",
+                     help="np.repeat(Y, k, axis=0), as the seed tutorial grows the data; p = 114")
+    elif kind == "simulated":
+        left, right = st.columns(2)
+        left.number_input("n (rows)", 2, MAX_ROWS, key="sb_sim_n", step=100)
+        right.number_input("p (columns)", 1, MAX_COLUMNS, key="sb_sim_p", step=10)
+        left.number_input("d (covariates)", 1, MAX_COVARIATES, key="sb_sim_d",
+                          help="columns of X, intercept included")
+        right.number_input("seed", 0, 2**31 - 1, key="sb_sim_seed")
+    else:
+        upload.csv_inputs()
+
+
+def _device_inputs() -> None:
+    found = resources.devices()
+    available = found["available"] or ["cpu"]
+    if st.session_state["sb_device"] not in available:
+        st.session_state["sb_device"] = available[0]
+    st.radio("Device", available, key="sb_device", horizontal=True,
+             captions=[found["kinds"].get(p, "") for p in available])
+    for platform, why in found["missing"].items():
+        st.caption(f":material/block: **{platform}** {why}")
+    st.radio("Precision", ["float32", "float64"], key="sb_precision", horizontal=True,
+             help="every array of the fit has this dtype")
+
+
+def _optimizer_inputs() -> None:
+    name = st.session_state["sb_optimizer"]
+    with st.expander(f"Optimizer: {name} · init: {st.session_state['sb_init']}"):
+        st.selectbox("Optimizer", list(OPTIMIZER_LABELS), key="sb_optimizer", format_func=OPTIMIZER_LABELS.get)
+        if st.session_state["sb_optimizer"] != "seed":
+            st.number_input("Learning rate", 1e-6, 10.0, key="sb_lr", format="%g", step=0.001)
+        st.selectbox("Initialisation", list(INIT_LABELS), key="sb_init", format_func=INIT_LABELS.get)
+        st.number_input("Tolerance (while_loop only)", 0.0, 0.99, key="sb_tol", format="%g", step=1e-6,
+                        help="relative ELBO change under which while_loop stops; 0 runs every iteration. "
+                             "Other strategies ignore it.")

@@ -1,0 +1,71 @@
+"""Serve the real app with `streamlit run` on a free loopback port, and drive Debian's chromium.
+
+Shared by the end-to-end test and the first-paint benchmark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+PAGES = {"Run": "", "Compare": "compare", "Scaling": "scaling", "Under the hood": "under_the_hood", "About": "about"}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served_app(env: dict[str, str], timeout_s: float = 60.0):
+    """Yield (base_url, process) of `streamlit run app.py`, stopped on exit."""
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.headless", "true",
+               "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, process, timeout_s)
+        yield base, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_healthy(base: str, process: subprocess.Popen, timeout_s: float) -> float:
+    """Seconds until the server answers its health check."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout_s:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited early:\n{process.stdout.read()}")
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as answer:
+                if answer.status == 200:
+                    return time.perf_counter() - start
+        time.sleep(0.05)
+    raise TimeoutError(f"streamlit did not answer within {timeout_s} s")
+
+
+def launch_browser(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def wait_painted(page, timeout_ms: float = 30_000) -> None:
+    """Wait until the page's script has run: a title is shown and nothing is running."""
+    page.wait_for_selector("[data-testid='stMainBlockContainer'] h1", timeout=timeout_ms)
+    page.wait_for_function(
+        "() => !document.querySelector(\"[data-testid='stStatusWidget']\")", timeout=timeout_ms)
