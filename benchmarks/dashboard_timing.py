@@ -6,9 +6,11 @@ Prints figures (median of --repeats); not a test. Needs Debian's chromium.
 
 1. First paint: from starting `streamlit run app.py` to the Run page's title painted in
    chromium (a new server process each time, so imports are paid every time).
-2. Stored run: with the default spec already in the store, from opening the Run page in a
-   new browser session to its result charts rendered (no fit runs: the page shows the
-   stored runs).
+2. Stored run: with the default spec already in the store, the time until its result
+   charts are rendered (no fit runs: the page shows the stored runs), measured three ways:
+   in a brand-new browser (cold HTTP cache), in a new tab of a browser that has the app
+   cached (a new Streamlit session), and within one session, going back to the stored
+   settings after changing them.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def first_paint(env: dict[str, str]) -> float:
     return elapsed
 
 
-def stored_run(base: str, playwright) -> float:
+def stored_run_new_browser(base: str, playwright) -> float:
     browser = launch_browser(playwright)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     start = time.perf_counter()
@@ -67,6 +69,34 @@ def stored_run(base: str, playwright) -> float:
     return elapsed
 
 
+def stored_run_new_tab(base: str, context) -> float:
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(base)
+    page.wait_for_function(CHARTS_RENDERED, timeout=60_000)
+    elapsed = time.perf_counter() - start
+    page.close()
+    return elapsed
+
+
+def stored_run_in_session(page) -> float:
+    """Change the iterations away from the stored spec, then back; time the way back."""
+    iterations = page.get_by_role("spinbutton", name="Iterations")
+    stored_value = iterations.input_value()
+    iterations.fill(str(int(stored_value) + 1))
+    iterations.press("Enter")
+    page.wait_for_function("() => document.querySelectorAll('.vega-embed').length == 0", timeout=60_000)
+    start = time.perf_counter()
+    iterations.fill(stored_value)
+    iterations.press("Enter")
+    page.wait_for_function(CHARTS_RENDERED, timeout=60_000)
+    return time.perf_counter() - start
+
+
+def _report(label: str, seconds: list[float]) -> None:
+    print(f"{label} (s): median {statistics.median(seconds):.2f}  all {', '.join(f'{t:.2f}' for t in seconds)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -75,15 +105,19 @@ def main() -> None:
 
     scratch = tempfile.mkdtemp(prefix="plnlab-dashboard-timing-")
     env = {"PLNLAB_DB": os.path.join(scratch, "runs.sqlite3"), "PLNLAB_JAX_CACHE": os.path.join(scratch, "jax")}
-    paints = [first_paint(env) for _ in range(args.repeats)]
-    print(f"first paint after `streamlit run` (s): median {statistics.median(paints):.2f}  "
-          f"all {', '.join(f'{t:.2f}' for t in paints)}")
+    _report("first paint after `streamlit run`", [first_paint(env) for _ in range(args.repeats)])
     _seed_store(env)
     with served_app(env) as (base, _), sync_playwright() as playwright:
-        stored_run(base, playwright)  # the server's first visit pays the page imports
-        shows = [stored_run(base, playwright) for _ in range(args.repeats)]
-    print(f"re-show a stored run, new browser session (s): median {statistics.median(shows):.2f}  "
-          f"all {', '.join(f'{t:.2f}' for t in shows)}")
+        stored_run_new_browser(base, playwright)  # the server's first visit pays the page imports
+        _report("stored run, new browser", [stored_run_new_browser(base, playwright) for _ in range(args.repeats)])
+        browser = launch_browser(playwright)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        _report("stored run, new tab", [stored_run_new_tab(base, context) for _ in range(args.repeats)])
+        page = context.new_page()
+        page.goto(base)
+        page.wait_for_function(CHARTS_RENDERED, timeout=60_000)
+        _report("stored run, same session", [stored_run_in_session(page) for _ in range(args.repeats)])
+        browser.close()
 
 
 if __name__ == "__main__":
