@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import socket
-import statistics
 import time
 
 from core import runtime
@@ -72,7 +72,8 @@ class Floor:
         return "compute" if self.compute_s >= self.memory_s else "memory"
 
 
-def _median_seconds(fn, *args) -> float:
+def _best_seconds(fn, *args) -> float:
+    """The fastest of a few timed calls: other work on the machine only ever adds time."""
     import jax
 
     jax.block_until_ready(fn(*args))  # compile and warm up outside the timing
@@ -81,7 +82,7 @@ def _median_seconds(fn, *args) -> float:
         start = time.perf_counter()
         jax.block_until_ready(fn(*args))
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)
 
 
 def measure_peaks(device, dtype: str) -> Peaks:
@@ -93,11 +94,11 @@ def measure_peaks(device, dtype: str) -> Peaks:
     with jax.default_device(device):
         key = jax.random.key(0)
         a = jax.random.normal(key, (_MATMUL_SIZE, _MATMUL_SIZE), dtype)
-        matmul_s = _median_seconds(jax.jit(jnp.matmul), a, a)
+        matmul_s = _best_seconds(jax.jit(jnp.matmul), a, a)
         x = jax.random.uniform(key, (_EXP_ELEMENTS,), dtype, -1.0, 1.0)
-        exp_s = _median_seconds(jax.jit(lambda v: jnp.sum(jnp.exp(v))), x)
+        exp_s = _best_seconds(jax.jit(lambda v: jnp.sum(jnp.exp(v))), x)
         stream = jnp.ones((_STREAM_ELEMENTS,), dtype)
-        stream_s = _median_seconds(jax.jit(lambda v: v * 2 + 1), stream)
+        stream_s = _best_seconds(jax.jit(lambda v: v * 2 + 1), stream)
     itemsize = jnp.dtype(dtype).itemsize
     return Peaks(
         matmul_flops_per_s=2 * _MATMUL_SIZE**3 / matmul_s,
@@ -204,3 +205,68 @@ def analyse(spec, counts=None, cache=None) -> Analysis:
         peak_bytes=max(known) if known else None,
         model_bytes=data_bytes + _nbytes(prep.state.params) + _nbytes(prep.state.precision),
     )
+
+
+def device_peaks(platform: str, dtype: str, remeasure: bool = False) -> Peaks:
+    """`peaks` of the first device of `platform`, taken under the engine's lock for it, so
+    that the kernels and a timed run on the same device never distort each other."""
+    from core import engine
+
+    runtime.configure()
+    device = engine.resolve_device(platform)
+    with engine._device_locks[platform]:  # the engine's per-device queue (GUIDE section 4)
+        return peaks(device, dtype, remeasure)
+
+
+def analyse_apart(spec, counts=None) -> Analysis:
+    """`analyse(spec)` with a private executable cache, under the device's lock.
+
+    For the app: the shared cache is left as it was, so that a later timed run of the
+    same spec still reports its own compilation (JAX's persistent cache keeps the
+    second compile here short).
+    """
+    from core import engine
+
+    with engine._device_locks[spec.device]:
+        return analyse(spec, counts, cache=engine.ExecutableCache(size=1))
+
+
+def _same(run, spec, fields=None) -> bool:
+    """Whether `run` has `spec`'s `fields`; by default every one but `repeats`, which
+    leaves an iteration's work alone."""
+    wanted = dataclasses.asdict(spec)
+    fields = fields or [field for field in wanted if field != "repeats"]
+    return all(run.spec.get(field) == wanted[field] for field in fields)
+
+
+_PROBLEM = ("strategy", "dataset", "precision", "device", "iterations")
+
+
+def matching_runs(runs, spec, machine: Peaks) -> list:
+    """Finished runs measured where `machine` was, of the same work per iteration as `spec`.
+
+    A run matches on strategy, data, precision, device and iterations, on this host and
+    device kind (a time from another machine says nothing about this one's floor).
+
+    Args:
+        runs: `RunResult`s, e.g. `RunStore.list()`.
+        spec: the `FitSpec` whose floor the times are compared with.
+        machine: the peaks of the floor; its host and device kind select the runs.
+
+    Returns:
+        The matching runs, those of the very same settings (`repeats` aside) first, then
+        fastest first.
+    """
+    found = [run for run in runs
+             if run.status == "ok" and run.per_iter_ms > 0 and _same(run, spec, _PROBLEM)
+             and run.versions.get("host") == machine.host and run.device_kind == machine.device_kind]
+    return sorted(found, key=lambda run: (not _same(run, spec), run.per_iter_ms))
+
+
+def times_floor(runs, spec, bound: Floor) -> list[dict]:
+    """One row per run (of `matching_runs`): id, created_at, per_iter_ms, same_settings
+    (every field of `spec` but repeats) and x_floor, its per-iteration time over the floor."""
+    return [{"id": run.id, "created_at": run.created_at, "per_iter_ms": run.per_iter_ms,
+             "same_settings": _same(run, spec),
+             "x_floor": run.per_iter_ms / 1e3 / bound.seconds if bound.seconds > 0 else math.nan}
+            for run in runs]

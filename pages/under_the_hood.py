@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 import pandas as pd
 import streamlit as st
 
 from core import introspect, pitfalls
 from core.spec import FitSpec, SpecError
-from pages.ui import resources, routing, settings, state
+from pages.ui import display, resources, roofline_panel, routing, settings, state
+from pages.ui.display import guarded, si
 
 routing.ensure_router()
 
-log = logging.getLogger(__name__)
 TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretching the page
 
 
@@ -22,16 +21,6 @@ TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretchin
 def inspect_cached(spec: FitSpec, _counts=None) -> introspect.Inspection:
     """`introspect.inspect_fit`, cached per spec (an uploaded CSV's spec names its content hash)."""
     return introspect.inspect_fit(spec, _counts)
-
-
-def si(value: float | None, unit: str = "") -> str:
-    """13039107072 -> "13.0 G" + unit: small problems are MFLOP, big ones GFLOP."""
-    if value is None:
-        return "n/a"
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:,.1f} {prefix}{unit}"
-    return f"{value:,.0f} {unit}".strip()
 
 
 def text_block(title: str, text: str, language: str, file_name: str, key: str) -> None:
@@ -95,6 +84,8 @@ def show_inspection(inspection: introspect.Inspection) -> None:
         st.dataframe(table, hide_index=True, column_config={
             c: st.column_config.NumberColumn(format="%.2f") for c in table.columns if c != "executable"})
 
+
+def show_texts(inspection: introspect.Inspection) -> None:
     with st.expander("Python source: the strategy, one iteration, the ELBO", icon=":material/code:"):
         for index, (title, code) in enumerate(inspection.sources):
             text_block(title, code, "python", f"{inspection.strategy}_source_{index}.py", f"uth_dl_source_{index}")
@@ -124,19 +115,6 @@ def show_pitfalls() -> None:
             result = st.session_state.get(state_key)
             if result is not None:
                 show_pitfall_result(result)
-
-
-def guarded(work, what: str):
-    """`work()`, or None after an error message: a projector must not show a traceback."""
-    try:
-        return work()
-    except SpecError as exc:  # data or device not available here
-        st.error(f"{what}: {exc}", icon=":material/error:")
-    except Exception as exc:  # noqa: BLE001 - logged in full, shown in one line
-        log.exception("%s failed", what)
-        st.error(f"{what} failed with an internal error ({type(exc).__name__}: {exc}); see the server log",
-                 icon=":material/error:")
-    return None
 
 
 def show_pitfall_result(result: pitfalls.PitfallResult) -> None:
@@ -197,7 +175,10 @@ else:
     if spec is not None and inspected[0].key != spec.key:
         st.caption(":material/history: Showing the last inspection; the settings above have changed since. "
                    "Press **Inspect** to see them.")
-    show_inspection(inspect_cached(*inspected))
+    inspection = inspect_cached(*inspected)
+    show_inspection(inspection)
+    roofline_panel.show_roofline(*inspected, inspection)
+    show_texts(inspection)
 
 st.divider()
 show_pitfalls()

@@ -10,8 +10,14 @@ APP = os.path.join(os.path.dirname(__file__), os.pardir, "app.py")
 
 @pytest.fixture
 def app(tmp_path, monkeypatch, routed_like_the_server):
+    from core import roofline
+
     monkeypatch.setenv("PLNLAB_DB", str(tmp_path / "runs.sqlite3"))
     monkeypatch.setenv("PLNLAB_JAX_CACHE", str(tmp_path / "jax-cache"))
+    # The roofline's peaks: kernels of a few kilobytes, measured in milliseconds.
+    for name, value in {"_MATMUL_SIZE": 32, "_EXP_ELEMENTS": 1 << 10, "_STREAM_ELEMENTS": 1 << 12,
+                        "_REPEATS": 2}.items():
+        monkeypatch.setattr(roofline, name, value)
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     assert not at.exception
@@ -60,6 +66,67 @@ def test_under_the_hood_inspects_a_tiny_fit_and_runs_a_pitfall(app):
     assert any("tr(Omega (M^T M + D))" in str(frame.value) for frame in app.dataframe)
 
 
+def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monkeypatch):
+    from core import engine, roofline
+    from core.spec import DatasetSpec, FitSpec
+    from core.store import RunStore
+
+    # The sidebar's tiny problem, run once into the app's store (repeats differ: still a match).
+    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="scan",
+                   iterations=3, repeats=2)
+    run_id = RunStore(os.environ["PLNLAB_DB"]).add(engine.run(spec))
+    tiny_problem(app)
+    app.switch_page("pages/under_the_hood.py").run()
+    app.selectbox(key="uth_strategy").set_value("scan")
+    app.button(key="uth_go").click().run()
+    assert not app.exception
+    assert any(s.value.startswith("Roofline") for s in app.subheader)
+    assert any("optimistic" in m.value for m in app.markdown)
+    metrics = {m.label: m.value for m in app.metric}
+    assert {"Matmul GFLOP/s", "exp G/s", "Bandwidth GB/s",
+            "Floor / iteration", "Compute side", "Memory side"} <= set(metrics)
+    assert metrics["Binds"] in ("compute", "memory")
+    assert metrics["× floor"].endswith("×") and float(metrics["× floor"].rstrip("×").replace(",", "")) > 0
+    assert any(f"Run #{run_id}" in c.value for c in app.caption)
+    assert app.get("vega_lite_chart")  # the roofline chart (st.altair_chart's element type)
+    measured = []
+    monkeypatch.setattr(roofline, "measure_peaks",
+                        lambda *args, original=roofline.measure_peaks: measured.append(1) or original(*args))
+    app.button(key="uth_remeasure").click().run()
+    assert not app.exception
+    assert measured == [1]  # measured again once, then read back from the cache
+    assert "Floor / iteration" in {m.label for m in app.metric}
+
+
+def test_under_the_hood_roofline_warns_when_a_run_beats_the_floor(app):
+    import dataclasses
+
+    from core import engine
+    from core.spec import DatasetSpec, FitSpec
+    from core.store import RunStore
+
+    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="jit_step",
+                   iterations=3, repeats=1)
+    impossible = dataclasses.replace(engine.run(spec), per_iter_ms=1e-9)
+    RunStore(os.environ["PLNLAB_DB"]).add(impossible)
+    tiny_problem(app)
+    app.switch_page("pages/under_the_hood.py").run()
+    app.selectbox(key="uth_strategy").set_value("jit_step")
+    app.button(key="uth_go").click().run()
+    assert not app.exception
+    assert any("Faster than the floor" in w.value for w in app.warning)
+
+
+def test_under_the_hood_roofline_without_runs_says_how_to_get_one(app):
+    tiny_problem(app)
+    app.switch_page("pages/under_the_hood.py").run()
+    app.selectbox(key="uth_strategy").set_value("fori_loop")
+    app.button(key="uth_go").click().run()
+    assert not app.exception
+    assert "Floor / iteration" in {m.label for m in app.metric}
+    assert any("No stored run" in i.value for i in app.info)
+
+
 def test_under_the_hood_says_eager_compiles_nothing(app):
     tiny_problem(app)
     app.switch_page("pages/under_the_hood.py").run()
@@ -68,3 +135,6 @@ def test_under_the_hood_says_eager_compiles_nothing(app):
     assert not app.exception
     assert any("Nothing is compiled ahead of time" in i.value for i in app.info)
     assert not any(e.label.startswith("StableHLO") for e in app.expander)
+    assert "Matmul GFLOP/s" in {m.label for m in app.metric}  # the machine's peaks, but no floor
+    assert "Floor / iteration" not in {m.label for m in app.metric}
+    assert any("no floor" in i.value for i in app.info)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from typing import Any, Callable, ClassVar, NamedTuple
 
 import jax
@@ -181,3 +182,21 @@ class PythonLoopStrategy(Strategy):
             if on_iteration is not None:
                 on_iteration(i, value)
         return FitOutput(state, jnp.stack(trace), problem.iterations)
+
+
+class CompiledLoopStrategy(Strategy):
+    """Shared driver for strategies whose whole loop is one compiled function.
+
+    Subclasses set `fit` to a function `(state, data, optimizer, iterations) -> FitOutput`;
+    the optimizer and the iteration count are closed over, so they are compile-time
+    constants, and the state and data are the executable's arguments.
+    """
+
+    fit: ClassVar[Callable[..., FitOutput]]
+
+    def lower(self, problem, state, data, tol):
+        fit = functools.partial(type(self).fit, optimizer=problem.transformation, iterations=problem.iterations)
+        return {"fit": jax.jit(fit).lower(state, data)}
+
+    def run(self, executables, problem, state, data, tol, on_iteration=None):
+        return executables["fit"](state, data)

@@ -7,11 +7,9 @@ difference is in the program: the trace is an explicit carried buffer updated in
 
 from __future__ import annotations
 
-import functools
-
 import jax
 
-from core.strategies.base import FitOutput, Strategy, empty_trace, fit_step
+from core.strategies.base import CompiledLoopStrategy, FitOutput, empty_trace, fit_step
 
 
 def _fit(state, data, optimizer, iterations):
@@ -25,12 +23,6 @@ def _fit(state, data, optimizer, iterations):
     return FitOutput(final, trace, iterations)
 
 
-class ForiLoop(Strategy):
+class ForiLoop(CompiledLoopStrategy):
     name = "fori_loop"
-
-    def lower(self, problem, state, data, tol):
-        fit = functools.partial(_fit, optimizer=problem.transformation, iterations=problem.iterations)
-        return {"fit": jax.jit(fit).lower(state, data)}
-
-    def run(self, executables, problem, state, data, tol, on_iteration=None):
-        return executables["fit"](state, data)
+    fit = staticmethod(_fit)

@@ -8,11 +8,9 @@ is a plain dict.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 
-from core.strategies.base import FitOutput, FitState, Strategy, fit_step
+from core.strategies.base import CompiledLoopStrategy, FitOutput, FitState, fit_step
 
 
 def _fit(state, data, optimizer, iterations):
@@ -24,12 +22,6 @@ def _fit(state, data, optimizer, iterations):
     return FitOutput(FitState(**carry), trace, iterations)
 
 
-class Scan(Strategy):
+class Scan(CompiledLoopStrategy):
     name = "scan"
-
-    def lower(self, problem, state, data, tol):
-        fit = functools.partial(_fit, optimizer=problem.transformation, iterations=problem.iterations)
-        return {"fit": jax.jit(fit).lower(state, data)}
-
-    def run(self, executables, problem, state, data, tol, on_iteration=None):
-        return executables["fit"](state, data)
+    fit = staticmethod(_fit)

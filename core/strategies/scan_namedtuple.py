@@ -8,11 +8,9 @@ tutorial's level 3 and should time exactly like scan.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 
-from core.strategies.base import FitOutput, Strategy, fit_step
+from core.strategies.base import CompiledLoopStrategy, FitOutput, fit_step
 
 
 def _fit(state, data, optimizer, iterations):
@@ -23,12 +21,6 @@ def _fit(state, data, optimizer, iterations):
     return FitOutput(final, trace, iterations)
 
 
-class ScanNamedTuple(Strategy):
+class ScanNamedTuple(CompiledLoopStrategy):
     name = "scan_namedtuple"
-
-    def lower(self, problem, state, data, tol):
-        fit = functools.partial(_fit, optimizer=problem.transformation, iterations=problem.iterations)
-        return {"fit": jax.jit(fit).lower(state, data)}
-
-    def run(self, executables, problem, state, data, tol, on_iteration=None):
-        return executables["fit"](state, data)
+    fit = staticmethod(_fit)

@@ -10,14 +10,12 @@ methods are pure: they return an updated copy.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import optax
 from jax.tree_util import register_pytree_node_class
 
 from core import model
-from core.strategies.base import FitOutput, FitState, Strategy
+from core.strategies.base import CompiledLoopStrategy, FitOutput, FitState
 
 
 @register_pytree_node_class
@@ -60,12 +58,6 @@ def _fit(state, data, optimizer, iterations):
     return FitOutput(FitState(final.params, final.precision, final.opt_state), trace, iterations)
 
 
-class ScanPytreeClass(Strategy):
+class ScanPytreeClass(CompiledLoopStrategy):
     name = "scan_pytree_class"
-
-    def lower(self, problem, state, data, tol):
-        fit = functools.partial(_fit, optimizer=problem.transformation, iterations=problem.iterations)
-        return {"fit": jax.jit(fit).lower(state, data)}
-
-    def run(self, executables, problem, state, data, tol, on_iteration=None):
-        return executables["fit"](state, data)
+    fit = staticmethod(_fit)

@@ -1,16 +1,21 @@
-"""Showing runs: as frames, as a compact table, as an agreement badge, as charts."""
+"""Showing runs (frames, a compact table, an agreement badge, charts) and errors, the same on every page."""
 
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
+
+from core.spec import SpecError
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from core.result import RunResult
+
+log = logging.getLogger(__name__)
 
 # Relative spread of final ELBOs under which strategies "agree" (rounding noise only).
 AGREEMENT_TOLERANCE = {"float32": 1e-4, "float64": 1e-6}
@@ -124,3 +129,26 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom") -> 
     st.altair_chart(figure.configure_axis(labelLimit=240), width="stretch")
     if caption:
         st.caption(caption)
+
+
+def si(value: float | None, unit: str = "") -> str:
+    """13039107072 -> "13.0 G" + unit: small problems are MFLOP, big ones GFLOP."""
+    if value is None:
+        return "n/a"
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:,.1f} {prefix}{unit}"
+    return f"{value:,.0f} {unit}".strip()
+
+
+def guarded(work, what: str):
+    """`work()`, or None after an error message: a projector must not show a traceback."""
+    try:
+        return work()
+    except SpecError as exc:  # data or device not available here
+        st.error(f"{what}: {exc}", icon=":material/error:")
+    except Exception as exc:  # noqa: BLE001 - logged in full, shown in one line
+        log.exception("%s failed", what)
+        st.error(f"{what} failed with an internal error ({type(exc).__name__}: {exc}); see the server log",
+                 icon=":material/error:")
+    return None
