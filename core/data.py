@@ -4,7 +4,7 @@ CSV parsing and its error messages are in `core.csv_counts`; everything else is 
 with the checks every dataset must pass before a fit (`validate`).
 
 Everything here is NumPy on the host: the engine moves arrays to a device itself, so that
-the transfer is timed on its own (GUIDE section 4). Nothing is read or drawn at import.
+the transfer is timed on its own. Nothing is read or drawn at import.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Run a FitSpec: data on the device, compiled executables cached, honest timings -> RunResult.
 
-Timing protocol (GUIDE §4): every timed section ends in `jax.block_until_ready`, since
+Timing protocol: every timed section ends in `jax.block_until_ready`, since
 JAX dispatches asynchronously; the data's host-to-device copy is timed on its own;
 tracing+lowering, XLA compilation, the first call and `repeats` steady-state calls are
 reported separately, each steady-state call starting from the same initial state.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import math
 import statistics
 import threading
 import time
@@ -30,6 +29,12 @@ from core.spec import FitSpec, SpecError
 # One timed section per device at a time in this process, so concurrent dashboard
 # sessions queue rather than distort each other's timings.
 _device_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
+
+
+def device_lock(platform: str) -> threading.Lock:
+    """The lock a timed section on `platform` holds: other work that would distort timings
+    (inspecting, measuring peaks) queues behind it too."""
+    return _device_locks[platform]
 
 
 class ExecutableCache:
@@ -225,10 +230,10 @@ def run(
     report = on_progress or (lambda progress: None)
     if peers.is_peer(spec.strategy):
         counts = counts if counts is not None else datasets.load(spec.dataset)
-        with _device_locks[spec.device]:
+        with device_lock(spec.device):
             timing = peers.run_peer(spec, counts, on_progress)
         return _result(spec, (counts.n, counts.p, counts.d), _measured_peer(timing))
-    with _device_locks[spec.device]:
+    with device_lock(spec.device):
         prep = prepare(spec, counts, report, cache)
         strategy, problem = prep.strategy, prep.problem
         live = _live_elbo_reporter(report, problem.iterations) if strategy.python_loop and on_progress else None
@@ -339,12 +344,3 @@ def _result(spec: FitSpec, shape: tuple[int, int, int], measured: _Measured) -> 
         versions=measured.versions,
         created_at=time.time(),
     )
-
-
-def agreement(results: list[RunResult]) -> float:
-    """Max relative difference of the final ELBOs of `results` (NaN if fewer than two)."""
-    finals = [r.final_elbo for r in results if r.status == "ok" and r.final_elbo is not None]
-    if len(finals) < 2:
-        return math.nan
-    reference = finals[0]
-    return max(abs(f - reference) / abs(reference) for f in finals)

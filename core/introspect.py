@@ -232,7 +232,7 @@ def inspect_fit(spec: FitSpec, counts=None) -> Inspection:
 
     from core import engine
 
-    with engine._device_locks[spec.device]:  # the engine's per-device queue (GUIDE section 4)
+    with engine.device_lock(spec.device):
         prep = engine.prepare(spec, counts, cache=engine.ExecutableCache(size=1))
         strategy, problem = prep.strategy, prep.problem
         with jax.default_device(prep.device):

@@ -214,7 +214,7 @@ def device_peaks(platform: str, dtype: str, remeasure: bool = False) -> Peaks:
 
     runtime.configure()
     device = engine.resolve_device(platform)
-    with engine._device_locks[platform]:  # the engine's per-device queue (GUIDE section 4)
+    with engine.device_lock(platform):
         return peaks(device, dtype, remeasure)
 
 
@@ -227,7 +227,7 @@ def analyse_apart(spec, counts=None) -> Analysis:
     """
     from core import engine
 
-    with engine._device_locks[spec.device]:
+    with engine.device_lock(spec.device):
         return analyse(spec, counts, cache=engine.ExecutableCache(size=1))
 
 

@@ -70,7 +70,7 @@ def _draw_rows(key_data, coef, chol, *, n, n_padded, dtype):
 
 def _log_factorial_sum(counts, dtype):
     # Summed in float64 when enabled: sum(log Y!) is ~1e8 at n = 10^6, beyond float32's
-    # 7 digits. Exact gammaln, as model.exact_log_factorial_sum (GUIDE section 2).
+    # 7 digits. Exact gammaln, as model.exact_log_factorial_sum.
     wide = jnp.float64 if jax.config.jax_enable_x64 else dtype
     return jnp.sum(jax.scipy.special.gammaln(counts.astype(wide) + 1)).astype(dtype)
 
