@@ -58,7 +58,7 @@ def show_peaks(spec: FitSpec) -> roofline.Peaks | None:
                       help="dense square matmul, the fastest flops this device has")
     columns[1].metric("exp G/s", f"{machine.exp_per_s / 1e9:,.2f}", help="billions of exp evaluations per second")
     columns[2].metric("Bandwidth GB/s", f"{machine.bytes_per_s / 1e9:,.1f}",
-                      help="bytes read + written per second by a streaming x * 2 + 1 over a large array")
+                      help="bytes read per second by a sum over a large array")
     st.caption(f"Peaks of **{machine.device_kind}** in **{machine.dtype}** on host `{machine.host}`, "
                "measured once with small jitted kernels and cached on disk beside the compilation cache.")
     return machine
