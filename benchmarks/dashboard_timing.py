@@ -58,23 +58,23 @@ def first_paint(env: dict[str, str]) -> float:
     return elapsed
 
 
-def stored_run_new_browser(base: str, playwright) -> float:
-    browser = launch_browser(playwright)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def _open_until_charts(page, base: str) -> float:
     start = time.perf_counter()
     page.goto(base)
     page.wait_for_function(CHARTS_RENDERED, timeout=60_000)
-    elapsed = time.perf_counter() - start
+    return time.perf_counter() - start
+
+
+def stored_run_new_browser(base: str, playwright) -> float:
+    browser = launch_browser(playwright)
+    elapsed = _open_until_charts(browser.new_page(viewport={"width": 1400, "height": 1000}), base)
     browser.close()
     return elapsed
 
 
 def stored_run_new_tab(base: str, context) -> float:
     page = context.new_page()
-    start = time.perf_counter()
-    page.goto(base)
-    page.wait_for_function(CHARTS_RENDERED, timeout=60_000)
-    elapsed = time.perf_counter() - start
+    elapsed = _open_until_charts(page, base)
     page.close()
     return elapsed
 

@@ -33,6 +33,15 @@ def tiny_problem(app) -> None:
         app.session_state[key] = value
 
 
+def inspect(app, strategy: str) -> None:
+    """Open Under the hood on the tiny problem, inspect `strategy`, and check nothing raised."""
+    tiny_problem(app)
+    app.switch_page("pages/under_the_hood.py").run()
+    app.selectbox(key="uth_strategy").set_value(strategy)
+    app.button(key="uth_go").click().run()
+    assert not app.exception
+
+
 def test_about_page_explains_model_strategies_and_timing(app):
     app.switch_page("pages/about.py").run()
     assert not app.exception
@@ -109,30 +118,18 @@ def test_under_the_hood_roofline_warns_when_a_run_beats_the_floor(app):
                    iterations=3, repeats=1)
     impossible = dataclasses.replace(engine.run(spec), per_iter_ms=1e-9)
     RunStore(os.environ["PLNLAB_DB"]).add(impossible)
-    tiny_problem(app)
-    app.switch_page("pages/under_the_hood.py").run()
-    app.selectbox(key="uth_strategy").set_value("jit_step")
-    app.button(key="uth_go").click().run()
-    assert not app.exception
+    inspect(app, "jit_step")
     assert any("Faster than the floor" in w.value for w in app.warning)
 
 
 def test_under_the_hood_roofline_without_runs_says_how_to_get_one(app):
-    tiny_problem(app)
-    app.switch_page("pages/under_the_hood.py").run()
-    app.selectbox(key="uth_strategy").set_value("fori_loop")
-    app.button(key="uth_go").click().run()
-    assert not app.exception
+    inspect(app, "fori_loop")
     assert "Floor / iteration" in {m.label for m in app.metric}
     assert any("No stored run" in i.value for i in app.info)
 
 
 def test_under_the_hood_says_eager_compiles_nothing(app):
-    tiny_problem(app)
-    app.switch_page("pages/under_the_hood.py").run()
-    app.selectbox(key="uth_strategy").set_value("eager")
-    app.button(key="uth_go").click().run()
-    assert not app.exception
+    inspect(app, "eager")
     assert any("Nothing is compiled ahead of time" in i.value for i in app.info)
     assert not any(e.label.startswith("StableHLO") for e in app.expander)
     assert "Matmul GFLOP/s" in {m.label for m in app.metric}  # the machine's peaks, but no floor
