@@ -20,7 +20,7 @@ algebra and the cost of each operation outweigh the arithmetic:
   transformations (every optimizer in `core.optim`). The state is unpacked to `PLNParams`
   when the loop ends.
 - After the first iteration, Omega is the closed form for the current B, M and S, so the
-  trace term tr(Omega (R^T R + D)) equals n p (GUIDE section 2) and is not evaluated. The
+  trace term tr(Omega (R^T R + D)) equals n p (see `core.model`) and is not evaluated. The
   first iteration, whose Omega is the starting one, evaluates it.
 - The ELBO of the new parameters (its exponential A, its logarithm and their sum) is
   computed at the end of the iteration that makes them. It is carried, with A and R, into
