@@ -192,7 +192,8 @@ def _timed_plain(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
-def _live_elbo_reporter(report: ProgressCallback, total: int) -> Callable[[int, Any], None]:
+def live_elbo_reporter(report: ProgressCallback, total: int) -> Callable[[int, Any], None]:
+    """Per-iteration callback for a Python loop's first call: about 50 ELBO reports a run."""
     # Reading an ELBO back forces a device sync, so the first call of a Python-loop
     # strategy reports about 50 times per run rather than every iteration; the
     # steady-state repeats report nothing mid-run.
@@ -236,7 +237,7 @@ def run(
     with device_lock(spec.device):
         prep = prepare(spec, counts, report, cache)
         strategy, problem = prep.strategy, prep.problem
-        live = _live_elbo_reporter(report, problem.iterations) if strategy.python_loop and on_progress else None
+        live = live_elbo_reporter(report, problem.iterations) if strategy.python_loop and on_progress else None
         report(Progress("first_call", 0, problem.iterations))
         with CompileCounter() as first_counter, jax.default_device(prep.device):
             output, first_call_s = _timed(

@@ -152,7 +152,7 @@ def run_peer(spec: FitSpec, counts=None, on_progress: Callable | None = None) ->
     if spec.strategy not in PEER_NAMES:
         raise KeyError(f"unknown peer {spec.strategy!r}; known: {', '.join(PEER_NAMES)}")
     from core import data as datasets
-    from core.engine import Progress
+    from core.engine import Progress, live_elbo_reporter
 
     report = on_progress or (lambda progress: None)
     device = torch_device(spec.device)
@@ -160,7 +160,7 @@ def run_peer(spec: FitSpec, counts=None, on_progress: Callable | None = None) ->
     counts = counts if counts is not None else datasets.load(spec.dataset)
     from core.peers import timed
 
-    live = timed.live_reporter(report, Progress, spec.iterations) if on_progress is not None else None
+    live = live_elbo_reporter(report, spec.iterations) if on_progress is not None else None
     if spec.strategy == "pyplnmodels":
         return timed.run_pyplnmodels(spec, counts, device, report, Progress, live)
     return timed.run_torch(spec, counts, device, report, Progress, live)

@@ -27,18 +27,6 @@ def _sync(device) -> Callable[[], None]:
     return lambda: None
 
 
-def live_reporter(report, Progress, total: int) -> Callable[[int, Any], None]:
-    # As the engine does for Python loops: reading a value back syncs a GPU, so ~50
-    # reports per first call, none in the steady-state calls.
-    every = max(1, total // 50)
-
-    def on_iteration(i: int, value) -> None:
-        if (i + 1) % every == 0 or i + 1 == total:
-            report(Progress("first_call", i + 1, total, float(value)))
-
-    return on_iteration
-
-
 def _dynamo_counts() -> dict[str, int]:
     from torch._dynamo.utils import counters
 

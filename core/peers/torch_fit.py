@@ -217,15 +217,6 @@ def has_compiled(key: tuple) -> bool:
         return key in _COMPILED
 
 
-def clear_compiled() -> None:
-    """Forget the compiled steps and Dynamo's caches (Inductor's on-disk cache is kept)."""
-    import torch._dynamo
-
-    with _COMPILED_LOCK:
-        _COMPILED.clear()
-        torch._dynamo.reset()
-
-
 def run_loop(step: Callable, state: TorchState, data: TorchData, iterations: int, on_iteration=None):
     """Run `iterations` steps from `state`; returns (final state, (iterations,) ELBO tensor).
 
