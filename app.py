@@ -6,9 +6,11 @@ native_settings()  # before streamlit, numpy or jax load their native libraries
 
 import streamlit as st  # noqa: E402
 
+from pages.ui import access  # noqa: E402
 from pages.ui.sidebar import sidebar  # noqa: E402
 
 st.set_page_config(page_title="PLN JIT Lab", page_icon=":material/speed:", layout="wide")
+access.gate()  # with a password configured, nothing below runs until it is given
 
 navigation = st.navigation(
     [

@@ -33,13 +33,12 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STRONG_REPLICATE = 100
-WEAK_REPLICATE_PER_DEVICE = 25
+sys.path.insert(0, ROOT)
+from core.device_sweep import STRONG_REPLICATE, WEAK_REPLICATE_PER_DEVICE  # noqa: E402  (the Scaling page's sizes)
 
 
 def _worker(args) -> None:
     """Run the jobs of one device count in this process; one JSON line per result."""
-    sys.path.insert(0, ROOT)
     import jax
 
     from core import engine, runtime, strategies
@@ -50,11 +49,13 @@ def _worker(args) -> None:
 
     runtime.configure()
     store = RunStore(args.db) if args.store else None
+    count = len(jax.devices(args.device))
     for job in json.loads(args.jobs):
         if job["kind"] == "fit":
+            # The device count in the spec, as the Scaling page's sweep stores it.
             spec = FitSpec(dataset=DatasetSpec(kind="oaks", replicate=job["replicate"]), strategy=job["strategy"],
                            iterations=args.iterations, precision=args.precision, device=args.device,
-                           repeats=args.repeats)
+                           repeats=args.repeats, devices=count if job["strategy"] == "sharded" else 0)
             result = engine.run(spec)
             if store is not None:
                 store.add(result)
@@ -72,11 +73,12 @@ def _worker(args) -> None:
             strategy = strategies.get("sharded")
             state = strategy.place_state(strategies.init_state(data, "seed", problem.transformation), device)
             executables = strategy.compile(strategy.lower(problem, state, data, None))
-            output = jax.block_until_ready(strategy.run(executables, problem, state, data, None))
+            output = jax.block_until_ready(strategy.run(executables, problem, strategy.fresh_state(state), data, None))
             times = []
             for _ in range(args.repeats):
+                fresh = jax.block_until_ready(strategy.fresh_state(state))  # the run consumes its state
                 start = time.perf_counter()
-                jax.block_until_ready(strategy.run(executables, problem, state, data, None))
+                jax.block_until_ready(strategy.run(executables, problem, fresh, data, None))
                 times.append(time.perf_counter() - start)
             held = bytes_per_device((data, state))
             print(json.dumps({**job, "devices": mesh.size, "draw_s": draw_s,

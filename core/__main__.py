@@ -17,7 +17,8 @@ import traceback
 from typing import Any
 
 from core.spec import (
-    DATASET_KINDS, DEVICES, INITS, OPTIMIZERS, PRECISIONS, DatasetSpec, FitSpec, OptimizerSpec, SpecError,
+    DATASET_KINDS, DEVICES, INITS, OPTIMIZERS, PRECISIONS, SIMULATED_KINDS, DatasetSpec, FitSpec, OptimizerSpec,
+    SpecError,
 )
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
@@ -63,13 +64,19 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="fit, time and store one run")
     run.add_argument("--dataset", choices=DATASET_KINDS, default="oaks")
     run.add_argument("--replicate", type=int, default=1, help="oaks: repeat each row K times")
-    run.add_argument("--n", type=int, default=1000, help="simulated: rows")
-    run.add_argument("--p", type=int, default=50, help="simulated: columns")
-    run.add_argument("--d", type=int, default=1, help="simulated: covariates (intercept included)")
-    run.add_argument("--seed", type=int, default=0, help="simulated: random seed")
+    run.add_argument("--n", type=int, default=1000, help="simulated, simulated_on_device: rows")
+    run.add_argument("--p", type=int, default=50, help="simulated, simulated_on_device: columns")
+    run.add_argument("--d", type=int, default=1,
+                     help="simulated, simulated_on_device: covariates (intercept included)")
+    run.add_argument("--seed", type=int, default=0, help="simulated, simulated_on_device: random seed")
     run.add_argument("--counts", default="", help="csv: counts file")
     run.add_argument("--offsets", default="", help="csv: log-offsets file (optional)")
-    run.add_argument("--strategy", default=None, help="default: scan, or sharded with --distributed")
+    run.add_argument("--strategy", default=None,
+                     help="default: scan, or sharded with --distributed, --devices K > 1 or "
+                          "--dataset simulated_on_device")
+    run.add_argument("--devices", type=int, default=0,
+                     help="sharded: span the first K devices of --device (default 0: all); simulated CPU "
+                          "devices need XLA_FLAGS=--xla_force_host_platform_device_count=K")
     run.add_argument("--iterations", type=int, default=150)
     run.add_argument("--precision", choices=PRECISIONS, default="float32")
     run.add_argument("--device", choices=DEVICES, default="cpu")
@@ -120,8 +127,8 @@ def _fit_spec(args: argparse.Namespace) -> FitSpec:
         raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {args.strategy!r}")
     if args.dataset == "oaks":
         dataset = DatasetSpec(kind="oaks", replicate=args.replicate)
-    elif args.dataset == "simulated":
-        dataset = DatasetSpec(kind="simulated", n=args.n, p=args.p, d=args.d, seed=args.seed)
+    elif args.dataset in SIMULATED_KINDS:
+        dataset = DatasetSpec(kind=args.dataset, n=args.n, p=args.p, d=args.d, seed=args.seed)
     else:
         if not args.counts:
             raise SpecError("--dataset csv needs --counts FILE")
@@ -135,7 +142,7 @@ def _fit_spec(args: argparse.Namespace) -> FitSpec:
     return FitSpec(
         dataset=dataset, strategy=args.strategy, iterations=args.iterations, precision=args.precision,
         device=args.device, optimizer=OptimizerSpec(args.optimizer, args.lr), init=args.init,
-        repeats=args.repeats, tol=args.tol,
+        repeats=args.repeats, tol=args.tol, devices=args.devices,
     )
 
 
@@ -147,8 +154,12 @@ class _StderrProgress:
         self.tty = sys.stderr.isatty()
         self.phase = ""
         self.width = 0
+        self._shown_s = -1.0
 
     def __call__(self, progress) -> None:
+        if progress.phase == "queued":
+            self._queued(progress)
+            return
         bar = ""
         if progress.total:
             filled = int(30 * progress.done / progress.total)
@@ -165,9 +176,22 @@ class _StderrProgress:
         self.phase = progress.phase
         sys.stderr.flush()
 
+    def _queued(self, progress) -> None:
+        # One line when the wait starts, then (on a terminal) a redraw every second.
+        ahead = progress.ahead[0].describe() if progress.ahead else "the device"
+        line = (f"{self.label}: queued, {len(progress.ahead)} ahead, waited {progress.waited_s:.0f} s; "
+                f"now: {ahead}")
+        if self.tty and int(progress.waited_s) != int(self._shown_s):
+            sys.stderr.write("\r" + line.ljust(self.width))
+            self.width, self._shown_s = len(line), progress.waited_s
+        elif not self.tty and self.phase != "queued":
+            sys.stderr.write(line + "\n")
+        self.phase = "queued"
+        sys.stderr.flush()
+
 
 def _command_run(args) -> int:
-    from core import distributed, engine
+    from core import distributed, engine, stored_run
     from core.store import RunStore
 
     if args.distributed:
@@ -177,7 +201,9 @@ def _command_run(args) -> int:
         distributed.check_options(args.coordinator, args.num_processes, args.process_id)
     elif (args.coordinator, args.num_processes, args.process_id) != (None, None, None):
         raise SpecError("--coordinator, --num-processes and --process-id need --distributed")
-    args.strategy = args.strategy or "scan"
+    # Only sharded spans devices or fits data drawn on them: a default that always works.
+    spans_devices = args.devices > 1 or args.dataset == "simulated_on_device"
+    args.strategy = args.strategy or ("sharded" if spans_devices else "scan")
     spec = _fit_spec(args)
     if args.distributed:
         # Before anything touches a JAX backend (engine.run is the first thing that does).
@@ -187,14 +213,19 @@ def _command_run(args) -> int:
     label = f"{spec.strategy} on {spec.dataset.label}"
     if args.distributed:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
-    result = engine.run(spec, on_progress=_StderrProgress(label))
+    progress = _StderrProgress(label)
+    if primary:
+        result = stored_run.run_and_store(store, spec, on_progress=progress, owner="command line")
+    else:
+        # Process 0 holds its host's device queue for the whole distributed run; the
+        # others join its collectives rather than queue (they would wait for each other).
+        result = engine.run(spec, on_progress=progress, hold_device=False)
     if not primary:
         # Every process computed the same fit; process 0 alone writes it.
         sys.stderr.write(f"{label}: not stored (process 0 stores the run); final ELBO {result.final_elbo}\n")
         if args.json:
             _print_json(result.to_dict())
         return EXIT_OK
-    store.add(result)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -207,6 +238,8 @@ def _command_run(args) -> int:
 def _command_list(args) -> int:
     from core.store import RunStore
 
+    if args.limit is not None and args.limit < 0:
+        raise SpecError(f"--limit must be a whole number >= 0; got {args.limit}")
     runs = RunStore(args.db).list(with_elbo=False, limit=args.limit)
     if args.json:
         _print_json([r.to_dict(with_elbo=False) for r in runs])
@@ -290,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"python -m core: error: {message}\n")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        sys.stderr.write("python -m core: interrupted\n")
+        sys.stderr.write("python -m core: interrupted; nothing was stored\n")
         return 130
     except Exception as error:  # noqa: BLE001 - the last line of defence of a CLI
         if os.environ.get("PLNLAB_DEBUG"):

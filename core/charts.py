@@ -8,7 +8,7 @@ Diverged runs stop early, so their timings and ELBOs are not comparable: they ne
 a median, and the line charts show them apart (crosses) or cut their non-finite tails.
 
 Here: the strategy palette and the helpers every chart shares, the ELBO and scaling line
-charts, and `agreement`. The bar charts are in `core.bar_charts`.
+charts (with n, and with the device count), and `agreement`. The bar charts are in `core.bar_charts`.
 """
 
 from __future__ import annotations
@@ -191,6 +191,49 @@ def compile_vs_run(runs: pd.DataFrame) -> alt.Chart | alt.LayerChart:
         domain=["steady-state run", "trace+lower+compile"], range=[[1, 0], [6, 4]]))
     lines = alt.Chart(long).mark_line().encode(strokeDash=dash, **enc)
     return alt.layer(lines, alt.Chart(long).mark_point(filled=True).encode(**enc), title=title)
+
+
+def device_scaling(table: pd.DataFrame, series: str) -> alt.Chart | alt.LayerChart:
+    """Time per iteration against the device count, measured and ideal, for one series.
+
+    Args:
+        table: `core.device_sweep.scaling_table` output (series, devices, n,
+            rows_per_device, per_iter_ms, runs, ideal_ms, speed_up, efficiency).
+        series: "strong" (fixed n: ideal time t(1)/k) or "weak" (fixed rows per device:
+            ideal time flat at t(1)).
+
+    Returns:
+        The measured line in the sharded strategy's colour and the ideal one dashed grey, on
+        log2 device axes (log time for strong scaling, where the ideal is a straight line).
+    """
+    if series not in ("strong", "weak"):
+        raise ValueError(f"series must be 'strong' or 'weak'; got {series!r}")
+    title = "Strong scaling: same n, more devices" if series == "strong" else \
+        "Weak scaling: same rows per device, more devices"
+    df = table[(table["series"] == series) & (table["per_iter_ms"] > 0)]
+    if df.empty:
+        return note_chart("No stored run of this series yet.", title)
+    counts = sorted(int(k) for k in df["devices"])
+    x = alt.X("devices:Q", title="devices", scale=alt.Scale(type="log", base=2, nice=False,
+                                                            domain=[counts[0], max(counts[-1], 2)]),
+              axis=alt.Axis(values=counts, format="d"))
+    y = alt.Y("ms:Q", title="time per iteration (ms" + (", log scale)" if series == "strong" else ")"),
+              scale=alt.Scale(type="log") if series == "strong" else alt.Scale(zero=True))
+    measured = df.assign(ms=df["per_iter_ms"], line="measured")
+    ideal = df[df["ideal_ms"].notna()].assign(ms=lambda d: d["ideal_ms"], line="ideal")
+    tips = [alt.Tooltip("devices:Q", title="devices"), alt.Tooltip("n:Q", format=",", title="n"),
+            alt.Tooltip("rows_per_device:Q", format=",", title="rows per device"),
+            alt.Tooltip("per_iter_ms:Q", format=".3f", title="ms / iteration"),
+            alt.Tooltip("speed_up:Q", format=".2f", title="speed-up vs 1 device"),
+            alt.Tooltip("efficiency:Q", format=".2f", title="efficiency"), alt.Tooltip("runs:Q", title="runs")]
+    colour = alt.Color("line:N", title=None, legend=alt.Legend(symbolType="stroke"), scale=alt.Scale(
+        domain=["measured", "ideal"], range=[STRATEGY_COLORS["sharded"], UNKNOWN_COLOR]))
+    # Same field and title as the colour: Vega-Lite merges both into one legend.
+    dash = alt.StrokeDash("line:N", title=None, scale=alt.Scale(domain=["measured", "ideal"],
+                                                                range=[[1, 0], [6, 4]]))
+    lines = alt.Chart(pd.concat([measured, ideal], ignore_index=True)).mark_line(point=True).encode(
+        x=x, y=y, color=colour, strokeDash=dash, tooltip=tips)
+    return lines.properties(title=title)
 
 
 def agreement(final_elbos: pd.Series) -> float:

@@ -18,12 +18,13 @@ import pandas as pd
 from core.data import CountData, DataError, PathLike, validate
 
 MAX_CSV_BYTES = 50_000_000
+MAX_CSV_MB_ENV = "PLNLAB_MAX_CSV_MB"
 # A CSV cell reading like one of these is an absent value, not a malformed one.
 _MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none", "-"})
 
 
 def read_csv(
-    counts_path: PathLike, offsets_path: PathLike | None = None, max_bytes: int = MAX_CSV_BYTES
+    counts_path: PathLike, offsets_path: PathLike | None = None, max_bytes: int | None = None
 ) -> CountData:
     """Reads counts (and optionally log-offsets) from comma-separated files.
 
@@ -33,11 +34,13 @@ def read_csv(
             numeric. A header whose first cell is empty marks a row-name column (R's
             write.csv, pandas' to_csv), which is dropped.
         offsets_path: (n, p) log-offsets in the same layout; zeros when None.
-        max_bytes: largest file accepted, to keep a shared server responsive.
+        max_bytes: largest file accepted, to keep a shared server responsive
+            (default: `max_csv_bytes()`).
 
     Raises:
         DataError: naming the file and the first offending cell.
     """
+    max_bytes = max_csv_bytes() if max_bytes is None else max_bytes
     has_offsets = offsets_path is not None
     return read_csv_bytes(
         _read_bytes(counts_path, max_bytes),
@@ -53,9 +56,10 @@ def read_csv_bytes(
     offsets_bytes: bytes | None,
     name: str,
     offsets_name: str = "offsets",
-    max_bytes: int = MAX_CSV_BYTES,
+    max_bytes: int | None = None,
 ) -> CountData:
     """Same as `read_csv` for uploaded file contents; `name` labels the counts in messages."""
+    max_bytes = max_csv_bytes() if max_bytes is None else max_bytes
     counts = _parse_table(counts_bytes, name, max_bytes, whole=True)
     offsets = np.zeros_like(counts)
     if offsets_bytes is not None:
@@ -69,6 +73,21 @@ def read_csv_bytes(
     covariates = np.ones((counts.shape[0], 1))
     validate(counts, offsets, covariates)
     return CountData(counts, offsets, covariates, name=f"csv {name}")
+
+def max_csv_bytes() -> int:
+    """The size cap on one CSV file: $PLNLAB_MAX_CSV_MB megabytes when set, else 50 MB.
+    (Uploads are also capped by Streamlit's server.maxUploadSize, in .streamlit/config.toml.)"""
+    text = os.environ.get(MAX_CSV_MB_ENV, "").strip()
+    if not text:
+        return MAX_CSV_BYTES
+    try:
+        megabytes = float(text)
+    except ValueError:
+        megabytes = 0.0
+    if not megabytes > 0:
+        raise DataError(f"{MAX_CSV_MB_ENV} must be a number of megabytes > 0; got {text!r}")
+    return int(megabytes * 1e6)
+
 
 def _read_bytes(path: PathLike, max_bytes: int) -> bytes:
     label = os.fspath(path)
@@ -114,6 +133,12 @@ def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool) -> np.nda
         raise
     except ValueError:  # a word among the numbers
         numbers = None
+    width = first.size - row_names
+    if numbers is not None and numbers.shape[1] != width:
+        raise DataError(
+            f"{label}: line 2 has {numbers.shape[1]} cells but line 1 has {width}; every row needs "
+            "the same number of comma-separated cells"
+        )
     if numbers is None or not np.isfinite(numbers).all():
         _diagnose(data, label, options, fail)
     if numbers.shape[0] < 2:
@@ -155,7 +180,7 @@ def _fail(label, first_line, first_column, names, mask, cells, rule, line_offset
         row, col = np.argwhere(mask)[0]
         cell = cells[row, col]
         cell = f"{cell:g}" if isinstance(cell, float) else str(cell)
-        name = f" ({names[col]!r})" if names else ""
+        name = f" ({names[col]!r})" if names and col < len(names) else ""
         raise DataError(
             f"{label}: {rule}; line {row + line_offset + first_line}, "
             f"column {col + first_column}{name} holds {cell!r}"

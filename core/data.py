@@ -64,6 +64,9 @@ def load(spec: DatasetSpec) -> CountData:
         return load_oaks(spec.replicate)
     if spec.kind == "simulated":
         return simulate(spec.n, spec.p, spec.d, spec.seed)
+    if spec.kind == "simulated_on_device":
+        raise DataError("simulated_on_device data are drawn directly on the devices by the sharded strategy "
+                        "and never exist on the host; use dataset simulated for host data")
     paths = [spec.counts_path] + ([spec.offsets_path] if spec.offsets_path else [])
     if spec.content_hash and not content_hash(*paths).startswith(spec.content_hash):
         raise DataError(

@@ -12,6 +12,7 @@ shape reports cache "memory" (same process) or "disk" (another process).
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import statistics
 import threading
@@ -21,20 +22,17 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from core import data as datasets
-from core import runtime, strategies
+from core import device_queue, memory_estimate, runtime, strategies
 from core.compilations import CompileCounter
 from core.result import RunResult
 from core.spec import FitSpec, SpecError
 
-# One timed section per device at a time in this process, so concurrent dashboard
-# sessions queue rather than distort each other's timings.
-_device_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
-
-
-def device_lock(platform: str) -> threading.Lock:
-    """The lock a timed section on `platform` holds: other work that would distort timings
-    (inspecting, measuring peaks) queues behind it too."""
-    return _device_locks[platform]
+@contextlib.contextmanager
+def device_lock(platform: str, label: str = "measuring the machine", owner: str = "dashboard"):
+    """Hold `platform` on this host for other work that would distort timings (inspecting,
+    measuring peaks): it queues with the timed runs (`core.device_queue`)."""
+    with device_queue.default_queue().hold(platform, label, owner):
+        yield
 
 
 class ExecutableCache:
@@ -78,16 +76,20 @@ class Progress(NamedTuple):
     """A progress report.
 
     Attributes:
-        phase: "data", "transfer", "compile", "first_call", "repeat" or "done".
+        phase: "queued", "data", "transfer", "compile", "first_call", "repeat" or "done".
         done, total: progress within the phase (iterations for "first_call" on Python
-            loops, repeats for "repeat").
+            loops and chunked compiled loops, repeats for "repeat").
         elbo: the latest ELBO when the strategy can report one mid-run, else None.
+        ahead: while "queued", the device queue's entries ahead (holder first).
+        waited_s: while "queued", seconds waited so far.
     """
 
     phase: str
     done: int = 0
     total: int = 0
     elbo: float | None = None
+    ahead: tuple = ()
+    waited_s: float = 0.0
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -146,23 +148,36 @@ def prepare(
 
     runtime.configure()
     report = on_progress or (lambda progress: None)
-    strategy = strategies.get(spec.strategy)
+    strategy = strategies.get(spec.strategy, devices=spec.devices)
     device = resolve_device(spec.device)
+    # Before the data: a sharded run may ask for more devices than this process has.
+    devices_used = strategy.device_count(device)
     report(Progress("data"))
-    counts = counts if counts is not None else datasets.load(spec.dataset)
-    host = model.make_data(counts.counts, counts.offsets, counts.covariates, spec.precision)
-    report(Progress("transfer"))
-    data, transfer_s = _timed(lambda: strategy.place_data(host, device))
+    if spec.dataset.kind == "simulated_on_device":
+        # Drawn in row blocks where they are fitted (FitSpec allows only sharded here), so no
+        # host array of the rows exists; the draw is timed in place of the copy.
+        from core.simulate_sharded import simulate_on_devices
+
+        shape = (spec.dataset.n, spec.dataset.p, spec.dataset.d)
+        (data, _), transfer_s = _timed(lambda: simulate_on_devices(
+            *shape, seed=spec.dataset.seed, mesh=strategy.mesh(device), dtype=spec.precision))
+    else:
+        counts = counts if counts is not None else datasets.load(spec.dataset)
+        shape = (counts.n, counts.p, counts.d)
+        host = model.make_data(counts.counts, counts.offsets, counts.covariates, spec.precision)
+        report(Progress("transfer"))
+        data, transfer_s = _timed(lambda: strategy.place_data(host, device))
     problem = strategies.Problem(
-        n=counts.n, p=counts.p, d=counts.d, dtype=spec.precision,
+        n=shape[0], p=shape[1], d=shape[2], dtype=spec.precision,
         iterations=spec.iterations, optimizer=spec.optimizer,
+        chunk=chunk_iterations(shape[0] * shape[1], spec.iterations) if strategy.chunkable else 0,
     )
     with jax.default_device(device):
         state = strategy.place_state(strategies.init_state(data, spec.init, problem.transformation), device)
         state = jax.block_until_ready(state)
         tol = jax.device_put(jnp.asarray(spec.tol, dtype=spec.precision), device)
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
-           device.platform, device.id, strategy.device_count(device))
+           device.platform, device.id, devices_used)
     cache = DEFAULT_CACHE if cache is None else cache
     executables = cache.get(key) if strategy.compiled_ahead else {}
     trace_lower_s = compile_s = 0.0
@@ -185,6 +200,22 @@ def prepare(
                      trace_lower_s, compile_s, counter.compiles, counter.disk_hits, cache_state, device)
 
 
+# Work (n x p x iterations) one call of a compiled loop may hold before the loop is split
+# into calls: about 2 s on a 2-core CPU, so that a cancel lands within seconds. Splitting
+# costs one dispatch and one device sync per call, nothing next to seconds of work.
+CHUNK_WORK = 200_000_000
+
+
+def chunk_iterations(cells: int, iterations: int) -> int:
+    """Iterations per call for a compiled loop over `cells` = n x p values: 0 (one call)
+    when the whole loop is within `CHUNK_WORK`, else the largest divisor of `iterations`
+    within it (so every call runs the same executable)."""
+    if cells * iterations <= CHUNK_WORK:
+        return 0
+    most = max(1, CHUNK_WORK // max(1, cells))
+    return max(k for k in range(1, min(most, iterations) + 1) if iterations % k == 0)
+
+
 def _timed_plain(fn: Callable[[], Any]) -> tuple[Any, float]:
     """Time host-side work (tracing, lowering, compiling) that returns no device arrays."""
     start = time.perf_counter()
@@ -192,18 +223,51 @@ def _timed_plain(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
-def live_elbo_reporter(report: ProgressCallback, total: int) -> Callable[[int, Any], None]:
-    """Per-iteration callback for a Python loop's first call: about 50 ELBO reports a run."""
+def live_elbo_reporter(report: ProgressCallback, total: int,
+                       cancel: threading.Event | None = None) -> Callable[[int, Any], None]:
+    """Per-iteration callback for a Python loop's first call: about 50 ELBO reports a run,
+    and a cancel check every iteration."""
     # Reading an ELBO back forces a device sync, so the first call of a Python-loop
     # strategy reports about 50 times per run rather than every iteration; the
     # steady-state repeats report nothing mid-run.
     every = max(1, total // 50)
+    last = [0]  # iterations reported so far; chunked compiled loops call back once a chunk
 
     def on_iteration(i: int, value) -> None:
-        if (i + 1) % every == 0 or i + 1 == total:
+        _check(cancel)
+        if i + 1 - last[0] >= every or i + 1 == total:
+            last[0] = i + 1
             report(Progress("first_call", i + 1, total, float(value)))
 
     return on_iteration
+
+
+def _repeat_callback(report: ProgressCallback, repeat: int, total: int, cancel: threading.Event | None,
+                     ) -> Callable[[int, Any], None]:
+    """Per-iteration (or per-chunk) callback inside a timed repeat: a cancel check, and a
+    progress report at most once a second (a point where the dashboard can stop the run).
+    It reads nothing back from the device, so the timing is left alone."""
+    last = [time.perf_counter()]
+
+    def on_iteration(i: int, value) -> None:
+        _check(cancel)
+        now = time.perf_counter()
+        if now - last[0] >= 1.0:
+            last[0] = now
+            report(Progress("repeat", repeat, total))
+
+    return on_iteration
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise device_queue.Cancelled("cancelled; nothing was stored")
+
+
+def _queue_reporter(report: ProgressCallback):
+    def on_wait(ahead, waited_s: float) -> None:
+        report(Progress("queued", len(ahead), 0, None, tuple(ahead), waited_s))
+    return on_wait
 
 
 def run(
@@ -211,8 +275,16 @@ def run(
     counts: datasets.CountData | None = None,
     on_progress: ProgressCallback | None = None,
     cache: ExecutableCache | None = None,
+    cancel: threading.Event | None = None,
+    owner: str = "command line",
+    hold_device: bool = True,
 ) -> RunResult:
     """Fit `spec` and time it; the result is not stored (see `core.store`).
+
+    The timed section (data transfer, compilation, first call, repeats) holds the
+    device: it waits its turn in the host's device queue (`core.device_queue`), and the
+    result records the wait (`queue_wait_s`) and the section's epoch window
+    (`timed_window`), so that anyone can check that two windows never overlap.
 
     Args:
         spec: what to run.
@@ -220,38 +292,69 @@ def run(
             otherwise loaded from `spec.dataset`.
         on_progress: called with `Progress` reports from the calling thread.
         cache: where compiled executables are kept (default: `DEFAULT_CACHE`).
+        cancel: set it (e.g. from another thread) to stop the run: `Cancelled` is raised
+            while queued, between phases, between iterations of Python loops and
+            between repeats.
+        owner: who is running, as shown to others in the device queue.
+        hold_device: False skips the queue: for the non-primary processes of a
+            distributed run, which join the primary's collectives (it holds the queue).
 
     Raises:
-        SpecError: the device is absent or the data are invalid (`core.data.DataError`).
+        SpecError: the device is absent, the data are invalid (`core.data.DataError`) or
+            the fit would not fit in the device's free memory.
+        device_queue.Cancelled: `cancel` was set.
     """
     import jax
 
     from core import peers
 
     report = on_progress or (lambda progress: None)
+    memory_estimate.check(spec, counts)
+    label = f"{spec.strategy} · {spec.dataset.label} · {spec.precision}"
+
+    def turn():
+        if not hold_device:
+            return contextlib.nullcontext(0.0)
+        return device_queue.default_queue().hold(spec.device, label, owner, _queue_reporter(report), cancel)
+
     if peers.is_peer(spec.strategy):
         counts = counts if counts is not None else datasets.load(spec.dataset)
-        with device_lock(spec.device):
+        with turn() as waited:
+            window_start = time.time()
             timing = peers.run_peer(spec, counts, on_progress)
-        return _result(spec, (counts.n, counts.p, counts.d), _measured_peer(timing))
-    with device_lock(spec.device):
+            window = (window_start, time.time())
+        return _result(spec, (counts.n, counts.p, counts.d), _measured_peer(timing, waited, window))
+    with turn() as waited:
+        window_start = time.time()
         prep = prepare(spec, counts, report, cache)
+        _check(cancel)
         strategy, problem = prep.strategy, prep.problem
-        live = live_elbo_reporter(report, problem.iterations) if strategy.python_loop and on_progress else None
+        live = None
+        chunked = problem.iterations_per_call < problem.iterations
+        if (strategy.python_loop or chunked) and (on_progress or cancel):
+            live = live_elbo_reporter(report, problem.iterations, cancel)
         report(Progress("first_call", 0, problem.iterations))
         with CompileCounter() as first_counter, jax.default_device(prep.device):
+            # Copied outside the timing: a run that donates its state consumes it.
+            start = jax.block_until_ready(strategy.fresh_state(prep.state))
             output, first_call_s = _timed(
-                lambda: strategy.run(prep.executables, problem, prep.state, prep.data, prep.tol, live))
+                lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, live))
+        elbo = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
+        del output, start  # the final state is not needed: free its buffers before the repeats
         times = []
         with CompileCounter() as repeat_counter, jax.default_device(prep.device):
             for r in range(spec.repeats):
+                _check(cancel)
                 report(Progress("repeat", r, spec.repeats))
-                _, seconds = _timed(
-                    lambda: strategy.run(prep.executables, problem, prep.state, prep.data, prep.tol))
+                start = jax.block_until_ready(strategy.fresh_state(prep.state))
+                between = _repeat_callback(report, r, spec.repeats, cancel) if live else None
+                _, seconds = _timed(lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol,
+                                                         between))
                 times.append(seconds)
+        window = (window_start, time.time())
         report(Progress("done", spec.repeats, spec.repeats))
     measured = _Measured(
-        elbo=np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)],
+        elbo=elbo,
         transfer_s=prep.transfer_s, trace_lower_s=prep.trace_lower_s, compile_s=prep.compile_s,
         first_call_s=first_call_s, times=times,
         compile_count=prep.compile_count + first_counter.compiles,
@@ -260,6 +363,8 @@ def run(
         devices=strategy.device_count(prep.device), device_kind=prep.device.device_kind,
         versions=runtime.environment(prep.device),
         optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init,
+        queue_wait_s=waited, timed_window=window,
+        chunk_iterations=problem.chunk,
     )
     return _result(spec, (problem.n, problem.p, problem.d), measured)
 
@@ -284,9 +389,12 @@ class _Measured:
     optimizer: str
     lr: float
     init: str
+    queue_wait_s: float
+    timed_window: tuple[float, float]
+    chunk_iterations: int = 0
 
 
-def _measured_peer(timing) -> _Measured:
+def _measured_peer(timing, queue_wait_s: float, timed_window: tuple[float, float]) -> _Measured:
     # A peer reports what actually ran: pyplnmodels fits with its own optimizer and start.
     return _Measured(
         elbo=np.asarray(timing.elbo, dtype=np.float64)[: timing.iterations_run], transfer_s=timing.transfer_s,
@@ -295,10 +403,15 @@ def _measured_peer(timing) -> _Measured:
         disk_cache_hits=int(timing.cache == "disk"), recompile_count=timing.recompile_count, cache=timing.cache,
         devices=timing.devices, device_kind=timing.device_kind, versions=timing.versions,
         optimizer=timing.optimizer, lr=timing.lr, init=timing.init,
+        queue_wait_s=queue_wait_s, timed_window=timed_window,
     )
 
 
 def _result(spec: FitSpec, shape: tuple[int, int, int], measured: _Measured) -> RunResult:
+    import jax
+
+    from core import peers
+
     trace = measured.elbo
     bad = np.flatnonzero(~np.isfinite(trace))
     diverged_at = int(bad[0]) if bad.size else None
@@ -306,6 +419,9 @@ def _result(spec: FitSpec, shape: tuple[int, int, int], measured: _Measured) -> 
         trace = trace[:diverged_at]
     run_s = statistics.median(measured.times)
     n, p, d = shape
+    # A peer (PyTorch, pyPLNmodels) runs in this process alone, and asking JAX would start
+    # its backend for nothing; a JAX fit ran in every process of a jax.distributed run.
+    processes = 1 if peers.is_peer(spec.strategy) else jax.process_count()
     return RunResult(
         spec=spec.to_dict(),
         spec_key=spec.key,
@@ -341,7 +457,12 @@ def _result(spec: FitSpec, shape: tuple[int, int, int], measured: _Measured) -> 
         final_elbo=float(trace[-1]) if len(trace) else None,
         elbo=[float(v) for v in trace],
         devices=measured.devices,
+        processes=processes,
         device_kind=measured.device_kind,
         versions=measured.versions,
+        queue_wait_s=measured.queue_wait_s,
+        chunk_iterations=measured.chunk_iterations,
+        timed_start=measured.timed_window[0],
+        timed_end=measured.timed_window[1],
         created_at=time.time(),
     )

@@ -20,6 +20,7 @@ import inspect
 import sys
 from typing import Any
 
+from core.layout import ArrayLayout, array_layouts
 from core.xla_analysis import Cost, Memory, normalise_cost, normalise_memory
 
 # Characters of a text shown on the page; st.code slows the browser down past this and
@@ -66,6 +67,8 @@ class Inspection:
             reports them for a cold in-process cache ("disk" when JAX's persistent
             cache supplied the executables).
         versions: jax and jaxlib versions the texts come from.
+        layout: where each array of the placed data and initial state lives (shape,
+            sharding, what one device holds), data first.
     """
 
     strategy: str
@@ -93,6 +96,7 @@ class Inspection:
     trace_lower_s: float
     compile_s: float
     versions: dict[str, str]
+    layout: tuple[ArrayLayout, ...] = ()
 
 
 def clip(text: str, limit: int = DISPLAY_CHARS) -> tuple[str, bool]:
@@ -240,6 +244,7 @@ def inspect_fit(spec: FitSpec, counts=None) -> Inspection:
             # Lowering again is cheap next to compiling, and Lowered objects are not cached.
             lowered = strategy.lower(problem, prep.state, prep.data, prep.tol)
         executables = tuple(_executable(name, lowered[name], prep.executables[name]) for name in lowered)
+        layout = tuple(array_layouts(prep.data, "data") + array_layouts(prep.state, "state"))
     devices = strategy.device_count(prep.device)
     per_iteration, per_run, note = _costs(strategy, executables, problem.iterations, devices)
     return Inspection(
@@ -267,4 +272,5 @@ def inspect_fit(spec: FitSpec, counts=None) -> Inspection:
         trace_lower_s=prep.trace_lower_s,
         compile_s=prep.compile_s,
         versions={"jax": jax.__version__, "jaxlib": jaxlib.__version__},
+        layout=layout,
     )

@@ -28,7 +28,8 @@ class RunResult:
         error: for "diverged", where and what; else None.
         diverged_at: first iteration whose ELBO is not finite, or None.
         iterations_run: iterations done (while_loop may stop early; diverged runs stop).
-        transfer_s: host-to-device copy of the data, timed apart from the fit.
+        transfer_s: host-to-device copy of the data, timed apart from the fit (for data
+            drawn on the devices, the draw, its compilation included).
         trace_lower_s: tracing to a jaxpr and lowering to StableHLO (0 when cached or eager).
         compile_s: XLA compilation (0 when cached in memory; a disk-cache load otherwise).
         first_call_s: the first execution (for eager and jit-on-call, includes dispatch
@@ -44,8 +45,15 @@ class RunResult:
         elbo: ELBO per iteration, up to divergence or the while_loop stop.
         log_factorial: "exact" (gammaln) for every ELBO here.
         devices: number of devices used.
+        processes: processes that computed the fit together (`jax.process_count()`; 1
+            unless it ran under jax.distributed).
         device_kind: e.g. "cpu", "NVIDIA H100".
         versions: jax, jaxlib, optax, numpy, python versions; platform; cpu_count; host.
+        queue_wait_s: seconds spent waiting for the device in the host's queue.
+        chunk_iterations: iterations per call when a large compiled loop was split into
+            calls (so that a cancel lands within seconds); 0 when it ran in one call.
+        timed_start, timed_end: epoch seconds of the timed section, while the run held
+            the device; `to_dict()` also gives them as `timed_window` [start, end].
     """
 
     spec: dict[str, Any]
@@ -84,12 +92,18 @@ class RunResult:
     devices: int
     device_kind: str
     versions: dict[str, Any]
+    processes: int = 1
     log_factorial: str = "exact"
+    queue_wait_s: float = 0.0
+    chunk_iterations: int = 0
+    timed_start: float = 0.0
+    timed_end: float = 0.0
     id: int = 0
     created_at: float = 0.0
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         out = dataclasses.asdict(self)
+        out["timed_window"] = [self.timed_start, self.timed_end]
         if not with_elbo:
             out.pop("elbo")
         return out

@@ -239,7 +239,9 @@ def _same(run, spec, fields=None) -> bool:
     leaves an iteration's work alone."""
     wanted = dataclasses.asdict(spec)
     fields = fields or [field for field in wanted if field != "repeats"]
-    return all(run.spec.get(field) == wanted[field] for field in fields)
+    # A stored spec leaves out a field at its default (`FitSpec.to_dict`: devices).
+    defaults = dataclasses.asdict(type(spec)())
+    return all(run.spec.get(field, defaults[field]) == wanted[field] for field in fields)
 
 
 _PROBLEM = ("strategy", "dataset", "precision", "device", "iterations")

@@ -11,26 +11,60 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from typing import Any
 
-DATASET_KINDS = ("oaks", "simulated", "csv")
+# "simulated_on_device" is drawn directly on the devices (core.simulate_sharded), for the
+# sharded strategy only: no host array of its rows ever exists.
+DATASET_KINDS = ("oaks", "simulated", "csv", "simulated_on_device")
+SIMULATED_KINDS = ("simulated", "simulated_on_device")
 PRECISIONS = ("float32", "float64")
 DEVICES = ("cpu", "gpu", "tpu")
 OPTIMIZERS = ("seed", "adam", "rprop")
 INITS = ("seed", "log_counts")
 
 # Caps keep a mistyped number from taking a shared server down; they are generous
-# enough for the benchmarks (oaks x1000 is n = 116,000).
+# enough for the benchmarks (oaks x1000 is n = 116,000). Each can be lowered (or raised)
+# per server or shell with an environment variable: see `cap`.
 MAX_REPLICATE = 100_000
 MAX_ROWS = 10_000_000
 MAX_COLUMNS = 2_000
 MAX_COVARIATES = 50
 MAX_ITERATIONS = 1_000_000
 MAX_REPEATS = 100
+# Devices one sharded run may span; 0 means every device of the platform.
+MAX_DEVICES = 4096
 
 
 class SpecError(ValueError):
     """A spec, option or input that is not acceptable; the message says what is accepted."""
+
+
+_CAP_DEFAULTS = {"replicate": "MAX_REPLICATE", "rows": "MAX_ROWS", "columns": "MAX_COLUMNS",
+                 "covariates": "MAX_COVARIATES", "iterations": "MAX_ITERATIONS", "repeats": "MAX_REPEATS"}
+
+
+def default_cap(name: str) -> int:
+    """The built-in cap on `name` (see `cap`)."""
+    return globals()[_CAP_DEFAULTS[name]]
+
+
+def cap(name: str) -> int:
+    """The cap on `name` ("replicate", "rows", "columns", "covariates", "iterations",
+    "repeats"): $PLNLAB_MAX_<NAME> when set (e.g. PLNLAB_MAX_ITERATIONS=5000 on a shared
+    server), else the module's MAX_<NAME>. Read on every check, so tests and servers can
+    change it without a restart of the interpreter."""
+    variable = f"PLNLAB_MAX_{name.upper()}"
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default_cap(name)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise SpecError(f"{variable} must be a whole number >= 1; got {text!r}")
+    return value
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -51,10 +85,13 @@ class DatasetSpec:
 
     Attributes:
         kind: "oaks" (pyPLNmodels' oaks, 116 x 114, rows repeated `replicate` times),
-            "simulated" (PLN draws of size n x p with d covariates from `seed`) or
-            "csv" (counts, and optionally log-offsets, read from files).
+            "simulated" (PLN draws of size n x p with d covariates from `seed`),
+            "csv" (counts, and optionally log-offsets, read from files) or
+            "simulated_on_device" (PLN draws of size n x p made directly in row blocks
+            on the devices, for the sharded strategy only; JAX's generator, so other
+            numbers than "simulated" for the same seed).
         replicate: oaks only: each row is repeated this many times (np.repeat, axis 0).
-        n, p, d, seed: simulated only.
+        n, p, d, seed: simulated and simulated_on_device only.
         counts_path, offsets_path: csv only. `offsets_path` holds log-offsets.
         content_hash: csv only: a hash of the files' bytes, so that a spec names data,
             not a path whose content may change. Filled in by `core.data`.
@@ -73,11 +110,11 @@ class DatasetSpec:
     def __post_init__(self) -> None:
         _check_choice("dataset", self.kind, DATASET_KINDS)
         if self.kind == "oaks":
-            _check_int("replicate", self.replicate, 1, MAX_REPLICATE)
-        elif self.kind == "simulated":
-            _check_int("n", self.n, 2, MAX_ROWS)
-            _check_int("p", self.p, 1, MAX_COLUMNS)
-            _check_int("d", self.d, 1, MAX_COVARIATES)
+            _check_int("replicate", self.replicate, 1, cap("replicate"))
+        elif self.kind in SIMULATED_KINDS:
+            _check_int("n", self.n, 2, cap("rows"))
+            _check_int("p", self.p, 1, cap("columns"))
+            _check_int("d", self.d, 1, cap("covariates"))
             _check_int("seed", self.seed, 0, 2**31 - 1)
             if self.d >= self.n:
                 raise SpecError(f"d must be smaller than n; got d = {self.d}, n = {self.n}")
@@ -91,6 +128,8 @@ class DatasetSpec:
             return f"oaks x{self.replicate}"
         if self.kind == "simulated":
             return f"simulated {self.n}x{self.p} d={self.d} (seed {self.seed})"
+        if self.kind == "simulated_on_device":
+            return f"simulated on device {self.n}x{self.p} d={self.d} (seed {self.seed})"
         return f"csv {self.counts_path.rsplit('/', 1)[-1]}"
 
 
@@ -133,6 +172,10 @@ class FitSpec:
         init: "seed" (M = 0, S = 1, B = 0, Omega = I) or "log_counts" (pyPLNmodels').
         repeats: steady-state timing repeats after the first call.
         tol: relative ELBO change under which while_loop stops; 0 runs every iteration.
+        devices: how many devices of the platform the sharded strategy spans (the first
+            `devices` of them); 0, the default, means all. Other strategies run on one
+            device: for them 1 is accepted and stored as 0, so the same computation keeps
+            one key.
     """
 
     dataset: DatasetSpec = DatasetSpec()
@@ -144,20 +187,34 @@ class FitSpec:
     init: str = "seed"
     repeats: int = 3
     tol: float = 0.0
+    devices: int = 0
 
     def __post_init__(self) -> None:
-        _check_int("iterations", self.iterations, 1, MAX_ITERATIONS)
+        _check_int("iterations", self.iterations, 1, cap("iterations"))
         _check_choice("precision", self.precision, PRECISIONS)
         _check_choice("device", self.device, DEVICES)
         _check_choice("init", self.init, INITS)
-        _check_int("repeats", self.repeats, 1, MAX_REPEATS)
+        _check_int("repeats", self.repeats, 1, cap("repeats"))
         if not isinstance(self.tol, (int, float)) or isinstance(self.tol, bool):
             raise SpecError(f"tol must be a number; got {self.tol!r}")
         if not 0.0 <= float(self.tol) < 1.0:
             raise SpecError(f"tol must be in [0, 1); got {self.tol}")
+        _check_int("devices", self.devices, 0, MAX_DEVICES)
+        if self.strategy != "sharded":
+            if self.devices > 1:
+                raise SpecError(f"devices > 1 needs the sharded strategy (the others run on one device); "
+                                f"got devices = {self.devices} with strategy {self.strategy}")
+            object.__setattr__(self, "devices", 0)  # frozen; 1 and 0 are the same run here
+            if self.dataset.kind == "simulated_on_device":
+                raise SpecError("dataset simulated_on_device is drawn directly on the devices, row-sharded, "
+                                f"and only the sharded strategy fits it; got strategy {self.strategy}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        values = dataclasses.asdict(self)
+        # Left out at its default so that specs from before the field existed keep their key.
+        if values["devices"] == 0:
+            del values["devices"]
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> FitSpec:

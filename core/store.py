@@ -12,17 +12,19 @@ The tables and migrations are in `core.store_schema`, record checks in
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pathlib
+import socket
 import sqlite3
 import time
 from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from core import store_files, store_schema
+from core import processes, store_files, store_schema
 from core.result import RunResult
-from core.store_records import StoreError, scalar_fields, validate_record
+from core.store_records import StoreError, interrupted_result, scalar_fields, validate_record
 
 if TYPE_CHECKING:
     import pandas
@@ -46,6 +48,7 @@ def default_db_path() -> pathlib.Path:
     if not os.path.isabs(data_home):  # the XDG spec says to ignore relative paths
         data_home = "~/.local/share"
     return pathlib.Path(data_home).expanduser() / "plnlab" / "runs.sqlite3"
+
 
 
 class RunStore:
@@ -98,6 +101,53 @@ class RunStore:
         with self._connect() as conn:
             conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once per file
             store_schema.migrate(conn)
+        self.recover_interrupted()
+
+    def begin(self, spec_dict: dict) -> int:
+        """Notes that a run of `spec_dict` (`FitSpec.to_dict()`) has started in this process;
+        returns the note's id for `finish` or `abandon`."""
+        with self._connect(write=True) as conn:
+            cursor = conn.execute(
+                "INSERT INTO in_flight (spec_json, host, pid, started_at) VALUES (?, ?, ?, ?)",
+                (json.dumps(spec_dict, sort_keys=True), socket.gethostname(), os.getpid(), time.time()))
+            return int(cursor.lastrowid)
+
+    def finish(self, flight_id: int, result: RunResult) -> int:
+        """Stores `result` and removes its in-flight note, in one transaction."""
+        record = validate_record(result.to_dict(), "run")
+        record.created_at = result.created_at or time.time()
+        with self._connect(write=True) as conn:
+            conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
+            run_id = self._insert(conn, record)
+        result.id, result.created_at = run_id, record.created_at
+        return run_id
+
+    def abandon(self, flight_id: int) -> None:
+        """Removes an in-flight note whose run ended without a result (cancelled, failed)."""
+        with self._connect(write=True) as conn:
+            conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
+
+    def in_flight(self) -> list[dict]:
+        """Runs started and not yet finished: id, spec (dict), host, pid, started_at."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT * FROM in_flight ORDER BY started_at").fetchall()
+        return [{"id": r["id"], "spec": json.loads(r["spec_json"]), "host": r["host"], "pid": r["pid"],
+                 "started_at": r["started_at"]} for r in rows]
+
+    def recover_interrupted(self) -> int:
+        """Stores every run whose process on this host died mid-run as "interrupted"; returns
+        how many. Runs of live processes, and of other hosts (whose processes this one
+        cannot see), are left alone."""
+        host = socket.gethostname()
+        dead = [note for note in self.in_flight() if note["host"] == host and not processes.alive(note["pid"])]
+        if not dead:
+            return 0
+        with self._connect(write=True) as conn:
+            for note in dead:
+                # Deleting first makes the recovery safe against two processes doing it at once.
+                if conn.execute("DELETE FROM in_flight WHERE id = ?", (note["id"],)).rowcount:
+                    self._insert(conn, interrupted_result(note["spec"], note["started_at"], host, note["pid"]))
+        return len(dead)
 
     @property
     def schema_version(self) -> int:

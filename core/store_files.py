@@ -76,7 +76,8 @@ def _flat(record: dict) -> dict:
 
 def _write_csv(path: pathlib.Path, records: list[dict]) -> None:
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(field_kinds()))
+        # extrasaction: timed_window repeats timed_start and timed_end for JSON readers.
+        writer = csv.DictWriter(handle, fieldnames=list(field_kinds()), extrasaction="ignore")
         writer.writeheader()  # None -> empty cell; floats are written as repr (exact)
         writer.writerows(_flat(record) for record in records)
 

@@ -105,3 +105,28 @@ def validate_record(values: Any, where: str) -> RunResult:
     if not (math.isfinite(out.get("created_at", 0.0)) and out.get("created_at", 0.0) >= 0):
         raise StoreError(f"{where}: created_at must be epoch seconds; got {out['created_at']}")
     return RunResult(**out)
+
+
+def interrupted_result(spec_dict: dict, started_at: float, host: str, pid: int) -> RunResult:
+    """The record of a run whose process died before it finished: its spec, no timings."""
+    from core.spec import FitSpec, SpecError
+
+    try:
+        spec = FitSpec.from_dict(spec_dict)
+        key, label = spec.key, spec.dataset.label
+    except (SpecError, TypeError):  # written by another version: keep what can be read
+        spec, key, label = None, "unreadable-spec", str(spec_dict.get("dataset", {}).get("kind", "?"))
+    optimizer = spec_dict.get("optimizer") or {}
+    return RunResult(
+        spec=spec_dict, spec_key=key, strategy=str(spec_dict.get("strategy", "?")), dataset=label,
+        n=0, p=0, d=0, precision=str(spec_dict.get("precision", "?")), device=str(spec_dict.get("device", "?")),
+        iterations=int(spec_dict.get("iterations", 0)), optimizer=str(optimizer.get("name", "?")),
+        lr=float(optimizer.get("lr", 0.0)), init=str(spec_dict.get("init", "?")),
+        repeats=int(spec_dict.get("repeats", 0)), tol=float(spec_dict.get("tol", 0.0)),
+        status="interrupted",
+        error=f"the process running it (pid {pid} on {host}) stopped before it finished",
+        diverged_at=None, iterations_run=0, transfer_s=0.0, trace_lower_s=0.0, compile_s=0.0,
+        first_call_s=0.0, run_s=0.0, run_s_min=0.0, run_s_max=0.0, per_iter_ms=0.0, compile_count=0,
+        disk_cache_hits=0, recompile_count=0, cache="none", final_elbo=None, elbo=[], devices=0,
+        device_kind="", versions={"host": host}, timed_start=started_at, created_at=started_at,
+    )

@@ -41,9 +41,19 @@ def _migration_1() -> list[str]:
     ]
 
 
+def _migration_2() -> list[str]:
+    # Runs being fitted: a row is written when a run starts and removed in the same
+    # transaction that stores its result, so a row left behind by a dead process is a
+    # run that was interrupted (see RunStore.recover_interrupted).
+    return [
+        "CREATE TABLE in_flight (id INTEGER PRIMARY KEY, spec_json TEXT NOT NULL,"
+        " host TEXT NOT NULL, pid INTEGER NOT NULL, started_at REAL NOT NULL)",
+    ]
+
+
 # Applied in order, in one transaction; PRAGMA user_version counts those applied. Append,
 # never edit. Scalar fields added to RunResult later get their column added on open.
-MIGRATIONS = (_migration_1,)
+MIGRATIONS = (_migration_1, _migration_2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 from core import bar_charts, charts
 from core.store import StoreError
-from pages.ui import display, resources, routing, state
+from pages.ui import access, display, resources, routing, state
 
 routing.ensure_router()
 
@@ -97,8 +97,13 @@ picked = view.iloc[rows] if rows else view
 st.caption(f"{len(view):,} of {len(frame):,} runs shown; click a column header to sort. "
            + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
               "Tick rows (left edge) to compare just those; until then the charts use every run shown."))
+interrupted = picked["status"] == "interrupted"
+if interrupted.any():
+    st.caption(f"{int(interrupted.sum())} interrupted run{'s' * (interrupted.sum() != 1)} (stopped before they "
+               "finished: no timings, no curve) left out of the charts.")
+    picked = picked[~interrupted]
 if picked.empty:
-    st.info("No run matches these filters.", icon=":material/filter_alt_off:")
+    st.info("No finished run matches these filters.", icon=":material/filter_alt_off:")
     st.stop()
 
 # --- charts --------------------------------------------------------------------------------
@@ -187,8 +192,12 @@ if rows:
     else:
         st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} from the shared store, for every user? "
                    "This cannot be undone (export them first to keep a copy).", icon=":material/warning:")
+        allowed = access.delete_allowed("cmp_delete_password")
         yes, no = st.columns([1, 5])
-        if yes.button("Yes, delete", type="primary", key="cmp_delete_yes"):
+        clicked = yes.button("Yes, delete", type="primary", key="cmp_delete_yes")
+        if clicked and not allowed:
+            st.error("Wrong password: nothing was deleted.", icon=":material/lock:")
+        elif clicked:
             deleted = store.delete(ids)
             st.session_state["cmp_delete"] = None
             st.session_state["cmp_version"] += 1

@@ -65,6 +65,7 @@ if clicked or again:
     else:  # redraw, so that the button offers "Run again" rather than a finished run
         st.session_state["run_flash"] = f"{len(results)} run{'s' * (len(results) != 1)} finished and stored."
         st.rerun()
+running.show_cancelled()
 if flash := st.session_state.pop("run_flash", None):
     st.toast(flash, icon=":material/check_circle:")
 

@@ -1,4 +1,4 @@
-"""Scaling: how compile and run times grow with n, sweeping the oaks replication factor."""
+"""Scaling: how compile and run times grow with n (the oaks replication factor), and with the device count."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import streamlit as st
 
 from core import charts
 from core.spec import DatasetSpec, SpecError
-from pages.ui import display, resources, routing, running, settings, state
+from pages.ui import device_scaling, display, resources, routing, running, settings, state
 
 routing.ensure_router()
 
@@ -17,73 +17,6 @@ DEFAULT_STRATEGIES = ("scan", "jit_step", "jit_per_function")
 st.title("When does compilation stop mattering?", anchor=False)
 st.caption("Compilation costs about the same whatever n; the fit itself grows with n. Sweep the oaks data "
            "(each row repeated ×k) to see where the curves cross.")
-
-catalog = resources.strategy_catalog()
-names = [s["name"] for s in catalog]
-state.default("scl_strategies", [n for n in DEFAULT_STRATEGIES if n in names])
-state.default("scl_sizes", [1, 10, 100])
-state.persist("scl_strategies", "scl_sizes", "scl_retime")
-
-chosen = st.pills("Strategies", names, selection_mode="multi", key="scl_strategies",
-                  help=resources.strategy_help()) or []
-chosen = [n for n in names if n in chosen]
-sizes = st.pills("Sizes: oaks rows repeated ×k", list(settings.REPLICATES), selection_mode="multi", key="scl_sizes",
-                 format_func=lambda k: f"×{k:,} · n = {settings.OAKS_ROWS * k:,}") or []
-sizes = sorted(sizes)
-st.caption("Uses the sidebar's device, precision, iterations, repeats, optimizer and initialisation; the data "
-           "here are always oaks."
-           + (" eager is slow: expect minutes at large n." if "eager" in chosen else "")
-           + (" ×1,000 (n = 116,000) can take minutes per strategy on a CPU." if 1000 in sizes else ""))
-go, retime_slot = st.columns([1, 3], vertical_alignment="center")
-
-problem = settings.current_problem()
-try:
-    grid = [settings.fit_spec(name, dataset=DatasetSpec(kind="oaks", replicate=k), problem=problem)
-            for k in sizes for name in chosen]
-except SpecError as exc:
-    st.error(str(exc), icon=":material/error:")
-    st.stop()
-
-store = resources.store_or_stop()
-keys = {spec.key for spec in grid}
-retime = retime_slot.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime")
-frame = store.frame()
-stored_keys = set(frame["spec_key"]) if not frame.empty else set()
-todo = grid if retime else [spec for spec in grid if spec.key not in stored_keys]
-label = f"Run sweep: {len(todo)} run{'s' * (len(todo) != 1)}" if todo else "Run sweep"
-clicked = go.button(label, type="primary", key="scl_go",
-                    disabled=not todo, icon=":material/play_arrow:", width="stretch",
-                    help="runs every (strategy, size) pair of the grid not yet in the store" if todo else
-                    "every pair is already in the store: tick Re-time to run them again")
-if clicked:
-    labels = [f"{spec.strategy} · n = {settings.OAKS_ROWS * spec.dataset.replicate:,}" for spec in todo]
-    results, error = running.run_specs(todo, labels=labels, title=f"Sweep of {len(todo)} runs")
-    if error:
-        st.error(error, icon=":material/error:")
-        frame = store.frame()
-    else:  # redraw, so that the button counts what is left to run
-        st.session_state["scl_flash"] = f"Sweep done: {len(results)} runs stored."
-        st.rerun()
-if flash := st.session_state.pop("scl_flash", None):
-    st.toast(flash, icon=":material/check_circle:")
-
-runs = frame[frame["spec_key"].isin(keys)] if not frame.empty else frame
-if runs.empty:
-    st.info("None of these (strategy, size) pairs has run with the sidebar's settings yet: press **Run sweep**.",
-            icon=":material/play_circle:")
-    st.stop()
-
-st.divider()
-st.caption(f"{len(runs)} stored run{'s' * (len(runs) != 1)} with these settings "
-           f"({runs['n'].nunique()} size{'s' * (runs['n'].nunique() != 1)}); medians where a pair ran more than once. "
-           + settings.problem_label(problem).split(" · ", 1)[1])
-left, right = st.columns(2)
-with left:
-    display.chart(charts.scaling_lines(runs, "per_iter_ms").properties(height=280),
-                  "Milliseconds per iteration at steady state, log-log: a slope of 1 means time grows like n.")
-with right:
-    display.chart(charts.scaling_lines(runs, "run_s").properties(height=280),
-                  "Seconds for one whole fit (all iterations) at steady state, log-log.")
 
 
 def crossover(runs, strategy: str) -> str:
@@ -119,14 +52,88 @@ def crossover(runs, strategy: str) -> str:
             f"at the largest n run, {last:,}.")
 
 
-display.chart(charts.compile_vs_run(runs).properties(height=340),
-              "Dashed: trace+lower+compile, solid: one steady-state fit. Where solid rises above dashed, "
-              "compiling has paid for itself.", legend="right")
-with st.container(border=True):
-    st.subheader("Compilation stops mattering…")
-    for name in [n for n in names if n in set(runs["strategy"])]:
-        st.markdown(crossover(runs, name))
+n_tab, devices_tab = st.tabs(["Growing n", "More devices (sharded)"])
+# The devices tab first: an empty n sweep below ends the script (st.stop) once drawn.
+with devices_tab:
+    device_scaling.show()
+with n_tab:
+    catalog = resources.strategy_catalog()
+    names = [s["name"] for s in catalog]
+    state.default("scl_strategies", [n for n in DEFAULT_STRATEGIES if n in names])
+    state.default("scl_sizes", [1, 10, 100])
+    state.persist("scl_strategies", "scl_sizes", "scl_retime")
 
-with st.expander("The runs behind these charts"):
-    table = runs.sort_values(["strategy", "n"])
-    display.show_runs_table(table.assign(strategy=table["strategy"] + " · n = " + table["n"].map("{:,}".format)))
+    chosen = st.pills("Strategies", names, selection_mode="multi", key="scl_strategies",
+                      help=resources.strategy_help()) or []
+    chosen = [n for n in names if n in chosen]
+    sizes = st.pills("Sizes: oaks rows repeated ×k", list(settings.REPLICATES), selection_mode="multi",
+                     key="scl_sizes", format_func=lambda k: f"×{k:,} · n = {settings.OAKS_ROWS * k:,}") or []
+    sizes = sorted(sizes)
+    st.caption("Uses the sidebar's device, precision, iterations, repeats, optimizer and initialisation; the data "
+               "here are always oaks."
+               + (" eager is slow: expect minutes at large n." if "eager" in chosen else "")
+               + (" ×1,000 (n = 116,000) can take minutes per strategy on a CPU." if 1000 in sizes else ""))
+    go, retime_slot = st.columns([1, 3], vertical_alignment="center")
+
+    problem = settings.current_problem()
+    try:
+        grid = [settings.fit_spec(name, dataset=DatasetSpec(kind="oaks", replicate=k), problem=problem)
+                for k in sizes for name in chosen]
+    except SpecError as exc:
+        st.error(str(exc), icon=":material/error:")
+        st.stop()
+
+    store = resources.store_or_stop()
+    keys = {spec.key for spec in grid}
+    retime = retime_slot.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime")
+    frame = store.frame()
+    stored_keys = set(frame["spec_key"]) if not frame.empty else set()
+    todo = grid if retime else [spec for spec in grid if spec.key not in stored_keys]
+    label = f"Run sweep: {len(todo)} run{'s' * (len(todo) != 1)}" if todo else "Run sweep"
+    clicked = go.button(label, type="primary", key="scl_go",
+                        disabled=not todo, icon=":material/play_arrow:", width="stretch",
+                        help="runs every (strategy, size) pair of the grid not yet in the store" if todo else
+                        "every pair is already in the store: tick Re-time to run them again")
+    if clicked:
+        labels = [f"{spec.strategy} · n = {settings.OAKS_ROWS * spec.dataset.replicate:,}" for spec in todo]
+        results, error = running.run_specs(todo, labels=labels, title=f"Sweep of {len(todo)} runs")
+        if error:
+            st.error(error, icon=":material/error:")
+            frame = store.frame()
+        else:  # redraw, so that the button counts what is left to run
+            st.session_state["scl_flash"] = f"Sweep done: {len(results)} runs stored."
+            st.rerun()
+    running.show_cancelled()
+    if flash := st.session_state.pop("scl_flash", None):
+        st.toast(flash, icon=":material/check_circle:")
+
+    runs = frame[frame["spec_key"].isin(keys)] if not frame.empty else frame
+    if runs.empty:
+        st.info("None of these (strategy, size) pairs has run with the sidebar's settings yet: press **Run sweep**.",
+                icon=":material/play_circle:")
+        st.stop()
+
+    st.divider()
+    st.caption(f"{len(runs)} stored run{'s' * (len(runs) != 1)} with these settings "
+               f"({runs['n'].nunique()} size{'s' * (runs['n'].nunique() != 1)}); "
+               "medians where a pair ran more than once. "
+               + settings.problem_label(problem).split(" · ", 1)[1])
+    left, right = st.columns(2)
+    with left:
+        display.chart(charts.scaling_lines(runs, "per_iter_ms").properties(height=280),
+                      "Milliseconds per iteration at steady state, log-log: a slope of 1 means time grows like n.")
+    with right:
+        display.chart(charts.scaling_lines(runs, "run_s").properties(height=280),
+                      "Seconds for one whole fit (all iterations) at steady state, log-log.")
+
+    display.chart(charts.compile_vs_run(runs).properties(height=340),
+                  "Dashed: trace+lower+compile, solid: one steady-state fit. Where solid rises above dashed, "
+                  "compiling has paid for itself.", legend="right")
+    with st.container(border=True):
+        st.subheader("Compilation stops mattering…")
+        for name in [n for n in names if n in set(runs["strategy"])]:
+            st.markdown(crossover(runs, name))
+
+    with st.expander("The runs behind these charts"):
+        table = runs.sort_values(["strategy", "n"])
+        display.show_runs_table(table.assign(strategy=table["strategy"] + " · n = " + table["n"].map("{:,}".format)))

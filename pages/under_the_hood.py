@@ -7,7 +7,7 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from core import introspect, pitfalls
+from core import introspect, layout, pitfalls
 from core.spec import FitSpec, SpecError
 from pages.ui import display, resources, roofline_panel, routing, settings, state
 from pages.ui.display import guarded, si
@@ -83,6 +83,19 @@ def show_inspection(inspection: introspect.Inspection) -> None:
         table = table.loc[:, (table.notna() & (table != 0)).any()]  # e.g. code size: 0 on CPU
         st.dataframe(table, hide_index=True, column_config={
             c: st.column_config.NumberColumn(format="%.2f") for c in table.columns if c != "executable"})
+
+
+def show_layout(inspection: introspect.Inspection) -> None:
+    """Where the sharded strategy put each array: row blocks, or a copy on every device."""
+    st.subheader("Where the arrays live", anchor="sharding")
+    devices = max((row.devices for row in inspection.layout), default=1)
+    held = sum(row.bytes_per_device for row in inspection.layout)
+    st.caption(f"The placed data and initial state over **{devices} device{'s' * (devices != 1)}**: arrays with "
+               "one row per sample are split in equal row blocks (`PartitionSpec('rows', None)`, rows padded "
+               "to a multiple of the device count), the small ones are copied to every device. Each device "
+               f"holds {si(held, 'B')} of them. From each array's `sharding` and `addressable_shards`.")
+    st.dataframe(pd.DataFrame(layout.table_rows(inspection.layout)), hide_index=True, column_config={
+        "bytes per device": st.column_config.NumberColumn(format="%d")})
 
 
 def show_texts(inspection: introspect.Inspection) -> None:
@@ -177,6 +190,8 @@ else:
                    "Press **Inspect** to see them.")
     inspection = inspect_cached(*inspected)
     show_inspection(inspection)
+    if inspection.strategy == "sharded" and inspection.layout:
+        show_layout(inspection)
     roofline_panel.show_roofline(*inspected, inspection)
     show_texts(inspection)
 

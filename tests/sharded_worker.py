@@ -23,16 +23,17 @@ import jax  # noqa: E402  (the device count must be set first)
 import numpy as np  # noqa: E402
 
 from core import engine, model, runtime, strategies  # noqa: E402
+from core.layout import array_layouts  # noqa: E402
 from core.simulate_sharded import bytes_per_device, simulate_on_devices  # noqa: E402
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec  # noqa: E402
+from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError  # noqa: E402
 from core.strategies import sharded  # noqa: E402
 
 ITERATIONS = 150
 
 
-def _spec(dataset, strategy, init="seed", iterations=ITERATIONS):
+def _spec(dataset, strategy, init="seed", iterations=ITERATIONS, devices=0):
     return FitSpec(dataset=dataset, strategy=strategy, iterations=iterations, precision="float64",
-                   init=init, repeats=1)
+                   init=init, repeats=1, devices=devices)
 
 
 def _relative(a, b) -> float:
@@ -83,6 +84,10 @@ def layout() -> dict:
         "row_leaves_sharded": all(
             not leaf.sharding.is_fully_replicated
             for leaf in jax.tree.leaves(state.opt_state) if np.ndim(leaf) == 2 and leaf.shape[0] == 44),
+        # What Under the hood shows for this fit.
+        "table": {row.name: {"sharding": row.sharding, "devices": row.devices, "per_device": list(row.per_device_shape),
+                             "bytes": row.bytes_per_device, "shape": list(row.global_shape)}
+                  for row in array_layouts(prep.data, "data") + array_layouts(state, "state")},
     }
 
 
@@ -109,7 +114,13 @@ def on_device_data() -> dict:
     start = strategies.init_state(host_data, "seed", problem.transformation)
     scan = reference.run(reference.compile(reference.lower(problem, start, host_data, None)), problem, start,
                          host_data, None)
+    # The same draw as a dataset kind, through the engine: drawn on the devices, fitted there.
+    on_device = DatasetSpec(kind="simulated_on_device", n=41, p=6, d=2, seed=5)
+    run = engine.run(_spec(on_device, "sharded", iterations=40), cache=engine.ExecutableCache())
     return {
+        "engine": {"elbo_relative": _relative(split.elbo, run.elbo), "devices": run.devices, "n": run.n,
+                   "dataset": run.dataset, "status": run.status, "processes": run.processes,
+                   "spec_kind": run.spec["dataset"]["kind"]},
         "same_rows_any_device_count": same_rows,
         "padding_zero": bool(np.all(np.asarray(data.counts)[41:] == 0) and np.all(np.asarray(data.covariates)[41:] == 0)),
         "log_factorial_relative": abs(float(data.log_factorial_sum) - model.exact_log_factorial_sum(counts))
@@ -119,11 +130,31 @@ def on_device_data() -> dict:
     }
 
 
+def device_counts(cache) -> dict:
+    """A run over the first 2 of the 4 devices, against one over all 4; a count too many."""
+    oaks = DatasetSpec(kind="oaks", replicate=1)
+    every = engine.run(_spec(oaks, "sharded"), cache=cache)  # in the cache already (agreement)
+    two = engine.run(_spec(oaks, "sharded", devices=2), cache=cache)
+    prep = engine.prepare(_spec(oaks, "sharded", iterations=3, devices=2), cache=engine.ExecutableCache())
+    try:
+        engine.run(_spec(oaks, "sharded", devices=8), cache=cache)
+        refused = None
+    except SpecError as error:
+        refused = str(error)
+    return {"every": {"devices": every.devices, "cache": every.cache},
+            "two": {"devices": two.devices, "cache": two.cache, "compile_count": two.compile_count,
+                    "disk_cache_hits": two.disk_cache_hits, "key_devices": two.spec.get("devices"),
+                    "final_relative": _relative([every.final_elbo], [two.final_elbo]), "processes": two.processes},
+            "two_mesh": [int(d.id) for d in prep.data.counts.sharding.device_set],
+            "two_shards": [list(s.data.shape) for s in prep.data.counts.addressable_shards],
+            "refused": refused}
+
+
 def main() -> None:
     runtime.configure()
     cache = engine.ExecutableCache()
     report = {"devices": len(jax.devices("cpu")), "agreement": agreement(cache), "second_run": second_run(cache),
-              "layout": layout(), "on_device": on_device_data()}
+              "layout": layout(), "on_device": on_device_data(), "device_counts": device_counts(cache)}
     sys.stdout.write(json.dumps(report) + "\n")
 
 

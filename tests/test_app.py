@@ -158,6 +158,59 @@ def test_scaling_page_uses_stored_runs_without_running(store):
     assert len(store.list()) == 3
 
 
+def device_sweep_page(iterations: int = 5) -> AppTest:
+    """Scaling page, More devices tab: devices 1 and 2, oaks x1 on each, x1 per device; tiny runs."""
+    at = open_app()
+    at.session_state["sb_iterations"], at.session_state["sb_repeats"] = iterations, 1
+    at.switch_page("pages/scaling.py").run()
+    at.pills(key="scl_dev_counts").set_value([1, 2])
+    at.selectbox(key="scl_dev_strong").set_value(1)
+    return at.selectbox(key="scl_dev_weak").set_value(1).run()
+
+
+def test_scaling_page_runs_each_device_count_in_its_own_process(store):
+    at = device_sweep_page()
+    assert at.button(key="scl_dev_go").label == "Run device sweep: 3 runs"  # x1 on 1 device is in both series
+    assert any("Simulated devices" in w.value and "share this machine's" in w.value for w in at.warning)
+    at.button(key="scl_dev_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = store.list()
+    assert sorted((r.devices, r.n) for r in runs) == [(1, 116), (2, 116), (2, 232)]
+    assert all(r.strategy == "sharded" and r.processes == 1 and r.iterations == 5 and r.status == "ok" for r in runs)
+    assert {r.spec.get("devices") for r in runs} == {1, 2}
+    # 2 devices compute the same fit as 1 (float32: rounding only).
+    strong = {r.devices: r.final_elbo for r in runs if r.n == 116}
+    assert strong[2] == pytest.approx(strong[1], rel=1e-4)
+    # Stored results are shown at once, and nothing is left to run.
+    again = device_sweep_page()
+    assert again.button(key="scl_dev_go").label == "Run device sweep" and again.button(key="scl_dev_go").disabled
+    assert len(again.get(CHART)) == 2
+    captions = " ".join(c.value for c in again.caption)
+    assert "n = 116:" in captions and "speed-up" in captions and "116 rows per device" in captions
+    assert len(store.list()) == 3
+
+
+def test_a_failed_device_count_is_shown_and_stops_the_sweep(store, monkeypatch):
+    from core import device_sweep
+    from core.spec import SpecError
+
+    tried = []
+
+    def refused(spec, db_path, on_phase=None, timeout_s=None):
+        tried.append(spec.devices)
+        on_phase("data")
+        raise SpecError("devices = 1, but this process has 0 cpu devices")
+
+    at = device_sweep_page()
+    monkeypatch.setattr(device_sweep, "run_in_own_process", refused)
+    at.button(key="scl_dev_go").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("1 device · oaks ×1 (n = 116): devices = 1, but") for e in errors), errors
+    assert tried == [1] and store.list() == []  # the first failure stops the sweep
+    assert at.button(key="scl_dev_go").label == "Run device sweep: 3 runs"
+
+
 def test_bad_csv_upload_shows_the_error_and_stores_nothing(store):
     at = open_app()
     at.sidebar.radio(key="sb_dataset").set_value("csv").run()
@@ -196,3 +249,77 @@ def test_upload_validation_names_the_bad_cell():
     ok = upload.load_upload(b"1,2\n3,4\n", "counts.csv", b"0,0\n0,0\n", "offsets.csv")
     assert (ok["data"].n, ok["data"].p, ok["offsets_name"]) == (2, 2, "offsets.csv")
     assert ok["hash"] != upload.load_upload(b"1,2\n3,4\n", "counts.csv")["hash"]
+
+
+# (counts bytes, offsets bytes or None, what the message must say)
+BAD_UPLOADS = [
+    (b"", None, "is empty"),
+    (b"a,b\n", None, "header but no data rows"),
+    (b"a,b\n1,x\n3,4\n", None, "non-numeric cell"),
+    (b"a,b\n1,-2\n3,4\n", None, "negative count"),
+    (b"a,b\n1,2.5\n3,4\n", None, "non-integer count"),
+    (b"a,b\n1,\n3,4\n", None, "missing value"),
+    (b"a,b\n1,NA\n3,4\n", None, "missing value"),
+    (b"a,b\n1,2\n", None, "has 1 row"),
+    (b"a\n1\n2\n3\n", None, "has 1 column"),
+    (b"a,b\n1,2,3\n4,5\n", None, "every row needs the same number"),
+    (b"1,2\n4,5,6\n", None, "not a readable comma-separated table"),
+    (b"\x00\xff\xfe", None, "not a readable comma-separated table"),
+    (b"1,2\n3,4\n", b"0,0,0\n0,0,0\n", "offsets have shape 2 x 3"),
+    (b"1,2\n3,4\n", b"0,inf\n0,0\n", "non-finite value"),
+    (b"1,2\n3,4\n", b"0,0\n", "has 1 row"),
+    (b"1,2\n3,4\n" * 40_000, None, "larger than the 0.2 MB accepted"),
+]
+
+
+def test_every_bad_upload_is_refused_with_its_reason_and_nothing_stored(store, monkeypatch):
+    monkeypatch.setenv("PLNLAB_MAX_CSV_MB", "0.2")
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    good = b"a,b,c\n" + b"".join(f"{i % 3},{i % 5},{i % 4}\n".encode() for i in range(12))
+    refused = 0
+    for counts, offsets, message in BAD_UPLOADS:
+        at.sidebar.file_uploader(key="sb_upload_counts").set_value(("good.csv", good, "text/csv")).run()
+        assert not at.error and "Using **good.csv**" in " ".join(c.value for c in at.sidebar.caption)
+        at.sidebar.file_uploader(key="sb_upload_counts").set_value(("bad.csv", counts, "text/csv"))
+        at.sidebar.file_uploader(key="sb_upload_offsets").set_value(
+            None if offsets is None else ("offsets.csv", offsets, "text/csv"))
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        errors = [e.value for e in at.error]
+        assert any(message in e for e in errors), (message, errors)
+        # The good file uploaded before is not fitted in the bad one's place.
+        assert "run_go" not in [b.key for b in at.button]
+        at.sidebar.file_uploader(key="sb_upload_offsets").set_value(None)
+        refused += 1
+    assert refused == len(BAD_UPLOADS) == 16
+    assert store.list() == []
+
+
+def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch):
+    monkeypatch.setenv("PLNLAB_PASSWORD", "s3cret")
+    kept, dropped = fake_run("scan"), fake_run("jit_step")
+    store.add(kept), store.add(dropped)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception and not at.sidebar.radio  # nothing but the password form
+    assert [t.value for t in at.title] == ["PLN JIT Lab"]
+    at.text_input(key="access_guess").input("wrong")
+    at.button[0].click().run()
+    assert [e.value for e in at.error] == ["Wrong password."] and not at.sidebar.radio
+    at.text_input(key="access_guess").input("s3cret")
+    at.button[0].click().run()
+    assert not at.exception and at.sidebar.radio(key="sb_dataset")
+    at.switch_page("pages/compare.py").run()
+    row = list(at.dataframe[0].value["id"]).index(dropped.id)
+    at.session_state["cmp_table_0"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    at.button(key="cmp_delete_ask").click().run()
+    at.text_input(key="cmp_delete_password").input("wrong")
+    at.button(key="cmp_delete_yes").click().run()
+    assert "Wrong password: nothing was deleted." in [e.value for e in at.error]
+    assert len(store.list()) == 2
+    at.text_input(key="cmp_delete_password").input("s3cret")
+    at.button(key="cmp_delete_yes").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [r.id for r in store.list()] == [kept.id]

@@ -135,3 +135,23 @@ def test_under_the_hood_says_eager_compiles_nothing(app):
     assert "Matmul GFLOP/s" in {m.label for m in app.metric}  # the machine's peaks, but no floor
     assert "Floor / iteration" not in {m.label for m in app.metric}
     assert any("no floor" in i.value for i in app.info)
+
+
+def test_under_the_hood_shows_where_the_sharded_arrays_live(app):
+    inspect(app, "sharded")
+    assert "Where the arrays live" in [s.value for s in app.subheader]
+    table = next(frame.value for frame in app.dataframe if "per-device shape" in frame.value)
+    rows = table.set_index("array")
+    # One device in this process: the row blocks are the whole arrays (simulated 30 x 4, float32).
+    assert rows.loc["data.counts", "global shape"] == rows.loc["data.counts", "per-device shape"] == "30 × 4"
+    assert rows.loc["data.counts", "sharding"].endswith("over mesh rows=1") and "'rows'" in rows.loc[
+        "data.counts", "sharding"]
+    assert rows.loc["data.counts", "bytes per device"] == 30 * 4 * 4
+    assert rows.loc["state.precision", "global shape"] == "4 × 4"
+    assert {"data.row_mask", "state.params.latent_mean", "state.params.coef"} <= set(rows.index)
+    assert any("1 device" in c.value for c in app.caption)
+
+
+def test_under_the_hood_shows_no_sharding_table_for_other_strategies(app):
+    inspect(app, "scan")
+    assert "Where the arrays live" not in [s.value for s in app.subheader]

@@ -77,8 +77,27 @@ BAD_INPUTS = [
     (["run", "--dataset", "csv", "--counts", "/nonexistent.csv"], "no such file"),
     (["run", "--tol", "2"], "tol must be in"),
     (["run", "--repeats", "0"], "repeats must be between"),
+    (["run", "--devices", "-1"], "devices must be between 0 and 4,096"),
+    (["run", "--devices", "2", "--strategy", "scan"], "devices > 1 needs the sharded strategy"),
+    (["run", "--devices", "3"], "this process has 1 cpu device: simulated CPU devices need "
+                                "XLA_FLAGS=--xla_force_host_platform_device_count=3"),
+    (["run", "--dataset", "simulated_on_device", "--strategy", "jit_step"], "only the sharded strategy fits it"),
     (["import", "/nonexistent.json"], "no such file"),
     (["frobnicate"], "invalid choice"),
+    (["run", "--dataset", "simulated", "--n", "10000000", "--p", "2000", "--precision", "float64"],
+     "not enough memory: this fit needs about 1,920.08 GB"),
+    (["run", "--optimizer", "adam", "--lr", "nan"], "lr must be in"),
+    (["run", "--tol", "-0.1"], "tol must be in"),
+    (["run", "--dataset", "simulated", "--p", "0"], "p must be between"),
+    (["run", "--dataset", "simulated", "--n", "5", "--d", "5"], "d must be smaller than n"),
+    (["run", "--dataset", "simulated", "--seed", "-1"], "seed must be between"),
+    (["run", "--iterations", "2000000"], "iterations must be between 1 and 1,000,000"),
+    (["run", "--db", "/proc/version"], "cannot open the run store"),
+    (["list", "--limit", "-1"], "--limit must be a whole number"),
+    (["export", "runs.txt"], "unknown format"),
+    (["export", "runs.json", "--ids", "999"], "no run with id 999"),
+    (["bench", "--sizes", "0"], "replicate must be between"),
+    (["bench", "--repeats", "0"], "repeats must be between"),
 ]
 
 
@@ -89,6 +108,21 @@ def test_bad_input_exits_2_with_one_line(args, message, store):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+def test_sharded_run_over_some_devices_with_data_drawn_on_them(store):
+    # 2 of 3 simulated devices; the strategy defaults to sharded for data drawn on the devices.
+    env = dict(store, XLA_FLAGS="--xla_force_host_platform_device_count=3")
+    done = cli("run", "--dataset", "simulated_on_device", "--n", "50", "--p", "4", "--d", "2", "--seed", "3",
+               "--devices", "2", "--iterations", "5", "--repeats", "1", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["strategy"], result["devices"], result["processes"]) == ("sharded", 2, 1)
+    assert (result["n"], result["p"], result["d"]) == (50, 4, 2) and result["status"] == "ok"
+    assert result["dataset"] == "simulated on device 50x4 d=2 (seed 3)" and len(result["elbo"]) == 5
+    assert result["spec"]["devices"] == 2 and result["spec"]["dataset"]["kind"] == "simulated_on_device"
+    listed = json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1])
+    assert [(run["id"], run["devices"], run["processes"]) for run in listed] == [(result["id"], 2, 1)]
 
 
 def test_bad_csv_is_refused_and_nothing_is_stored(store, tmp_path):

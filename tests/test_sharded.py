@@ -163,3 +163,118 @@ def test_data_simulated_on_the_devices(four_devices):
     assert found["log_factorial_relative"] < 1e-12
     assert found["fit_relative"] < 1e-9
     assert len(found["bytes_per_device"]) == 4 and len(set(found["bytes_per_device"].values())) == 1
+
+
+# What the pytest process can check with its one CPU device: the device count as part of
+# a spec, its refusals, and the layout table of a 1-device sharded fit.
+
+def test_device_count_leaves_existing_spec_keys_alone():
+    from core.spec import DatasetSpec, FitSpec
+
+    # Keys of runs stored before the field existed (stored runs are found by key).
+    assert FitSpec().key == "daa9120ccfc26fd7" and FitSpec(strategy="sharded").key == "757c19439692476f"
+    assert "devices" not in FitSpec(strategy="sharded").to_dict()
+    two = FitSpec(strategy="sharded", devices=2)
+    assert two.to_dict()["devices"] == 2 and two.key != FitSpec(strategy="sharded").key
+    assert FitSpec.from_dict(two.to_dict()) == two and FitSpec.from_dict(FitSpec().to_dict()) == FitSpec()
+    # One device is what every other strategy uses: the same run, the same key.
+    assert FitSpec(strategy="scan", devices=1) == FitSpec(strategy="scan")
+
+
+BAD_DEVICE_COUNTS = [
+    (dict(strategy="sharded", devices=-1), "devices must be between 0 and 4,096"),
+    (dict(strategy="sharded", devices=5000), "devices must be between 0 and 4,096"),
+    (dict(strategy="sharded", devices=2.0), "devices must be a whole number"),
+    (dict(strategy="sharded", devices=True), "devices must be a whole number"),
+    (dict(strategy="scan", devices=2), "devices > 1 needs the sharded strategy"),
+]
+
+
+@pytest.mark.parametrize("values,message", BAD_DEVICE_COUNTS, ids=[m for _, m in BAD_DEVICE_COUNTS])
+def test_bad_device_counts_are_refused(values, message):
+    from core.spec import FitSpec, SpecError
+
+    with pytest.raises(SpecError, match=message):
+        FitSpec(**values)
+
+
+def test_more_devices_than_the_process_has_says_how_to_get_them():
+    from core import engine
+    from core.spec import FitSpec, SpecError
+
+    configure()
+    spec = FitSpec(strategy="sharded", devices=3, iterations=2, repeats=1)
+    with pytest.raises(SpecError) as raised:
+        engine.run(spec, cache=engine.ExecutableCache())
+    assert "devices = 3, but this process has 1 cpu device" in str(raised.value)
+    assert "XLA_FLAGS=--xla_force_host_platform_device_count=3" in str(raised.value)
+
+
+def test_data_drawn_on_the_devices_are_for_the_sharded_strategy_only():
+    from core import data
+    from core.spec import DatasetSpec, FitSpec, SpecError
+
+    on_device = DatasetSpec(kind="simulated_on_device", n=100, p=5, d=2, seed=1)
+    assert on_device.label == "simulated on device 100x5 d=2 (seed 1)"
+    assert FitSpec(dataset=on_device, strategy="sharded").dataset == on_device
+    for strategy in ("scan", "pyplnmodels"):
+        with pytest.raises(SpecError, match="only the sharded strategy fits it"):
+            FitSpec(dataset=on_device, strategy=strategy)
+    with pytest.raises(data.DataError, match="never exist on the host"):
+        data.load(on_device)
+    with pytest.raises(SpecError, match="d must be smaller than n"):
+        DatasetSpec(kind="simulated_on_device", n=3, p=5, d=3)
+    # The existing kinds keep their keys: no new DatasetSpec field.
+    assert FitSpec(dataset=DatasetSpec(kind="simulated", n=50, p=5)).key == "4a4902457e4e4d3d"
+
+
+def test_layout_of_a_one_device_sharded_fit():
+    from core import layout
+
+    data = _data("float32")
+    device = jax.devices("cpu")[0]
+    strategy = strategies.get("sharded", devices=1)
+    placed = strategy.place_data(data, device)
+    problem = strategies.Problem(41, 6, 2, "float32", 3, OptimizerSpec())
+    state = strategy.place_state(strategies.init_state(placed, "seed", problem.transformation), device)
+    rows = {row.name: row for row in layout.array_layouts(placed, "data") + layout.array_layouts(state, "state")}
+    counts = rows["data.counts"]
+    assert counts.global_shape == counts.per_device_shape == (41, 6) and counts.bytes_per_device == 41 * 6 * 4
+    assert counts.sharding == f"{sharded.P(sharded.ROWS, None)} over mesh rows=1" and counts.devices == 1
+    assert rows["state.params.latent_mean"].sharding == counts.sharding
+    assert rows["state.precision"].global_shape == (6, 6) and rows["data.log_factorial_sum"].global_shape == ()
+    table = layout.table_rows(list(rows.values()))
+    assert {"array": "data.counts", "global shape": "41 × 6", "dtype": "float32", "sharding": counts.sharding,
+            "devices": 1, "per-device shape": "41 × 6", "bytes per device": 984} in table
+
+
+def test_data_drawn_on_the_devices_through_the_engine(four_devices):
+    found = four_devices["on_device"]["engine"]
+    assert found["devices"] == 4 and found["n"] == 41 and found["status"] == "ok" and found["processes"] == 1
+    assert found["spec_kind"] == "simulated_on_device" and found["dataset"].startswith("simulated on device 41x6")
+    # The engine fits the very rows simulate_on_devices draws, as the strategy alone does.
+    assert found["elbo_relative"] < 1e-9
+
+
+def test_a_run_over_the_first_two_of_four_devices(four_devices):
+    found = four_devices["device_counts"]
+    assert found["every"] == {"devices": 4, "cache": "memory"}
+    two = found["two"]
+    assert two["devices"] == 2 and two["key_devices"] == 2 and two["processes"] == 1
+    # Its own executable: the cache key holds the device count, so the 4-device one is not reused.
+    assert two["cache"] in ("compiled", "disk") and two["compile_count"] + two["disk_cache_hits"] > 0
+    assert two["final_relative"] < 1e-9
+    assert sorted(found["two_mesh"]) == [0, 1] and found["two_shards"] == [[58, 114]] * 2
+    assert "devices = 8, but this process has 4 cpu devices" in found["refused"]
+    assert "--xla_force_host_platform_device_count=8" in found["refused"]
+
+
+def test_layout_table_of_four_devices(four_devices):
+    table = four_devices["layout"]["table"]
+    rows = "P('rows', None) over mesh rows=4"
+    assert table["data.counts"] == {"sharding": rows, "devices": 4, "per_device": [11, 6], "bytes": 11 * 6 * 8,
+                                    "shape": [44, 6]}
+    assert table["state.params.latent_sd"]["per_device"] == [11, 6]
+    assert table["data.row_mask"]["per_device"] == [11]
+    assert table["state.params.coef"] == {"sharding": "replicated over mesh rows=4", "devices": 4,
+                                          "per_device": [2, 6], "bytes": 2 * 6 * 8, "shape": [2, 6]}

@@ -236,3 +236,16 @@ def test_corrupt_file_gives_clear_error(tmp_path):
 def test_frame_is_pandas(store):
     store.add(make_run())
     assert isinstance(store.frame(), pd.DataFrame)
+
+
+def test_a_store_from_before_the_process_count_gains_its_column(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    RunStore(path).add(make_run(processes=3))
+    with sqlite3.connect(path) as conn:  # as a store written before RunResult.processes existed
+        conn.execute("ALTER TABLE runs DROP COLUMN processes")
+    reopened = RunStore(path)
+    (old,) = reopened.list()
+    assert old.processes == 1  # the field's default: those runs ran in one process
+    new_id = reopened.add(make_run(processes=2))
+    assert sorted((run.id, run.processes) for run in reopened.list()) == [(old.id, 1), (new_id, 2)]
+    assert sorted(reopened.frame()["processes"]) == [1, 2]

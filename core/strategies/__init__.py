@@ -40,12 +40,18 @@ def names() -> list[str]:
     return list(_REGISTRY)
 
 
-def get(name: str) -> Strategy:
-    """The strategy called `name`; `KeyError` names the known ones."""
+def get(name: str, devices: int = 0) -> Strategy:
+    """The strategy called `name`; `KeyError` names the known ones.
+
+    Args:
+        devices: for sharded, how many of the platform's devices it spans (0: all); the
+            other strategies run on one device and take no count.
+    """
     try:
-        return _REGISTRY[name]()
+        cls = _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown strategy {name!r}; known: {', '.join(_REGISTRY)}") from None
+    return cls(devices) if cls is Sharded else cls()
 
 
 def describe() -> list[dict[str, str]]:

@@ -1,8 +1,9 @@
 """sharded: the scan strategy with the rows of Y, O, X, M and S split over every device of the platform (`jax.sharding`), in every process when `jax.distributed` is initialised.
 
-A 1-D mesh named "rows" holds all devices of the platform. The data and the per-row
-parameters M and S (with the optimizer's moments for them) are laid out in equal row
-blocks, `NamedSharding(mesh, P("rows", None))`; B, Omega and the optimizer's scalars are
+A 1-D mesh named "rows" holds all devices of the platform, or its first k when the run
+asks for k (`FitSpec.devices`). The data and the per-row parameters M and S (with the
+optimizer's moments for them) are laid out in equal row blocks,
+`NamedSharding(mesh, P("rows", None))`; B, Omega and the optimizer's scalars are
 replicated. The compiled loop is the scan strategy's: XLA's SPMD partitioner turns every
 sum over rows (the ELBO, R^T R, X^T M) into a per-device partial sum and an all-reduce,
 so only p x p and d x p blocks cross devices. Rows are padded to a multiple of the device
@@ -19,6 +20,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from core import model
+from core.spec import SpecError
 from core.strategies.base import FitOutput, FitState, Strategy, fit_step
 
 ROWS = "rows"
@@ -27,9 +29,34 @@ ROWS = "rows"
 _ROW_LEAVES = frozenset({"latent_mean", "latent_sd"})
 
 
-def mesh_for(platform: str) -> Mesh:
-    """A 1-D mesh ("rows",) over every device of `platform`, of all processes."""
-    return Mesh(np.asarray(jax.devices(platform)), (ROWS,))
+def first_devices(platform: str, count: int = 0) -> list:
+    """The first `count` devices of `platform`, of all processes (0: every one).
+
+    Raises:
+        SpecError: fewer devices than `count`, saying how many there are and how to get
+            more; or, over several processes, a count that would leave a process out.
+    """
+    found = jax.devices(platform)
+    if count == 0 or count == len(found):
+        return found
+    if count > len(found):
+        if platform == "cpu":
+            how = ("simulated CPU devices need XLA_FLAGS=--xla_force_host_platform_device_count="
+                   f"{count} set in the environment before JAX starts")
+        else:
+            how = f"run where JAX sees {count} {platform} devices (CUDA_VISIBLE_DEVICES limits which it sees)"
+        raise SpecError(f"devices = {count}, but this process has {len(found)} {platform} "
+                        f"device{'s' * (len(found) != 1)}: {how}")
+    if jax.process_count() > 1:
+        # Every process must hold rows of a jax.distributed run, so the mesh spans them all.
+        raise SpecError(f"over {jax.process_count()} processes the sharded strategy spans every device "
+                        f"({len(found)}): use devices = 0 (all); got {count}")
+    return found[:count]
+
+
+def mesh_for(platform: str, count: int = 0) -> Mesh:
+    """A 1-D mesh ("rows",) over the first `count` devices of `platform`, of all processes (0: every one)."""
+    return Mesh(np.asarray(first_devices(platform, count)), (ROWS,))
 
 
 def row_sharding(mesh: Mesh, ndim: int = 2) -> NamedSharding:
@@ -148,27 +175,38 @@ def _fit(state, data, optimizer, iterations, layout):
 
 
 class Sharded(Strategy):
+    """The strategy over the first `devices` devices of the platform (0, the default: all of them)."""
+
     name = "sharded"
+    donates_state = True  # as the other compiled loops (see CompiledLoopStrategy)
+    chunkable = True
+
+    def __init__(self, devices: int = 0) -> None:
+        self.devices = devices
+
+    def mesh(self, device) -> Mesh:
+        """The mesh a run on `device`'s platform spans; SpecError if it has too few devices."""
+        return mesh_for(device.platform, self.devices)
 
     def place_data(self, host, device):
-        return place_padded(host, mesh_for(device.platform))
+        return place_padded(host, self.mesh(device))
 
     def place_state(self, state, device):
-        layout = state_shardings(state, mesh_for(device.platform))
+        layout = state_shardings(state, self.mesh(device))
         return jax.tree.map(lay_out, state, layout)
 
     def device_count(self, device):
-        return len(jax.devices(device.platform))
+        return len(first_devices(device.platform, self.devices))
 
     def lower(self, problem, state, data, tol):
         mesh = mesh_of(data)
         layout = state_shardings(state, mesh)
         data_layout = data_shardings(data, mesh)
-        fit = functools.partial(_fit, optimizer=problem.transformation, iterations=problem.iterations,
+        fit = functools.partial(_fit, optimizer=problem.transformation, iterations=problem.iterations_per_call,
                                 layout=layout)
         jitted = jax.jit(fit, in_shardings=(layout, data_layout),
-                         out_shardings=FitOutput(layout, replicated(mesh), replicated(mesh)))
+                         out_shardings=FitOutput(layout, replicated(mesh), replicated(mesh)), donate_argnums=0)
         return {"fit": jitted.lower(state, data)}
 
     def run(self, executables, problem, state, data, tol, on_iteration=None):
-        return executables["fit"](state, data)
+        return self.run_calls(lambda start: executables["fit"](start, data), problem, state, on_iteration)

@@ -36,10 +36,11 @@ def _fit(state, data, tol, optimizer, iterations):
 
 class WhileLoop(Strategy):
     name = "while_loop"
+    donates_state = True  # as the other compiled loops (see CompiledLoopStrategy)
 
     def lower(self, problem, state, data, tol):
         fit = functools.partial(_fit, optimizer=problem.transformation, iterations=problem.iterations)
-        return {"fit": jax.jit(fit).lower(state, data, tol)}
+        return {"fit": jax.jit(fit, donate_argnums=0).lower(state, data, tol)}
 
     def run(self, executables, problem, state, data, tol, on_iteration=None):
         return executables["fit"](state, data, tol)

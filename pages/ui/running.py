@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PHASE_TEXT = {"data": "loading data", "transfer": "copying data to the device",
+PHASE_TEXT = {"queued": "waiting for the device", "data": "loading data", "transfer": "copying data to the device",
               "compile": "tracing, lowering and compiling", "first_call": "first call",
               "repeat": "timing steady state", "done": "done"}
 
@@ -39,9 +39,13 @@ class _Reporter:
         self.bar, self.live, self.label = bar, live, label
         self.points, self.run_index = live_points, run_index
         self.started = self.last_draw = None
+        self.queue_shown = 0.0
 
     def __call__(self, progress) -> None:
         phase = progress.phase
+        if phase == "queued":
+            self._queued(progress)
+            return
         fraction = {"data": 0.02, "transfer": 0.05, "compile": 0.1, "done": 1.0}.get(phase, 0.0)
         text = PHASE_TEXT.get(phase, phase)
         if phase == "first_call":
@@ -62,6 +66,19 @@ class _Reporter:
                 self._draw_live()
         self.bar.progress(min(1.0, fraction), text=f"**{self.label}**: {text}")
 
+    def _queued(self, progress) -> None:
+        # The queue reports every 50 ms; redrawing twice a second is enough to read, and
+        # each redraw is where a Cancel click stops the wait.
+        now = time.perf_counter()
+        if now - self.queue_shown < 0.5:
+            return
+        self.queue_shown = now
+        ahead = progress.ahead
+        who = "; ".join(ticket.describe() for ticket in ahead[:3]) + (" …" if len(ahead) > 3 else "")
+        text = (f"waiting for the device, position {len(ahead) + 1} in the queue, "
+                f"{progress.waited_s:.0f} s so far. Ahead: {who or 'the device is being released'}")
+        self.bar.progress(0.0, text=f"**{self.label}**: {text}")
+
     def finish(self) -> None:
         """Draws the final live curve, if this run reported any ELBO."""
         if any(point["run_id"] == self.run_index for point in self.points):
@@ -75,6 +92,18 @@ class _Reporter:
         chart = charts.elbo_curves(pd.DataFrame(self.points)).properties(
             title="Live: log(-ELBO) during the first call (Python-loop strategies)", height=220)
         self.live.altair_chart(chart, width="stretch")
+
+
+def _note_cancelled(title: str) -> None:
+    st.session_state["cancelled_run"] = title
+
+
+def show_cancelled() -> None:
+    """After a Cancel click: say what happened (once)."""
+    title = st.session_state.pop("cancelled_run", None)
+    if title:
+        st.info(f"{title}: cancelled. Runs that had finished are stored; the one running was not.",
+                icon=":material/stop_circle:")
 
 
 def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None,
@@ -91,7 +120,8 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
         (the stored results, an error message or None). Each result is stored as soon as
         its run has finished; a run that fails stores nothing.
     """
-    from core import engine
+    from core import stored_run
+    from core.device_queue import Cancelled
 
     labels = labels or [spec.strategy for spec in specs]
     try:
@@ -104,6 +134,12 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
     error = None
     live_points: list[dict] = []
     with st.status(f"{title}…", expanded=True) as status:
+        # A click stops this script at its next progress update (Streamlit reruns the
+        # page): the run's queue ticket and in-flight note are released on the way out.
+        cancel_slot = st.empty()
+        cancel_slot.button("Cancel", key="run_cancel", icon=":material/stop_circle:",
+                           on_click=_note_cancelled, args=(title,),
+                           help="stop now: a compiled loop stops when its current call returns")
         bars = [st.progress(0.0, text=f"**{label}**: waiting") for label in labels]
         live = st.empty()
         for index, (spec, label, bar) in enumerate(zip(specs, labels, bars)):
@@ -111,10 +147,10 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
             status.update(label=f"{title}: {label} ({index + 1} of {len(specs)})…", expanded=True)
             try:
                 reporter = _Reporter(bar, live, label, live_points, index)
-                result = engine.run(spec, counts=counts, cache=resources.executable_cache(), on_progress=reporter)
+                result = stored_run.run_and_store(store, spec, counts, cache=resources.executable_cache(),
+                                                  on_progress=reporter, owner="dashboard")
                 reporter.finish()
-                store.add(result)
-            except (SpecError, StoreError) as exc:
+            except (SpecError, StoreError, Cancelled) as exc:
                 error = f"{label}: {exc}"
             except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
                 log.exception("run of %s failed", spec)
@@ -125,6 +161,7 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
             results.append(result)
             bar.progress(1.0, text=f"**{label}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
                                    f"compile {result.trace_lower_s + result.compile_s:.2f} s ({result.cache})")
+        cancel_slot.empty()
         done = f"{len(results)} run{'s' * (len(results) != 1)} stored"
         if error:
             status.update(label=f"Stopped: {done}; {error}", state="error", expanded=True)

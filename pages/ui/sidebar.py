@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.spec import MAX_COLUMNS, MAX_COVARIATES, MAX_ITERATIONS, MAX_REPEATS, MAX_ROWS
+from core.spec import SpecError, cap, default_cap
 from core.store import StoreError
 from pages.ui import resources, state, upload
 from pages.ui.settings import DEFAULTS, OAKS_ROWS, REPLICATES
@@ -31,13 +31,43 @@ def sidebar() -> None:
         _dataset_inputs()
         _device_inputs()
         left, right = st.columns(2)
-        left.number_input("Iterations", 1, MAX_ITERATIONS, key="sb_iterations", step=50,
+        left.number_input("Iterations", 1, _cap("iterations", "sb_iterations"), key="sb_iterations", step=50,
                           help="gradient steps per fit")
-        right.number_input("Repeats", 1, MAX_REPEATS, key="sb_repeats",
+        right.number_input("Repeats", 1, _cap("repeats", "sb_repeats"), key="sb_repeats",
                            help="timed steady-state calls after the first call; the median is reported")
         _optimizer_inputs()
+        _queue_caption(st.session_state["sb_device"])
         st.session_state["sb_store_slot"] = st.empty()
         refresh_store_caption()
+
+
+def _queue_caption(platform: str) -> None:
+    """Who holds the device and who waits, as of this page's drawing."""
+    from core.device_queue import default_queue
+
+    try:
+        entries = default_queue().entries(platform)
+    except OSError as exc:  # an unwritable queue folder: runs will say so too
+        st.caption(f":material/error: device queue unreadable: {exc}")
+        return
+    if not entries:
+        st.caption(f":material/check_circle: **{platform}** is free")
+        return
+    waiting = len(entries) - entries[0].running
+    st.caption(f":material/hourglass_top: **{platform}** busy: " + entries[0].describe()
+               + (f"; {waiting} waiting" if waiting else ""))
+
+
+def _cap(name: str, key: str) -> int:
+    """The widget's maximum, `core.spec.cap(name)`; a value above a lowered cap is clamped."""
+    try:
+        high = cap(name)
+    except SpecError as exc:  # a bad PLNLAB_MAX_* on the server: say so, use the built-in cap
+        st.error(str(exc), icon=":material/error:")
+        high = default_cap(name)
+    if isinstance(st.session_state.get(key), int) and st.session_state[key] > high:
+        st.session_state[key] = high
+    return high
 
 
 def refresh_store_caption() -> None:
@@ -67,9 +97,9 @@ def _dataset_inputs() -> None:
                      help="np.repeat(Y, k, axis=0), as the seed tutorial grows the data; p = 114")
     elif kind == "simulated":
         left, right = st.columns(2)
-        left.number_input("n (rows)", 2, MAX_ROWS, key="sb_sim_n", step=100)
-        right.number_input("p (columns)", 1, MAX_COLUMNS, key="sb_sim_p", step=10)
-        left.number_input("d (covariates)", 1, MAX_COVARIATES, key="sb_sim_d",
+        left.number_input("n (rows)", 2, _cap("rows", "sb_sim_n"), key="sb_sim_n", step=100)
+        right.number_input("p (columns)", 1, _cap("columns", "sb_sim_p"), key="sb_sim_p", step=10)
+        left.number_input("d (covariates)", 1, _cap("covariates", "sb_sim_d"), key="sb_sim_d",
                           help="columns of X, intercept included")
         right.number_input("seed", 0, 2**31 - 1, key="sb_sim_seed")
     else:

@@ -1,0 +1,170 @@
+"""Soak: mixed runs from several sessions against one served dashboard, for a long time.
+
+Prints figures; not a test (it runs for --minutes, 30 by default). Needs Debian's chromium.
+
+    .venv/bin/python benchmarks/soak.py --minutes 30 --browsers 3 --cli 1
+
+Starts `streamlit run app.py` on a loopback port with a fresh store, then, until time is
+up, keeps busy:
+- `--browsers` chromium sessions, each clicking Run (or Run again) on the Run page with
+  random iterations and precision, and waiting for the result charts;
+- `--cli` command-line loops, each running `python -m core run` with a random strategy
+  and small dataset into the same store, queueing for the same device.
+Every 30 s it samples the server's resident memory (VmRSS). At the end it reports the
+runs completed, the errors (exception or error boxes in a page, failed commands), the
+store's size and integrity, and the server's memory over time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from served_app import launch_browser, served_app, wait_painted  # noqa: E402
+
+CHARTS_RENDERED = "() => document.querySelectorAll('.vega-embed canvas, .vega-embed svg').length >= 3"
+FINISHED = re.compile(r"finished and stored")  # the Run page's toast after a run
+PROBLEMS = "[data-testid='stException'], [data-testid='stAlertContentError']"
+CLI_STRATEGIES = ("scan", "jit_step", "scan_analytic", "fori_loop", "while_loop", "jit_per_function")
+
+
+class Tally:
+    """Counts shared by the session threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.clicks = 0
+        self.commands = 0
+        self.errors: list[str] = []
+
+    def error(self, message: str) -> None:
+        with self.lock:
+            self.errors.append(f"{time.strftime('%H:%M:%S')} {message}")
+
+
+def _set_number(page, name: str, value: int) -> None:
+    box = page.get_by_role("spinbutton", name=name)
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def browser_session(base: str, deadline: float, tally: Tally, index: int) -> None:
+    from playwright.sync_api import sync_playwright
+
+    rng = random.Random(index)
+    with sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(base)
+            wait_painted(page, 120_000)
+            _set_number(page, "Repeats", 1)
+            while time.time() < deadline:
+                _set_number(page, "Iterations", rng.choice([20, 30, 40, 50, 60]))
+                page.get_by_text(rng.choice(["float32", "float64"]), exact=True).click()
+                wait_painted(page, 120_000)
+                page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)")).click()
+                # Any other click would stop the run (that is how Cancel works): wait for its end.
+                page.get_by_text(FINISHED).or_(page.locator(PROBLEMS)).first.wait_for(timeout=600_000)
+                page.wait_for_function(CHARTS_RENDERED, timeout=600_000)
+                wait_painted(page, 600_000)
+                problems = page.locator(PROBLEMS)
+                if problems.count():
+                    tally.error(f"browser {index}: {problems.first.inner_text()[:200]}")
+                with tally.lock:
+                    tally.clicks += 1
+        except Exception as exc:  # noqa: BLE001 - counted and reported
+            tally.error(f"browser {index}: {type(exc).__name__}: {str(exc)[:200]}")
+        finally:
+            browser.close()
+
+
+def cli_session(env: dict, deadline: float, tally: Tally, index: int) -> None:
+    rng = random.Random(100 + index)
+    while time.time() < deadline:
+        args = ["run", "--strategy", rng.choice(CLI_STRATEGIES), "--iterations", str(rng.choice([20, 50, 100])),
+                "--repeats", "2", "--precision", rng.choice(["float32", "float64"])]
+        if rng.random() < 0.5:
+            args += ["--dataset", "oaks", "--replicate", str(rng.choice([1, 10]))]
+        else:
+            args += ["--dataset", "simulated", "--n", str(rng.choice([200, 1000])), "--p", "20"]
+        done = subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            tally.error(f"cli {index}: {' '.join(args)}: {done.stderr.strip()[-200:]}")
+        with tally.lock:
+            tally.commands += 1
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--browsers", type=int, default=3, help="concurrent browser sessions")
+    parser.add_argument("--cli", type=int, default=1, help="concurrent command-line loops")
+    parser.add_argument("--sample-s", type=float, default=30.0, help="seconds between memory samples")
+    args = parser.parse_args(argv)
+
+    from core.store import RunStore
+
+    scratch = tempfile.mkdtemp(prefix="plnlab-soak-")
+    env = {"PLNLAB_DB": os.path.join(scratch, "runs.sqlite3"), "PLNLAB_JAX_CACHE": os.path.join(scratch, "jax"),
+           "PLNLAB_QUEUE_DIR": os.path.join(scratch, "queue")}
+    full_env = {**os.environ, **env}
+    tally = Tally()
+    samples: list[tuple[float, float, int]] = []
+    with served_app(env) as (base, server):
+        start = time.time()
+        deadline = start + 60 * args.minutes
+        threads = [threading.Thread(target=browser_session, args=(base, deadline, tally, i))
+                   for i in range(args.browsers)]
+        threads += [threading.Thread(target=cli_session, args=(full_env, deadline, tally, i)) for i in range(args.cli)]
+        for thread in threads:
+            thread.start()
+        store = RunStore(env["PLNLAB_DB"])
+        while any(thread.is_alive() for thread in threads):
+            samples.append((time.time() - start, rss_mb(server.pid), len(store.list())))
+            print(f"{samples[-1][0] / 60:6.1f} min  server RSS {samples[-1][1]:8.1f} MB  runs stored "
+                  f"{samples[-1][2]:5d}  errors {len(tally.errors)}", flush=True)
+            for thread in threads:
+                thread.join(timeout=args.sample_s / max(1, len(threads)))
+        samples.append((time.time() - start, rss_mb(server.pid), len(store.list())))
+    db_bytes = sum(os.path.getsize(p) for p in (env["PLNLAB_DB"], env["PLNLAB_DB"] + "-wal")
+                   if os.path.exists(p))
+    runs = RunStore(env["PLNLAB_DB"]).list()
+    statuses = {status: sum(r.status == status for r in runs) for status in {r.status for r in runs}}
+    windows = sorted((r.timed_start, r.timed_end) for r in runs)
+    overlaps = sum(end > next_start for (_, end), (next_start, _) in zip(windows, windows[1:]))
+    settled = [rss for t, rss, _ in samples if t >= 300] or [rss for _, rss, _ in samples]
+    print("\nsoak summary")
+    print(f"  duration               {samples[-1][0] / 60:.1f} min, {args.browsers} browser sessions, {args.cli} CLI loops")
+    print(f"  runs stored            {len(runs)} ({statuses}); page clicks {tally.clicks}, commands {tally.commands}")
+    print(f"  errors                 {len(tally.errors)}")
+    for error in tally.errors[:20]:
+        print(f"    {error}")
+    print(f"  timed windows overlap  {overlaps}")
+    print(f"  store                  {db_bytes / 1e6:.2f} MB, integrity {'ok' if RunStore(env['PLNLAB_DB']).integrity_ok() else 'FAILED'}")
+    print(f"  server RSS             first {samples[0][1]:.0f} MB, after 5 min {settled[0]:.0f} MB, "
+          f"last {samples[-1][1]:.0f} MB, max {max(s[1] for s in samples):.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
