@@ -41,7 +41,7 @@ def _worker(args) -> None:
     """Run the jobs of one device count in this process; one JSON line per result."""
     import jax
 
-    from core import engine, runtime, strategies
+    from core import engine, runtime, stored_run, strategies
     from core.simulate_sharded import bytes_per_device, peak_bytes_per_device, simulate_on_devices
     from core.spec import DatasetSpec, FitSpec, OptimizerSpec
     from core.store import RunStore
@@ -56,9 +56,10 @@ def _worker(args) -> None:
             spec = FitSpec(dataset=DatasetSpec(kind="oaks", replicate=job["replicate"]), strategy=job["strategy"],
                            iterations=args.iterations, precision=args.precision, device=args.device,
                            repeats=args.repeats, devices=count if job["strategy"] == "sharded" else 0)
-            result = engine.run(spec)
             if store is not None:
-                store.add(result)
+                result = stored_run.run_and_store(store, spec, owner="benchmark")
+            else:
+                result = engine.run(spec, owner="benchmark")
             print(json.dumps({**job, "devices": result.devices, "n": result.n, "per_iter_ms": result.per_iter_ms,
                               "run_s_min": result.run_s_min, "run_s_max": result.run_s_max,
                               "compile_s": result.compile_s, "final_elbo": result.final_elbo}), flush=True)

@@ -34,7 +34,6 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from served_app import launch_browser, served_app, wait_painted  # noqa: E402
 
 CHARTS_RENDERED = "() => document.querySelectorAll('.vega-embed canvas, .vega-embed svg').length >= 3"
-FINISHED = re.compile(r"finished and stored")  # the Run page's toast after a run
 PROBLEMS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 CLI_STRATEGIES = ("scan", "jit_step", "scan_analytic", "fori_loop", "while_loop", "jit_per_function")
 
@@ -59,9 +58,12 @@ def _set_number(page, name: str, value: int) -> None:
     box.press("Enter")
 
 
-def browser_session(base: str, deadline: float, tally: Tally, index: int) -> None:
+def browser_session(base: str, db: str, deadline: float, tally: Tally, index: int) -> None:
     from playwright.sync_api import sync_playwright
 
+    from core.store import RunStore
+
+    store = RunStore(db)
     rng = random.Random(index)
     with sync_playwright() as playwright:
         browser = launch_browser(playwright)
@@ -74,11 +76,19 @@ def browser_session(base: str, deadline: float, tally: Tally, index: int) -> Non
                 _set_number(page, "Iterations", rng.choice([20, 30, 40, 50, 60]))
                 page.get_by_text(rng.choice(["float32", "float64"]), exact=True).click()
                 wait_painted(page, 120_000)
-                page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)")).click()
-                # Any other click would stop the run (that is how Cancel works): wait for its end.
-                page.get_by_text(FINISHED).or_(page.locator(PROBLEMS)).first.wait_for(timeout=600_000)
-                page.wait_for_function(CHARTS_RENDERED, timeout=600_000)
+                button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
+                runs = int(re.search(r"\d+|again", button.inner_text()).group().replace("again", "5"))
+                before = len(store.list())
+                button.click()
+                # Any other click would stop the run (that is how Cancel works): wait until this
+                # session's runs are stored (others may add theirs meanwhile) or an error shows.
+                deadline_run = time.time() + 600
+                while len(store.list()) < before + runs and not page.locator(PROBLEMS).count():
+                    if time.time() > deadline_run:
+                        raise TimeoutError("the run did not finish within 600 s")
+                    page.wait_for_timeout(500)
                 wait_painted(page, 600_000)
+                page.wait_for_function(CHARTS_RENDERED, timeout=600_000)
                 problems = page.locator(PROBLEMS)
                 if problems.count():
                     tally.error(f"browser {index}: {problems.first.inner_text()[:200]}")
@@ -134,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     with served_app(env) as (base, server):
         start = time.time()
         deadline = start + 60 * args.minutes
-        threads = [threading.Thread(target=browser_session, args=(base, deadline, tally, i))
+        threads = [threading.Thread(target=browser_session, args=(base, env["PLNLAB_DB"], deadline, tally, i))
                    for i in range(args.browsers)]
         threads += [threading.Thread(target=cli_session, args=(full_env, deadline, tally, i)) for i in range(args.cli)]
         for thread in threads:

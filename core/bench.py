@@ -42,16 +42,17 @@ def run_grid(specs: list[FitSpec], store=None, on_result: Callable[[RunResult], 
     per iteration, the roofline floor, peak memory) is None for the peers, whose work
     XLA never sees.
     """
-    from core import data, engine, peers, roofline
+    from core import data, engine, peers, roofline, stored_run
 
     loaded: dict[DatasetSpec, data.CountData] = {}
     rows = []
     for spec in specs:
         if spec.dataset not in loaded:
             loaded[spec.dataset] = data.load(spec.dataset)
-        result = engine.run(spec, counts=loaded[spec.dataset])
         if store is not None:
-            store.add(result)
+            result = stored_run.run_and_store(store, spec, loaded[spec.dataset], owner="benchmark")
+        else:
+            result = engine.run(spec, counts=loaded[spec.dataset], owner="benchmark")
         # After the run, its executables are in the engine's cache: nothing recompiles here.
         analysis = None if peers.is_peer(spec.strategy) else roofline.analyse(spec, loaded[spec.dataset])
         rows.append((result, analysis))

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -156,10 +157,16 @@ def run_in_own_process(spec: FitSpec, db_path: str, on_phase: Callable[[str], No
                 if phase is not None and on_phase is not None:
                     on_phase(phase)
             code = process.wait(timeout=timeout_s)
-        finally:  # the page was left or the run timed out: do not leave a fit running
+        finally:  # the page was left, the run cancelled or timed out: do not leave a fit running
             if process.poll() is None:
-                process.kill()
-                process.wait()
+                # SIGINT first: the command stops like Ctrl-C, removing its in-flight note,
+                # rather than leaving an "interrupted" run behind.
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
             process.stderr.close()
         out.seek(0)
         lines = out.read().strip().splitlines()

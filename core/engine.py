@@ -225,18 +225,21 @@ def _timed_plain(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 def live_elbo_reporter(report: ProgressCallback, total: int,
                        cancel: threading.Event | None = None) -> Callable[[int, Any], None]:
-    """Per-iteration callback for a Python loop's first call: about 50 ELBO reports a run,
-    and a cancel check every iteration."""
+    """Per-iteration callback for a Python loop's first call: about 50 ELBO reports a run
+    (and at least one a second), and a cancel check every iteration."""
     # Reading an ELBO back forces a device sync, so the first call of a Python-loop
-    # strategy reports about 50 times per run rather than every iteration; the
-    # steady-state repeats report nothing mid-run.
+    # strategy reports about 50 times per run rather than every iteration (the timed
+    # repeats read nothing back: see _repeat_callback). A report also goes out at least
+    # once a second: each one is where the dashboard can stop a cancelled run, and a long
+    # eager fit may take minutes for 1/50 of its iterations.
     every = max(1, total // 50)
-    last = [0]  # iterations reported so far; chunked compiled loops call back once a chunk
+    last = [0, time.perf_counter()]  # iterations reported so far, and when
 
     def on_iteration(i: int, value) -> None:
         _check(cancel)
-        if i + 1 - last[0] >= every or i + 1 == total:
-            last[0] = i + 1
+        now = time.perf_counter()
+        if i + 1 - last[0] >= every or now - last[1] >= 1.0 or i + 1 == total:
+            last[0], last[1] = i + 1, now
             report(Progress("first_call", i + 1, total, float(value)))
 
     return on_iteration
@@ -265,6 +268,7 @@ def _check(cancel: threading.Event | None) -> None:
 
 
 def _queue_reporter(report: ProgressCallback):
+    """The device queue's `on_wait`, as "queued" progress reports."""
     def on_wait(ahead, waited_s: float) -> None:
         report(Progress("queued", len(ahead), 0, None, tuple(ahead), waited_s))
     return on_wait
@@ -293,8 +297,8 @@ def run(
         on_progress: called with `Progress` reports from the calling thread.
         cache: where compiled executables are kept (default: `DEFAULT_CACHE`).
         cancel: set it (e.g. from another thread) to stop the run: `Cancelled` is raised
-            while queued, between phases, between iterations of Python loops and
-            between repeats.
+            while queued, between phases, between iterations of Python loops, between
+            the calls of a split compiled loop (`chunk_iterations`) and between repeats.
         owner: who is running, as shown to others in the device queue.
         hold_device: False skips the queue: for the non-primary processes of a
             distributed run, which join the primary's collectives (it holds the queue).

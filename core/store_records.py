@@ -111,15 +111,19 @@ def interrupted_result(spec_dict: dict, started_at: float, host: str, pid: int) 
     """The record of a run whose process died before it finished: its spec, no timings."""
     from core.spec import FitSpec, SpecError
 
+    from core.memory_estimate import shape_of
+
     try:
         spec = FitSpec.from_dict(spec_dict)
         key, label = spec.key, spec.dataset.label
+        n, p, d = shape_of(spec) or (0, 0, 0)  # known without the data for oaks and simulated
     except (SpecError, TypeError):  # written by another version: keep what can be read
-        spec, key, label = None, "unreadable-spec", str(spec_dict.get("dataset", {}).get("kind", "?"))
+        key, label = "unreadable-spec", str(spec_dict.get("dataset", {}).get("kind", "?"))
+        n = p = d = 0
     optimizer = spec_dict.get("optimizer") or {}
     return RunResult(
         spec=spec_dict, spec_key=key, strategy=str(spec_dict.get("strategy", "?")), dataset=label,
-        n=0, p=0, d=0, precision=str(spec_dict.get("precision", "?")), device=str(spec_dict.get("device", "?")),
+        n=n, p=p, d=d, precision=str(spec_dict.get("precision", "?")), device=str(spec_dict.get("device", "?")),
         iterations=int(spec_dict.get("iterations", 0)), optimizer=str(optimizer.get("name", "?")),
         lr=float(optimizer.get("lr", 0.0)), init=str(spec_dict.get("init", "?")),
         repeats=int(spec_dict.get("repeats", 0)), tol=float(spec_dict.get("tol", 0.0)),

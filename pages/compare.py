@@ -98,9 +98,9 @@ st.caption(f"{len(view):,} of {len(frame):,} runs shown; click a column header t
            + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
               "Tick rows (left edge) to compare just those; until then the charts use every run shown."))
 interrupted = picked["status"] == "interrupted"
-if interrupted.any():
-    st.caption(f"{int(interrupted.sum())} interrupted run{'s' * (interrupted.sum() != 1)} (stopped before they "
-               "finished: no timings, no curve) left out of the charts.")
+if count := int(interrupted.sum()):
+    st.caption(f"{count} interrupted run{'s' * (count != 1)} (stopped before finishing: no timings, no curve) "
+               "left out of the charts.")
     picked = picked[~interrupted]
 if picked.empty:
     st.info("No finished run matches these filters.", icon=":material/filter_alt_off:")

@@ -17,6 +17,7 @@ DEFAULT_STRATEGIES = ("scan", "jit_step", "jit_per_function")
 st.title("When does compilation stop mattering?", anchor=False)
 st.caption("Compilation costs about the same whatever n; the fit itself grows with n. Sweep the oaks data "
            "(each row repeated ×k) to see where the curves cross.")
+running.show_cancelled()  # above both tabs: either may have been cancelled
 
 
 def crossover(runs, strategy: str) -> str:
@@ -87,7 +88,7 @@ with n_tab:
     keys = {spec.key for spec in grid}
     retime = retime_slot.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime")
     frame = store.frame()
-    stored_keys = set(frame["spec_key"]) if not frame.empty else set()
+    stored_keys = set(frame.loc[frame["status"] != "interrupted", "spec_key"]) if not frame.empty else set()
     todo = grid if retime else [spec for spec in grid if spec.key not in stored_keys]
     label = f"Run sweep: {len(todo)} run{'s' * (len(todo) != 1)}" if todo else "Run sweep"
     clicked = go.button(label, type="primary", key="scl_go",
@@ -103,11 +104,11 @@ with n_tab:
         else:  # redraw, so that the button counts what is left to run
             st.session_state["scl_flash"] = f"Sweep done: {len(results)} runs stored."
             st.rerun()
-    running.show_cancelled()
     if flash := st.session_state.pop("scl_flash", None):
         st.toast(flash, icon=":material/check_circle:")
 
-    runs = frame[frame["spec_key"].isin(keys)] if not frame.empty else frame
+    # Interrupted runs have no timings to draw.
+    runs = frame[frame["spec_key"].isin(keys) & (frame["status"] != "interrupted")] if not frame.empty else frame
     if runs.empty:
         st.info("None of these (strategy, size) pairs has run with the sidebar's settings yet: press **Run sweep**.",
                 icon=":material/play_circle:")

@@ -323,3 +323,44 @@ def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch)
     at.button(key="cmp_delete_yes").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert [r.id for r in store.list()] == [kept.id]
+
+
+def test_an_interrupted_run_is_listed_but_neither_drawn_nor_taken_as_done(store):
+    import sqlite3
+    import subprocess
+    import sys
+
+    spec = FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan")
+    done = fake_run("jit_step")
+    store.add(done)
+    store.begin(spec.to_dict())
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    with sqlite3.connect(store.path) as conn:  # as if that (now dead) process had started it
+        conn.execute("UPDATE in_flight SET pid = ?", (int(gone),))
+    assert store.recover_interrupted() == 1  # what opening the store at the next start does
+    (interrupted,) = [r for r in store.list() if r.status == "interrupted"]
+    assert interrupted.spec_key == spec.key and interrupted.n == 116
+
+    at = open_app("pages/compare.py")
+    assert sorted(at.dataframe[0].value["status"]) == ["interrupted", "ok"]
+    assert any("1 interrupted run" in c.value for c in at.caption)
+    assert not at.exception
+    at.switch_page("pages/run.py").run()
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    assert at.button(key="run_go").label == "Run 1 strategy"  # not "Run again": it never finished
+
+
+def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("simulated").run()
+    at.sidebar.number_input(key="sb_sim_n").set_value(10_000_000)
+    at.sidebar.number_input(key="sb_sim_p").set_value(2_000)
+    at.sidebar.radio(key="sb_precision").set_value("float64")
+    at.pills(key="run_strategies").set_value(["scan"])
+    at.run()
+    at.button(key="run_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = " ".join(e.value for e in at.error)
+    assert "not enough memory: this fit needs about 1,920.08 GB" in errors and "GB free" in errors
+    assert store.list() == [] and store.in_flight() == []

@@ -6,6 +6,7 @@ fails on any Streamlit exception box. Skipped where chromium is absent, except u
 
 import os
 import re
+import time
 
 import pytest
 
@@ -24,11 +25,17 @@ RUN_TIMEOUT_MS = 240_000
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
+def served(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("served")
-    env = {"PLNLAB_DB": str(scratch / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(scratch / "jax")}
+    env = {"PLNLAB_DB": str(scratch / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(scratch / "jax"),
+           "PLNLAB_QUEUE_DIR": str(scratch / "queue")}
     with served_app(env) as (base, _):
-        yield base
+        yield base, env
+
+
+@pytest.fixture(scope="module")
+def app(served):
+    return served[0]
 
 
 @pytest.fixture(scope="module")
@@ -73,5 +80,34 @@ def test_a_run_renders_its_charts_and_appears_on_compare(app, page):
     page.goto(f"{app}/compare")
     wait_painted(page)
     _no_exception(page)
-    # The table is drawn on a canvas; its caption counts the rows.
-    assert page.get_by_text(re.compile(r"\b5 of 5 runs shown")).count() == 1
+    # The table is drawn on a canvas; its caption counts the rows (waited for: under load the
+    # page may still be drawing when the status widget first reads idle).
+    page.get_by_text(re.compile(r"\b5 of 5 runs shown")).wait_for(timeout=60_000)
+
+
+def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page):
+    from core.store import RunStore
+
+    base, env = served
+    store = RunStore(env["PLNLAB_DB"])
+    before = len(store.list())
+    page.goto(base)
+    wait_painted(page)
+    iterations = page.get_by_role("spinbutton", name="Iterations")
+    iterations.fill("50000")  # eager first: minutes of work
+    iterations.press("Enter")
+    wait_painted(page)
+    page.get_by_role("button", name=re.compile(r"^Run \d+ strateg")).click()
+    page.get_by_text(re.compile(r"first call: iteration")).first.wait_for(timeout=RUN_TIMEOUT_MS)
+    assert store.in_flight(), "the run is under way"
+    page.get_by_role("button", name="Cancel").click()
+    clicked = time.perf_counter()
+    page.get_by_text(re.compile(r"cancelled\. Runs that had finished are stored")).wait_for(timeout=30_000)
+    wait_painted(page)
+    _no_exception(page)
+    # The page redraws at once; the stopped run's thread ends at its next progress report
+    # (at least one a second), releasing the device and removing its in-flight note.
+    while store.in_flight() and time.perf_counter() - clicked < 30:
+        time.sleep(0.1)
+    assert time.perf_counter() - clicked < 10
+    assert len(store.list()) == before and store.in_flight() == []

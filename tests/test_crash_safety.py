@@ -65,7 +65,7 @@ def test_kill_during_a_run_leaves_earlier_runs_and_an_interrupted_one(tmp_path):
     runs = {run.id: run for run in after.list(with_elbo=True)}
     assert all(runs[i].status == "ok" and len(runs[i].elbo) == 5 for i in earlier)
     (interrupted,) = [run for run in runs.values() if run.status == "interrupted"]
-    assert interrupted.strategy == "eager" and interrupted.iterations == 100000
+    assert interrupted.strategy == "eager" and interrupted.iterations == 100000 and interrupted.n == 116
     assert f"pid {victim.pid}" in interrupted.error and interrupted.elbo == []
     listed = subprocess.run([sys.executable, "-m", "core", "list"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=120)

@@ -55,6 +55,7 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
     error = None
     title = f"Device sweep of {len(specs)} run{'s' * (len(specs) != 1)}"
     with st.status(f"{title}…", expanded=True) as status:
+        cancel_slot = running.cancel_button(title)
         bars = [st.progress(0.0, text=f"**{label}**: waiting") for label in labels]
         for index, (spec, label, bar) in enumerate(zip(specs, labels, bars)):
             status.update(label=f"{title}: {label} ({index + 1} of {len(specs)})…", expanded=True)
@@ -77,6 +78,7 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
                 break
             results.append(result)
             bar.progress(1.0, text=f"**{label}**: done: {result.per_iter_ms:,.3f} ms/iteration")
+        cancel_slot.empty()
         done = f"{len(results)} run{'s' * (len(results) != 1)} stored"
         if error:
             status.update(label=f"Stopped: {done}; {error}", state="error", expanded=True)
@@ -138,7 +140,7 @@ def show() -> None:
     store = resources.store_or_stop()
     frame = store.frame()
     specs = device_sweep.distinct_specs(points)
-    stored_keys = set(frame["spec_key"]) if not frame.empty else set()
+    stored_keys = set(frame.loc[frame["status"] != "interrupted", "spec_key"]) if not frame.empty else set()
     go, retime_slot = st.columns([1, 3], vertical_alignment="center")
     retime = retime_slot.checkbox("Re-time device counts already in the store", key="scl_dev_retime")
     todo = specs if retime else [spec for spec in specs if spec.key not in stored_keys]

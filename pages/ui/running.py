@@ -98,6 +98,19 @@ def _note_cancelled(title: str) -> None:
     st.session_state["cancelled_run"] = title
 
 
+def cancel_button(title: str):
+    """A Cancel button for the work titled `title`; returns its slot, to empty when done.
+
+    A click stops the page's script at its next progress update (Streamlit reruns the
+    page): a run's queue ticket and in-flight note are released on the way out, and a
+    run in a child process is stopped with it.
+    """
+    slot = st.empty()
+    slot.button("Cancel", key="run_cancel", icon=":material/stop_circle:", on_click=_note_cancelled,
+                args=(title,), help="stop now: a compiled loop stops when its current call returns")
+    return slot
+
+
 def show_cancelled() -> None:
     """After a Cancel click: say what happened (once)."""
     title = st.session_state.pop("cancelled_run", None)
@@ -134,12 +147,7 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
     error = None
     live_points: list[dict] = []
     with st.status(f"{title}…", expanded=True) as status:
-        # A click stops this script at its next progress update (Streamlit reruns the
-        # page): the run's queue ticket and in-flight note are released on the way out.
-        cancel_slot = st.empty()
-        cancel_slot.button("Cancel", key="run_cancel", icon=":material/stop_circle:",
-                           on_click=_note_cancelled, args=(title,),
-                           help="stop now: a compiled loop stops when its current call returns")
+        cancel_slot = cancel_button(title)
         bars = [st.progress(0.0, text=f"**{label}**: waiting") for label in labels]
         live = st.empty()
         for index, (spec, label, bar) in enumerate(zip(specs, labels, bars)):
