@@ -12,12 +12,15 @@ up, keeps busy:
   and small dataset into the same store, queueing for the same device.
 Every 30 s it samples the server's resident memory (VmRSS). At the end it reports the
 runs completed, the errors (exception or error boxes in a page, failed commands), the
-store's size and integrity, and the server's memory over time.
+store's size and integrity, and the server's memory over time. A browser session that
+meets an error keeps a screenshot and the page's text in the scratch folder, then goes on
+from a fresh page load.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import re
@@ -58,7 +61,9 @@ def _set_number(page, name: str, value: int) -> None:
     box.press("Enter")
 
 
-def browser_session(base: str, db: str, deadline: float, tally: Tally, index: int) -> None:
+def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Tally, index: int) -> None:
+    """Click runs until `deadline`; an error is counted, kept (screenshot and page text in
+    `scratch`), and the session goes on from a fresh page load."""
     from playwright.sync_api import sync_playwright
 
     from core.store import RunStore
@@ -68,36 +73,50 @@ def browser_session(base: str, db: str, deadline: float, tally: Tally, index: in
     with sync_playwright() as playwright:
         browser = launch_browser(playwright)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            page.goto(base)
-            wait_painted(page, 120_000)
-            _set_number(page, "Repeats", 1)
-            while time.time() < deadline:
-                _set_number(page, "Iterations", rng.choice([20, 30, 40, 50, 60]))
-                page.get_by_text(rng.choice(["float32", "float64"]), exact=True).click()
-                wait_painted(page, 120_000)
-                button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
-                runs = int(re.search(r"\d+|again", button.inner_text()).group().replace("again", "5"))
-                before = len(store.list())
-                button.click()
-                # Any other click would stop the run (that is how Cancel works): wait until this
-                # session's runs are stored (others may add theirs meanwhile) or an error shows.
-                deadline_run = time.time() + 600
-                while len(store.list()) < before + runs and not page.locator(PROBLEMS).count():
-                    if time.time() > deadline_run:
-                        raise TimeoutError("the run did not finish within 600 s")
-                    page.wait_for_timeout(500)
-                wait_painted(page, 600_000)
-                page.wait_for_function(CHARTS_RENDERED, timeout=600_000)
+        fresh = True
+        while time.time() < deadline:
+            try:
+                if fresh:
+                    page.goto(base)
+                    wait_painted(page, 120_000)
+                    _set_number(page, "Repeats", 1)
+                    fresh = False
+                _one_click(page, store, rng)
                 problems = page.locator(PROBLEMS)
                 if problems.count():
-                    tally.error(f"browser {index}: {problems.first.inner_text()[:200]}")
+                    raise RuntimeError(problems.first.inner_text()[:300])
                 with tally.lock:
                     tally.clicks += 1
-        except Exception as exc:  # noqa: BLE001 - counted and reported
-            tally.error(f"browser {index}: {type(exc).__name__}: {str(exc)[:200]}")
-        finally:
-            browser.close()
+            except Exception as exc:  # noqa: BLE001 - counted, kept for diagnosis, then carry on
+                stamp = time.strftime("%H%M%S")
+                shot = os.path.join(scratch, f"error-browser{index}-{stamp}.png")
+                with contextlib.suppress(Exception):
+                    page.screenshot(path=shot, full_page=True)
+                    with open(shot.replace(".png", ".txt"), "w") as text:
+                        text.write(page.inner_text("body"))
+                tally.error(f"browser {index}: {type(exc).__name__}: {str(exc)[:300]} (see {shot})")
+                fresh = True
+        browser.close()
+
+
+def _one_click(page, store, rng) -> None:
+    """New settings, one click on Run, and the wait until its runs are stored and drawn."""
+    _set_number(page, "Iterations", rng.choice([20, 30, 40, 50, 60]))
+    page.get_by_text(rng.choice(["float32", "float64"]), exact=True).click()
+    wait_painted(page, 120_000)
+    button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
+    runs = int(re.search(r"\d+|again", button.inner_text()).group().replace("again", "5"))
+    before = len(store.list())
+    button.click()
+    # Any other click would stop the run (that is how Cancel works): wait until this
+    # session's runs are stored (others may add theirs meanwhile) or an error shows.
+    deadline_run = time.time() + 600
+    while len(store.list()) < before + runs and not page.locator(PROBLEMS).count():
+        if time.time() > deadline_run:
+            raise TimeoutError("the run did not finish within 600 s")
+        page.wait_for_timeout(500)
+    wait_painted(page, 600_000)
+    page.wait_for_function(CHARTS_RENDERED, timeout=600_000)
 
 
 def cli_session(env: dict, deadline: float, tally: Tally, index: int) -> None:
@@ -144,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     with served_app(env) as (base, server):
         start = time.time()
         deadline = start + 60 * args.minutes
-        threads = [threading.Thread(target=browser_session, args=(base, env["PLNLAB_DB"], deadline, tally, i))
+        threads = [threading.Thread(target=browser_session, args=(base, env["PLNLAB_DB"], scratch, deadline, tally, i))
                    for i in range(args.browsers)]
         threads += [threading.Thread(target=cli_session, args=(full_env, deadline, tally, i)) for i in range(args.cli)]
         for thread in threads:
@@ -171,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     for error in tally.errors[:20]:
         print(f"    {error}")
     print(f"  timed windows overlap  {overlaps}")
+    print(f"  scratch                {scratch}")
     print(f"  store                  {db_bytes / 1e6:.2f} MB, integrity {'ok' if RunStore(env['PLNLAB_DB']).integrity_ok() else 'FAILED'}")
     print(f"  server RSS             first {samples[0][1]:.0f} MB, after 5 min {settled[0]:.0f} MB, "
           f"last {samples[-1][1]:.0f} MB, max {max(s[1] for s in samples):.0f} MB")

@@ -2,8 +2,8 @@
 
 The estimate counts what a fit holds at its peak, in units of one n x p array:
 Y and O (2), M and S (2), the optimizer's two moments or step sizes for each (4),
-the final state written over the initial one by the compiled loops (which donate it)
-or beside it by the Python loops (4 more), and the temporaries of one iteration
+the new state written over the old one by the strategies that donate it (the compiled
+loops, jit_step) or beside it by the others (4 more), and the temporaries of one iteration
 (the rate matrix, the gradients and their products: 4, from XLA's memory analysis at
 oaks x1000, where they come to about 3.5 arrays). A shared server fails better with a
 clear refusal than with the device running out of memory halfway through a demo.
@@ -18,8 +18,8 @@ from core.spec import FitSpec, SpecError
 
 OAKS_ROWS, OAKS_COLUMNS = 116, 114
 # n x p arrays alive at the peak (see the module docstring).
-_ARRAYS_COMPILED = 2 + 2 + 4 + 4
-_ARRAYS_PYTHON_LOOP = _ARRAYS_COMPILED + 4
+_ARRAYS_DONATING = 2 + 2 + 4 + 4
+_ARRAYS_NOT_DONATING = _ARRAYS_DONATING + 4
 # Headroom for what the estimate leaves out (p x p blocks, the runtime itself).
 USABLE_FRACTION = 0.9
 
@@ -51,8 +51,8 @@ def needed_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
 
     n, p, d = shape
     itemsize = 4 if spec.precision == "float32" else 8
-    python_loop = peers.is_peer(spec.strategy) or strategies.get(spec.strategy).python_loop
-    arrays = _ARRAYS_PYTHON_LOOP if python_loop else _ARRAYS_COMPILED
+    donating = not peers.is_peer(spec.strategy) and strategies.get(spec.strategy).donates_state
+    arrays = _ARRAYS_DONATING if donating else _ARRAYS_NOT_DONATING
     return itemsize * (arrays * n * p + n * d)
 
 

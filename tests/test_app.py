@@ -364,3 +364,15 @@ def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
     errors = " ".join(e.value for e in at.error)
     assert "not enough memory: this fit needs about 1,920.08 GB" in errors and "GB free" in errors
     assert store.list() == [] and store.in_flight() == []
+
+
+def test_the_sidebar_says_who_holds_the_device(store, tmp_path, monkeypatch):
+    from core.device_queue import DeviceQueue
+
+    monkeypatch.setenv("PLNLAB_QUEUE_DIR", str(tmp_path / "queue"))
+    at = open_app()
+    assert any("**cpu** is free" in c.value for c in at.sidebar.caption)
+    with DeviceQueue(tmp_path / "queue").hold("cpu", "scan · oaks x1000 · float32", "command line"):
+        at.run()
+    busy = [c.value for c in at.sidebar.caption if "busy" in c.value]
+    assert busy and "scan · oaks x1000 · float32 (command line, pid" in busy[0] and "running for" in busy[0]

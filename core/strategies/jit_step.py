@@ -17,10 +17,14 @@ from core.strategies.base import PythonLoopStrategy, fit_step
 
 class JitStep(PythonLoopStrategy):
     name = "jit_step"
+    # Each call's state is the previous call's output, never needed again: donated, XLA
+    # writes the new state over it (at oaks x1000 the peak falls from 3.5 to 2 times
+    # the model's arrays).
+    donates_state = True
 
     def lower(self, problem, state, data, tol):
         step = functools.partial(fit_step, optimizer=problem.transformation)
-        return {"step": jax.jit(step).lower(state, data)}
+        return {"step": jax.jit(step, donate_argnums=0).lower(state, data)}
 
     def step(self, executables, problem, state, data):
         return executables["step"](state, data)

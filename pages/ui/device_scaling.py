@@ -118,7 +118,7 @@ def show() -> None:
     strong = middle.selectbox("Strong scaling: the same data on every count", STRONG_SIZES, key="scl_dev_strong",
                               format_func=lambda k: f"oaks ×{k:,} · n = {settings.OAKS_ROWS * k:,}")
     weak = right.selectbox("Weak scaling: data per device", WEAK_SIZES, key="scl_dev_weak",
-                           format_func=lambda k: f"oaks ×{k:,} per device · {settings.OAKS_ROWS * k:,} rows each")
+                           format_func=lambda k: f"×{k:,} · {settings.OAKS_ROWS * k:,} rows a device")
     problem = settings.current_problem()
     try:
         base = settings.fit_spec("sharded", dataset=DatasetSpec(kind="oaks"), problem=problem)
@@ -141,7 +141,7 @@ def show() -> None:
     frame = store.frame()
     specs = device_sweep.distinct_specs(points)
     stored_keys = set(frame.loc[frame["status"] != "interrupted", "spec_key"]) if not frame.empty else set()
-    go, retime_slot = st.columns([1, 3], vertical_alignment="center")
+    go, retime_slot = st.columns([2, 3], vertical_alignment="center")
     retime = retime_slot.checkbox("Re-time device counts already in the store", key="scl_dev_retime")
     todo = specs if retime else [spec for spec in specs if spec.key not in stored_keys]
     label = f"Run device sweep: {len(todo)} run{'s' * (len(todo) != 1)}" if todo else "Run device sweep"

@@ -75,8 +75,8 @@ class _Reporter:
         self.queue_shown = now
         ahead = progress.ahead
         who = "; ".join(ticket.describe() for ticket in ahead[:3]) + (" …" if len(ahead) > 3 else "")
-        text = (f"waiting for the device, position {len(ahead) + 1} in the queue, "
-                f"{progress.waited_s:.0f} s so far. Ahead: {who or 'the device is being released'}")
+        text = (f"waiting for the device: {len(ahead)} ahead in the queue, {progress.waited_s:.0f} s so far. "
+                f"Ahead: {who or 'the device is being released'}")
         self.bar.progress(0.0, text=f"**{self.label}**: {text}")
 
     def finish(self) -> None:
