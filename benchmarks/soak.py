@@ -12,9 +12,9 @@ up, keeps busy:
   and small dataset into the same store, queueing for the same device.
 Every 30 s it samples the server's resident memory (VmRSS). At the end it reports the
 runs completed, the errors (exception or error boxes in a page, failed commands), the
-store's size and integrity, and the server's memory over time. A browser session that
-meets an error keeps a screenshot and the page's text in the scratch folder, then goes on
-from a fresh page load.
+store's size and integrity, and the server's memory over time with its growth per minute
+once warmed up. A browser session that meets an error keeps a screenshot and the page's
+text in the scratch folder, then goes on from a fresh page load.
 """
 
 from __future__ import annotations
@@ -144,6 +144,18 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def rss_slope_mb_per_min(samples: list[tuple[float, float, int]], after_s: float) -> float:
+    """Least-squares slope of the server's memory once warmed up (start-up loads jax, pages
+    and the first compiled fits; what matters on a shared server is the creep after that)."""
+    points = [(t / 60, rss) for t, rss, _ in samples if t >= after_s]
+    if len(points) < 2:
+        return float("nan")
+    mean_t = sum(t for t, _ in points) / len(points)
+    mean_rss = sum(rss for _, rss in points) / len(points)
+    spread = sum((t - mean_t) ** 2 for t, _ in points)
+    return sum((t - mean_t) * (rss - mean_rss) for t, rss in points) / spread
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
@@ -194,6 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  store                  {db_bytes / 1e6:.2f} MB, integrity {'ok' if RunStore(env['PLNLAB_DB']).integrity_ok() else 'FAILED'}")
     print(f"  server RSS             first {samples[0][1]:.0f} MB, after 5 min {settled[0]:.0f} MB, "
           f"last {samples[-1][1]:.0f} MB, max {max(s[1] for s in samples):.0f} MB")
+    print(f"  RSS growth after 5 min {rss_slope_mb_per_min(samples, after_s=300):.2f} MB/min (least squares)")
 
 
 if __name__ == "__main__":
