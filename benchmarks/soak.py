@@ -24,6 +24,7 @@ import contextlib
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -150,10 +151,8 @@ def rss_slope_mb_per_min(samples: list[tuple[float, float, int]], after_s: float
     points = [(t / 60, rss) for t, rss, _ in samples if t >= after_s]
     if len(points) < 2:
         return float("nan")
-    mean_t = sum(t for t, _ in points) / len(points)
-    mean_rss = sum(rss for _, rss in points) / len(points)
-    spread = sum((t - mean_t) ** 2 for t, _ in points)
-    return sum((t - mean_t) * (rss - mean_rss) for t, rss in points) / spread
+    minutes, rss = zip(*points)
+    return statistics.linear_regression(minutes, rss).slope
 
 
 def main(argv: list[str] | None = None) -> None:
