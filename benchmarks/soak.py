@@ -107,12 +107,12 @@ def _one_click(page, store, rng) -> None:
     wait_painted(page, 120_000)
     button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
     runs = int(re.search(r"\d+|again", button.inner_text()).group().replace("again", "5"))
-    before = len(store.list())
+    before = store.count()
     button.click()
     # Any other click would stop the run (that is how Cancel works): wait until this
     # session's runs are stored (others may add theirs meanwhile) or an error shows.
     deadline_run = time.time() + 600
-    while len(store.list()) < before + runs and not page.locator(PROBLEMS).count():
+    while store.count() < before + runs and not page.locator(PROBLEMS).count():
         if time.time() > deadline_run:
             raise TimeoutError("the run did not finish within 600 s")
         page.wait_for_timeout(500)
@@ -181,12 +181,12 @@ def main(argv: list[str] | None = None) -> None:
             thread.start()
         store = RunStore(env["PLNLAB_DB"])
         while any(thread.is_alive() for thread in threads):
-            samples.append((time.time() - start, rss_mb(server.pid), len(store.list())))
+            samples.append((time.time() - start, rss_mb(server.pid), store.count()))
             print(f"{samples[-1][0] / 60:6.1f} min  server RSS {samples[-1][1]:8.1f} MB  runs stored "
                   f"{samples[-1][2]:5d}  errors {len(tally.errors)}", flush=True)
             for thread in threads:
                 thread.join(timeout=args.sample_s / max(1, len(threads)))
-        samples.append((time.time() - start, rss_mb(server.pid), len(store.list())))
+        samples.append((time.time() - start, rss_mb(server.pid), store.count()))
     db_bytes = sum(os.path.getsize(p) for p in (env["PLNLAB_DB"], env["PLNLAB_DB"] + "-wal")
                    if os.path.exists(p))
     runs = RunStore(env["PLNLAB_DB"]).list()

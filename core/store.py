@@ -12,19 +12,20 @@ The tables and migrations are in `core.store_schema`, record checks in
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
 import socket
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from core import processes, store_files, store_schema
 from core.result import RunResult
-from core.store_records import StoreError, interrupted_result, scalar_fields, validate_record
+from core.store_records import StoreError, field_kinds, interrupted_result, scalar_fields, validate_record
 
 if TYPE_CHECKING:
     import pandas
@@ -32,11 +33,10 @@ if TYPE_CHECKING:
 DEFAULT_DB_ENV = "PLNLAB_DB"
 BUSY_TIMEOUT_S = 30.0
 _CHUNK = 500  # below SQLite's bound-parameter limit on old builds (999)
-# frame() column -> keys tried in `versions`, first present wins.
+# frame() column -> its key in `versions`.
 _VERSION_COLUMNS = {
-    "jax_version": ("jax",), "jaxlib_version": ("jaxlib",), "optax_version": ("optax",),
-    "numpy_version": ("numpy",), "python_version": ("python",),
-    "platform": ("platform",), "cpu_count": ("cpu_count",), "host": ("host",),
+    "jax_version": "jax", "jaxlib_version": "jaxlib", "optax_version": "optax", "numpy_version": "numpy",
+    "python_version": "python", "platform": "platform", "cpu_count": "cpu_count", "host": "host",
 }
 
 
@@ -195,22 +195,56 @@ class RunStore:
             raise ValueError(f"limit must be a whole number >= 0 or None; got {limit!r}")
         return self._select(with_elbo=with_elbo, limit=limit)
 
-    def find_by_spec_key(self, spec_key: str) -> list[RunResult]:
-        """Runs of one spec (`FitSpec.key`), newest first, ELBO curves included."""
-        return self._select("WHERE spec_key = ?", (spec_key,))
+    def count(self) -> int:
+        """How many runs are stored, counted by SQLite without reading them."""
+        with self._connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+    def find_by_spec_key(self, spec_key: str, limit: int | None = None,
+                         interrupted: bool = True) -> list[RunResult]:
+        """Runs of one spec (`FitSpec.key`), newest first, ELBO curves included; at most
+        `limit`, and without the `interrupted` ones (no result to show) if `interrupted` is False."""
+        where = "WHERE spec_key = ?" + ("" if interrupted else " AND status != 'interrupted'")
+        return self._select(where, (spec_key,), limit=limit)
+
+    def find(self, **equal: Any) -> list[RunResult]:
+        """Runs whose columns equal these values (e.g. `strategy="scan", status="ok"`, or
+        `host`), newest first, without ELBO curves. SQLite filters the rows, so a page that
+        needs a few runs builds only those, however many the store holds.
+
+        Raises:
+            ValueError: a name that is not a column of `runs`.
+        """
+        columns = {*scalar_fields(), "host"}
+        unknown = sorted(set(equal) - columns)
+        if unknown:
+            raise ValueError(f"not a run column: {', '.join(unknown)}; columns: {', '.join(sorted(columns))}")
+        # Column names come from the checked set above; only the values are parameters.
+        where = " AND ".join(f"runs.{name} = ?" for name in equal)
+        return self._select(f"WHERE {where}" if where else "", tuple(equal.values()), with_elbo=False)
 
     def frame(self) -> pandas.DataFrame:
         """One row per run, newest first: `id`, `created` (UTC), the scalar fields, and
         `versions` flattened to the columns of `_VERSION_COLUMNS`. No ELBO curves."""
         import pandas as pd
 
-        records = []
-        for run in self.list():
-            record = {name: getattr(run, name) for name in scalar_fields()}
-            for column, keys in _VERSION_COLUMNS.items():
-                record[column] = next((run.versions[k] for k in keys if k in run.versions), None)
-            records.append(record)
-        frame = pd.DataFrame(records, columns=[*scalar_fields(), *_VERSION_COLUMNS])
+        names = scalar_fields()
+        # SQLite flattens the rows (json_extract), so no RunResult is built per run: the
+        # Compare page reads this on every click, however many runs the store holds.
+        versions = [f"json_extract(versions_json, '$.{key}') AS {column}" for column, key in _VERSION_COLUMNS.items()]
+        sql = (f"SELECT {', '.join(f'runs.{name}' for name in names)}, {', '.join(versions)} FROM runs"
+               " ORDER BY created_at DESC, runs.id DESC")
+        with self._connect() as conn:
+            frame = pd.read_sql_query(sql, conn)
+        for field in dataclasses.fields(RunResult):
+            if field.name not in names:
+                continue
+            base, optional = field_kinds()[field.name]
+            if not optional and field.default is not dataclasses.MISSING:
+                # A column added after these rows were written holds NULL: the field's default.
+                frame[field.name] = frame[field.name].fillna(field.default)
+            if base is float:  # NaN is stored as the text 'nan' (SQLite turns NaN into NULL)
+                frame[field.name] = frame[field.name].astype(float)
         frame.insert(1, "created", pd.to_datetime(frame["created_at"].astype(float), unit="s", utc=True))
         return frame
 

@@ -40,7 +40,7 @@ if not specs:
 store = resources.store_or_stop()
 # An interrupted run (its process died mid-run) has no result to show: run that spec again.
 stored = {spec.strategy: found[0] for spec in specs
-          if (found := [r for r in store.find_by_spec_key(spec.key) if r.status != "interrupted"])}
+          if (found := store.find_by_spec_key(spec.key, limit=1, interrupted=False))}
 missing = [spec for spec in specs if spec.strategy not in stored]
 
 if missing:

@@ -85,6 +85,39 @@ def test_find_by_spec_key(store):
     assert store.find_by_spec_key("no-such-key") == []
 
 
+def test_find_by_spec_key_limited_and_without_interrupted(store):
+    key = FitSpec(strategy="scan", iterations=5).key
+    shown = store.add(make_run("scan", created_at=1.0))
+    newer = store.add(make_run("scan", created_at=2.0))
+    interrupted = store.add(make_run("scan", created_at=3.0, status="interrupted", elbo=[], iterations_run=0))
+    assert [r.id for r in store.find_by_spec_key(key, limit=1)] == [interrupted]
+    assert [r.id for r in store.find_by_spec_key(key, limit=1, interrupted=False)] == [newer]
+    assert [r.id for r in store.find_by_spec_key(key, interrupted=False)] == [newer, shown]
+    assert store.find_by_spec_key(key, limit=1, interrupted=False)[0].elbo
+
+
+def test_count_matches_the_runs_stored(store):
+    assert store.count() == 0
+    ids = [store.add(make_run(created_at=t)) for t in (1.0, 2.0, 3.0)]
+    assert store.count() == 3 == len(store.list())
+    store.delete(ids[:1])
+    assert store.count() == 2
+
+
+def test_find_filters_on_columns_in_sqlite(store):
+    scan_here = store.add(make_run("scan", created_at=1.0))
+    store.add(make_run("scan", created_at=2.0, host="elsewhere"))
+    store.add(make_run("scan", created_at=3.0, precision="float64"))
+    store.add(make_run("eager", created_at=4.0))
+    store.add(make_run("scan", created_at=5.0, status="diverged", error="ELBO not finite at 3", diverged_at=3))
+    found = store.find(strategy="scan", precision="float32", status="ok", host="test-host", iterations=5)
+    assert [r.id for r in found] == [scan_here] and found[0].elbo == []
+    assert len(store.find()) == 5
+    assert store.find(strategy="no-such-strategy") == []
+    with pytest.raises(ValueError, match="not a run column: nope"):
+        store.find(strategy="scan", nope=1)
+
+
 def test_frame_has_one_flat_row_per_run(store):
     assert len(store.frame()) == 0
     for t in (1.0, 2.0, 3.0):
@@ -97,6 +130,37 @@ def test_frame_has_one_flat_row_per_run(store):
     assert not {"elbo", "spec", "versions"} & set(frame.columns)
     assert frame["jax_version"].tolist() == ["0.4.35"] * 3
     assert frame["created_at"].tolist() == [3.0, 2.0, 1.0]
+
+
+def test_frame_holds_what_the_stored_runs_hold(store):
+    """Every cell of frame() against the same run read back as a RunResult: NaN and
+    infinities, absent optional values, diverged and interrupted runs, and a row written
+    before a column existed (NULL there: the field's default)."""
+    store.add(make_run(created_at=1.0))
+    store.add(make_run("eager", created_at=2.0, final_elbo=float("nan"), run_s_max=float("inf"),
+                       status="diverged", error="ELBO not finite at 3", diverged_at=3, iterations_run=3))
+    store.add(make_run("jit_step", created_at=3.0, status="interrupted", elbo=[], iterations_run=0))
+    old = store.add(make_run("scan", created_at=4.0, iterations=7, chunk_iterations=7))
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE runs SET chunk_iterations = NULL WHERE id = ?", (old,))
+    frame = store.frame()
+    runs = store.list()
+    assert frame["id"].tolist() == [r.id for r in runs]
+    for row, run in zip(frame.to_dict("records"), runs):
+        for name, value in row.items():
+            expected = {"created": pd.Timestamp(run.created_at, unit="s", tz="UTC"),
+                        **{f"{key}_version": run.versions[key] for key in ("jax", "jaxlib", "optax", "numpy", "python")},
+                        **{key: run.versions[key] for key in ("platform", "cpu_count", "host")},
+                        }.get(name, getattr(run, name, None))
+            if expected is None:
+                assert value is None or pd.isna(value), (run.strategy, name, value)
+            elif isinstance(expected, float) and math.isnan(expected):
+                assert math.isnan(value), (run.strategy, name, value)
+            else:
+                assert value == expected and isinstance(value, str) == isinstance(expected, str), \
+                    (run.strategy, name, value, expected)
+    assert frame.loc[frame["id"] == old, "chunk_iterations"].item() == 0
+    assert frame["final_elbo"].dtype == float and frame["diverged_at"].isna().tolist() == [True, True, False, True]
 
 
 def test_elbo_frame_is_long_format(store):

@@ -66,7 +66,11 @@ def show_peaks(spec: FitSpec) -> roofline.Peaks | None:
 
 def show_measured(spec: FitSpec, machine: roofline.Peaks, bound: roofline.Floor) -> tuple[float, int] | None:
     """The stored runs of this work on this host against the floor; the fastest one's seconds and id."""
-    runs = guarded(lambda: roofline.matching_runs(resources.run_store().list(), spec, machine), "Reading the runs")
+    # SQLite narrows the store down to this strategy, device and host; matching_runs does the rest.
+    candidates = guarded(lambda: resources.run_store().find(
+        strategy=spec.strategy, precision=spec.precision, device=spec.device, iterations=spec.iterations,
+        status="ok", host=machine.host, device_kind=machine.device_kind), "Reading the runs")
+    runs = None if candidates is None else roofline.matching_runs(candidates, spec, machine)
     if not runs:
         if runs is not None:
             st.info("No stored run of this strategy, data, precision, device and iteration count on this host "

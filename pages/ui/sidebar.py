@@ -77,7 +77,7 @@ def refresh_store_caption() -> None:
         return
     try:
         store = resources.run_store()
-        count = len(store.list())
+        count = store.count()
     except StoreError as exc:
         slot.error(f"Run store unusable: {exc}")
         return
