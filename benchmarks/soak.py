@@ -7,7 +7,8 @@ Prints figures; not a test (it runs for --minutes, 30 by default). Needs Debian'
 Starts `streamlit run app.py` on a loopback port with a fresh store, then, until time is
 up, keeps busy:
 - `--browsers` chromium sessions, each clicking Run (or Run again) on the Run page with
-  random iterations and precision, and waiting for the result charts;
+  random iterations and precision, and waiting for the result charts; about one click in
+  five is instead a visit to the Compare page (every stored run), waiting for its charts;
 - `--cli` command-line loops, each running `python -m core run` with a random strategy
   and small dataset into the same store, queueing for the same device.
 Every 30 s it samples the server's resident memory (VmRSS). At the end it reports the
@@ -48,6 +49,7 @@ class Tally:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.clicks = 0
+        self.compare_visits = 0
         self.commands = 0
         self.errors: list[str] = []
 
@@ -82,12 +84,20 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
                     wait_painted(page, 120_000)
                     _set_number(page, "Repeats", 1)
                     fresh = False
-                _one_click(page, store, rng)
+                comparing = rng.random() < 0.2 and store.count() > 0  # an empty store has no charts
+                if comparing:
+                    _visit_compare(page, base, store)
+                    fresh = True  # back to the Run page next, with its settings made again
+                else:
+                    _one_click(page, store, rng)
                 problems = page.locator(PROBLEMS)
                 if problems.count():
                     raise RuntimeError(problems.first.inner_text()[:300])
                 with tally.lock:
-                    tally.clicks += 1
+                    if comparing:
+                        tally.compare_visits += 1
+                    else:
+                        tally.clicks += 1
             except Exception as exc:  # noqa: BLE001 - counted, kept for diagnosis, then carry on
                 stamp = time.strftime("%H%M%S")
                 shot = os.path.join(scratch, f"error-browser{index}-{stamp}.png")
@@ -118,6 +128,14 @@ def _one_click(page, store, rng) -> None:
         page.wait_for_timeout(500)
     wait_painted(page, 600_000)
     page.wait_for_function(CHARTS_RENDERED, timeout=600_000)
+
+
+def _visit_compare(page, base: str, store) -> None:
+    """The Compare page: its table of every stored run, then its charts drawn."""
+    page.goto(f"{base}/compare")
+    wait_painted(page, 120_000)
+    page.get_by_text(re.compile(r"\d[\d,]* of [\d,]+ runs shown")).wait_for(timeout=120_000)
+    page.wait_for_function(CHARTS_RENDERED, timeout=120_000)
 
 
 def cli_session(env: dict, deadline: float, tally: Tally, index: int) -> None:
@@ -193,10 +211,11 @@ def main(argv: list[str] | None = None) -> None:
     statuses = {status: sum(r.status == status for r in runs) for status in {r.status for r in runs}}
     windows = sorted((r.timed_start, r.timed_end) for r in runs)
     overlaps = sum(end > next_start for (_, end), (next_start, _) in zip(windows, windows[1:]))
-    settled = [rss for t, rss, _ in samples if t >= 300] or [rss for _, rss, _ in samples]
+    settled = [rss for t, rss, _ in samples if t >= 300] or [float("nan")]
     print("\nsoak summary")
     print(f"  duration               {samples[-1][0] / 60:.1f} min, {args.browsers} browser sessions, {args.cli} CLI loops")
-    print(f"  runs stored            {len(runs)} ({statuses}); page clicks {tally.clicks}, commands {tally.commands}")
+    print(f"  runs stored            {len(runs)} ({statuses}); page clicks {tally.clicks}, "
+          f"Compare visits {tally.compare_visits}, commands {tally.commands}")
     print(f"  errors                 {len(tally.errors)}")
     for error in tally.errors[:20]:
         print(f"    {error}")
