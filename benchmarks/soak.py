@@ -8,7 +8,7 @@ Starts `streamlit run app.py` on a loopback port with a fresh store, then, until
 up, keeps busy:
 - `--browsers` chromium sessions, each clicking Run (or Run again) on the Run page with
   random iterations and precision, and waiting for the result charts; about one click in
-  five is instead a visit to the Compare page (every stored run), waiting for its charts;
+  five is instead a visit to the Compare page (the newest stored runs), waiting for its charts;
 - `--cli` command-line loops, each running `python -m core run` with a random strategy
   and small dataset into the same store, queueing for the same device.
 Every 30 s it samples the server's resident memory (VmRSS). At the end it reports the
@@ -86,7 +86,7 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
                     fresh = False
                 comparing = rng.random() < 0.2 and store.count() > 0  # an empty store has no charts
                 if comparing:
-                    _visit_compare(page, base, store)
+                    _visit_compare(page, base)
                     fresh = True  # back to the Run page next, with its settings made again
                 else:
                     _one_click(page, store, rng)
@@ -130,11 +130,11 @@ def _one_click(page, store, rng) -> None:
     page.wait_for_function(CHARTS_RENDERED, timeout=600_000)
 
 
-def _visit_compare(page, base: str, store) -> None:
-    """The Compare page: its table of every stored run, then its charts drawn."""
+def _visit_compare(page, base: str) -> None:
+    """The Compare page: its table of the newest stored runs, then its charts drawn."""
     page.goto(f"{base}/compare")
     wait_painted(page, 120_000)
-    page.get_by_text(re.compile(r"\d[\d,]* of [\d,]+ runs shown")).wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"\d[\d,]* of [\d,]+ (matching )?runs")).wait_for(timeout=120_000)
     page.wait_for_function(CHARTS_RENDERED, timeout=120_000)
 
 

@@ -37,13 +37,18 @@ def best_ms(fn, repeats: int) -> float:
     return 1e3 * min(times)
 
 
-def fill(store, template, count: int, start: int) -> None:
-    """Adds `count` copies of `template`, spread over strategies, iteration counts and precisions."""
+def spec_of(i: int):
+    """The spec of the i-th copy: 600 specs (strategies x iteration counts x precisions) in turn."""
     from core.spec import FitSpec
 
+    return FitSpec(strategy=STRATEGIES[i % len(STRATEGIES)], iterations=20 + i % 50,
+                   precision=("float32", "float64")[i // 300 % 2])
+
+
+def fill(store, template, count: int, start: int) -> None:
+    """Adds copies `start` to `start + count` of `template`, each under `spec_of` its number."""
     for i in range(start, start + count):
-        spec = FitSpec(strategy=STRATEGIES[i % len(STRATEGIES)], iterations=20 + i % 50,
-                       precision=("float32", "float64")[i // 300 % 2])
+        spec = spec_of(i)
         store.add(dataclasses.replace(template, id=0, spec=spec.to_dict(), spec_key=spec.key, strategy=spec.strategy,
                                       iterations=spec.iterations, precision=spec.precision,
                                       created_at=template.created_at + i))
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     from core.store import RunStore
 
     template = engine.run(FitSpec(strategy="scan", iterations=50, repeats=1))
-    probe = FitSpec(strategy="scan", iterations=20 + 3 % 50, precision="float32")
+    probe = spec_of(3)  # one spec of the store; a 600th of the runs are its
     print(f"{'runs':>7} {'count':>8} {'len(list)':>10} {'newest of spec':>15} {'all of spec':>12} "
           f"{'find':>8} {'frame':>8}   (ms, best of {args.repeats})")
     with tempfile.TemporaryDirectory(prefix="plnlab-store-reads-") as folder:

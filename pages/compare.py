@@ -26,6 +26,9 @@ METRICS = {"per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run 
            "compile_s": "XLA compile (s)", "first_call_s": "first call (s)", "trace_lower_s": "trace+lower (s)",
            "transfer_s": "data transfer (s)"}
 MAX_CURVES = 12
+# Rows of the table (and so of everything below it): a shared store only grows, and every
+# click here sends the table to the browser; the filters reach older runs.
+TABLE_ROWS = 500
 COLUMNS = {
     **display.TABLE_COLUMNS,
     "id": st.column_config.NumberColumn("run", format="#%d"),
@@ -86,7 +89,8 @@ for column in FILTERS:
     wanted = st.session_state.get(f"cmp_f_{column}") or []
     if wanted:
         mask &= frame[column].astype(str).isin(wanted)
-view = frame[mask].reset_index(drop=True)
+matching = int(mask.sum())
+view = frame[mask].head(TABLE_ROWS).reset_index(drop=True)  # the frame is newest first
 
 event = st.dataframe(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.session_state['cmp_version']}",
                      on_select="rerun", selection_mode="multi-row", hide_index=True, column_config=COLUMNS,
@@ -94,7 +98,9 @@ event = st.dataframe(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.
 # Positions in `view`; a tick made before the filters changed may point past its end.
 rows = [r for r in (event.selection.rows if event is not None else []) if r < len(view)]
 picked = view.iloc[rows] if rows else view
-st.caption(f"{len(view):,} of {len(frame):,} runs shown; click a column header to sort. "
+shown = f"{len(view):,} of {len(frame):,} runs shown" if matching <= TABLE_ROWS else \
+    f"The newest {len(view):,} of {matching:,} matching runs ({len(frame):,} stored) shown: filter to reach older ones"
+st.caption(f"{shown}; click a column header to sort. "
            + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
               "Tick rows (left edge) to compare just those; until then the charts use every run shown."))
 interrupted = picked["status"] == "interrupted"
