@@ -6,16 +6,19 @@ Prints figures; not a test (it runs for --minutes, 30 by default). Needs Debian'
 
 Starts `streamlit run app.py` on a loopback port with a fresh store, then, until time is
 up, keeps busy:
-- `--browsers` chromium sessions, each clicking Run (or Run again) on the Run page with
-  random iterations and precision, and waiting for the result charts; about one click in
-  five is instead a visit to the Compare page (the newest stored runs), waiting for its charts;
+- `--browsers` chromium sessions, each typing random iterations, picking a precision and
+  clicking Run (or Run again) on the Run page at once, as a quick hand would, then checking
+  that the typed values held and waiting for its own runs to be stored and drawn; about
+  one click in five is instead a visit to the Compare page (the newest stored runs),
+  waiting for its charts, after which the session starts again from a fresh page load;
 - `--cli` command-line loops, each running `python -m core run` with a random strategy
   and small dataset into the same store, queueing for the same device.
 Every 30 s it samples the server's resident memory (VmRSS). At the end it reports the
-runs completed, the errors (exception or error boxes in a page, failed commands), the
-store's size and integrity, and the server's memory over time with its growth per minute
-once warmed up. A browser session that meets an error keeps a screenshot and the page's
-text in the scratch folder, then goes on from a fresh page load.
+runs completed, the errors (exception or error boxes in a page, a typed value lost, a
+click that started nothing, failed commands), the store's size and integrity, and the
+server's memory over time with its growth per minute once warmed up. A browser session
+that meets an error keeps a screenshot and the page's text in the scratch folder (the
+server's log is there too), then goes on from a fresh page load.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from served_app import launch_browser, served_app, wait_painted  # noqa: E402
 
 CHARTS_RENDERED = "() => document.querySelectorAll('.vega-embed canvas, .vega-embed svg').length >= 3"
 PROBLEMS = "[data-testid='stException'], [data-testid='stAlertContentError']"
+IDLE = "() => !document.querySelector(\"[data-testid='stStatusWidget']\")"  # no script running
 CLI_STRATEGIES = ("scan", "jit_step", "scan_analytic", "fori_loop", "while_loop", "jit_per_function")
 
 
@@ -89,7 +93,7 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
                     _visit_compare(page, base)
                     fresh = True  # back to the Run page next, with its settings made again
                 else:
-                    _one_click(page, store, rng)
+                    _one_click(page, store, rng, index)
                 problems = page.locator(PROBLEMS)
                 if problems.count():
                     raise RuntimeError(problems.first.inner_text()[:300])
@@ -110,24 +114,38 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
         browser.close()
 
 
-def _one_click(page, store, rng) -> None:
-    """New settings, one click on Run, and the wait until its runs are stored and drawn."""
-    _set_number(page, "Iterations", rng.choice([20, 30, 40, 50, 60]))
-    page.get_by_text(rng.choice(["float32", "float64"]), exact=True).click()
+def _one_click(page, store, rng, index: int) -> None:
+    """New settings, one click on Run, and the wait until this session's runs are stored
+    and drawn. Each session's iterations end in its own digit, so the runs it waits for
+    are its own whatever the others store meanwhile."""
+    iterations = rng.choice([20, 30, 40, 50, 60]) + index
+    precision = rng.choice(["float32", "float64"])
+    _set_number(page, "Iterations", iterations)
+    page.get_by_text(precision, exact=True).click()  # at once, as a quick hand would
     wait_painted(page, 120_000)
-    button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
-    runs = int(re.search(r"\d+|again", button.inner_text()).group().replace("again", "5"))
-    before = store.count()
-    button.click()
+    for name, typed in (("Iterations", iterations), ("Repeats", 1)):
+        shown = page.get_by_role("spinbutton", name=name).input_value()
+        if shown != str(typed):
+            raise RuntimeError(f"{name} shows {shown} after {typed} was typed")
+    clicked_at = time.time()
+    page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)")).click()
     # Any other click would stop the run (that is how Cancel works): wait until this
-    # session's runs are stored (others may add theirs meanwhile) or an error shows.
-    deadline_run = time.time() + 600
-    while store.count() < before + runs and not page.locator(PROBLEMS).count():
-        if time.time() > deadline_run:
-            raise TimeoutError("the run did not finish within 600 s")
+    # session's runs are stored and the page offers "Run again" (every strategy of these
+    # settings stored), or an error shows.
+    at = time.strftime("%H:%M:%S", time.localtime(clicked_at))
+    while not page.locator(PROBLEMS).count():
+        stored = [r for r in store.find(iterations=iterations, precision=precision, repeats=1)
+                  if r.created_at >= clicked_at]
+        if stored and page.evaluate(IDLE) and page.get_by_role("button", name="Run again").count():
+            break
+        if time.time() > clicked_at + 600:
+            raise TimeoutError(f"the runs clicked at {at} were not all stored within 600 s")
+        if not stored and time.time() > clicked_at + 30 and page.evaluate(IDLE):
+            raise RuntimeError(f"the click on Run at {at} started nothing: after 30 s no run of it is stored "
+                               "and the page is idle")
         page.wait_for_timeout(500)
     wait_painted(page, 600_000)
-    page.wait_for_function(CHARTS_RENDERED, timeout=600_000)
+    page.wait_for_function(CHARTS_RENDERED, timeout=120_000)
 
 
 def _visit_compare(page, base: str) -> None:
@@ -189,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     full_env = {**os.environ, **env}
     tally = Tally()
     samples: list[tuple[float, float, int]] = []
-    with served_app(env) as (base, server):
+    with served_app(env, log_path=os.path.join(scratch, "server.log")) as (base, server):
         start = time.time()
         deadline = start + 60 * args.minutes
         threads = [threading.Thread(target=browser_session, args=(base, env["PLNLAB_DB"], scratch, deadline, tally, i))

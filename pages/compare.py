@@ -43,8 +43,6 @@ st.caption("Every run in the shared store: from this dashboard, from `python -m 
            "other machines.")
 store = resources.store_or_stop()
 state.default("cmp_version", 0)  # bumped after a delete, so the table's selection starts afresh
-state.persist("cmp_group", "cmp_metric", "cmp_metric_ratio", "cmp_baseline", "cmp_format",
-              *(f"cmp_f_{c}" for c in FILTERS))
 
 
 def import_section() -> None:
@@ -81,9 +79,12 @@ if frame.empty:
 for column, widget in zip(FILTERS, st.columns(len(FILTERS))):
     options = sorted(frame[column].dropna().astype(str).unique())
     key = f"cmp_f_{column}"
-    if key in st.session_state:
-        st.session_state[key] = [v for v in st.session_state[key] if v in options]
-    widget.multiselect(FILTERS[column], options, key=key, placeholder="all")
+    # Drop choices the store no longer has; only then, as assigning the key makes the
+    # browser take this run's value over one picked while the page was rerunning.
+    chosen = st.session_state.get(key, [])
+    if [v for v in chosen if v in options] != chosen:
+        st.session_state[key] = [v for v in chosen if v in options]
+    widget.multiselect(FILTERS[column], options, key=key, persist_state="session", placeholder="all")
 mask = frame.index == frame.index
 for column in FILTERS:
     wanted = st.session_state.get(f"cmp_f_{column}") or []
@@ -133,8 +134,8 @@ st.header("Grouped timings")
 state.default("cmp_group", ["strategy"])
 state.default("cmp_metric", "per_iter_ms")
 left, right = st.columns([3, 2])
-by = left.multiselect("Group by", GROUPS, key="cmp_group", placeholder="choose columns")
-metric = right.selectbox("Timing", list(METRICS), key="cmp_metric", format_func=METRICS.get)
+by = left.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session", placeholder="choose columns")
+metric = right.selectbox("Timing", list(METRICS), key="cmp_metric", persist_state="session", format_func=METRICS.get)
 if by:
     display.chart(bar_charts.grouped_summary(picked, by, metric),
                   f"Median (dot) and min to max (line) of {METRICS[metric]} per group; diverged runs left out.",
@@ -150,8 +151,9 @@ if st.session_state.get("cmp_baseline") not in ids:
     eager = picked[picked["strategy"] == "eager"]
     st.session_state["cmp_baseline"] = int(eager["id"].iloc[0]) if not eager.empty else ids[0]
 left, right = st.columns([3, 2])
-baseline = left.selectbox("Pinned baseline", ids, key="cmp_baseline", format_func=described.get)
-right.selectbox("Timing", list(METRICS), key="cmp_metric_ratio", format_func=METRICS.get)
+baseline = left.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
+                          format_func=described.get)
+right.selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session", format_func=METRICS.get)
 ratio_metric = st.session_state["cmp_metric_ratio"]
 bars = picked.head(40)
 if baseline not in set(bars["id"]):
@@ -172,7 +174,7 @@ else:
 # --- manage --------------------------------------------------------------------------------
 st.header("Export, import, delete")
 left, right = st.columns([1, 3], vertical_alignment="bottom")
-suffix = left.selectbox("Format", list(MIME), key="cmp_format",
+suffix = left.selectbox("Format", list(MIME), key="cmp_format", persist_state="session",
                         help=".json and .parquet keep the ELBO curves; all three import back")
 
 

@@ -16,9 +16,8 @@ st.caption("The same Poisson log-normal fit, compiled in different ways; set the
 catalog = resources.strategy_catalog()
 names = [s["name"] for s in catalog]
 state.default("run_strategies", [n for n in resources.tutorial_levels() if n in names])
-state.persist("run_strategies")
 
-chosen = st.pills("Strategies", names, selection_mode="multi", key="run_strategies",
+chosen = st.pills("Strategies", names, selection_mode="multi", key="run_strategies", persist_state="session",
                   help=resources.strategy_help()) or []
 chosen = [n for n in names if n in chosen]  # teaching order, whatever the click order
 with st.expander("What each strategy compiles"):
@@ -43,20 +42,20 @@ stored = {spec.strategy: found[0] for spec in specs
           if (found := store.find_by_spec_key(spec.key, limit=1, interrupted=False))}
 missing = [spec for spec in specs if spec.strategy not in stored]
 
-if missing:
-    label = f"Run {len(missing)} strateg{'y' if len(missing) == 1 else 'ies'}"
-    clicked = go.button(label, type="primary", key="run_go", icon=":material/play_arrow:", width="stretch")
-    again = False
-    if stored:
-        note_slot.caption(f"{len(stored)} of these settings already ran and are shown below; "
-                          f"this runs {', '.join(s.strategy for s in missing)}.")
-else:
-    clicked = False
-    again = go.button("Run again", type="primary", key="run_again", icon=":material/replay:", width="stretch")
+# One key whatever the label: a click made while the page still showed the label of a
+# moment ago (settings just changed) runs what the settings say now, instead of being
+# dropped as a click on a button that is no longer drawn.
+label = f"Run {len(missing)} strateg{'y' if len(missing) == 1 else 'ies'}" if missing else "Run again"
+clicked = go.button(label, type="primary", key="run_go", width="stretch",
+                    icon=":material/play_arrow:" if missing else ":material/replay:")
+if not missing:
     note_slot.caption("These exact settings are in the store: showing the stored runs. **Run again** re-times them.")
+elif stored:
+    note_slot.caption(f"{len(stored)} of these settings already ran and are shown below; "
+                      f"this runs {', '.join(s.strategy for s in missing)}.")
 
-if clicked or again:
-    todo = specs if again else missing
+if clicked:
+    todo = missing or specs
     results, error = running.run_specs(todo, counts=settings.run_counts(problem),
                                        title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
     if results:

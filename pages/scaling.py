@@ -62,13 +62,13 @@ with n_tab:
     names = [s["name"] for s in catalog]
     state.default("scl_strategies", [n for n in DEFAULT_STRATEGIES if n in names])
     state.default("scl_sizes", [1, 10, 100])
-    state.persist("scl_strategies", "scl_sizes", "scl_retime")
 
-    chosen = st.pills("Strategies", names, selection_mode="multi", key="scl_strategies",
+    chosen = st.pills("Strategies", names, selection_mode="multi", key="scl_strategies", persist_state="session",
                       help=resources.strategy_help()) or []
     chosen = [n for n in names if n in chosen]
     sizes = st.pills("Sizes: oaks rows repeated ×k", list(settings.REPLICATES), selection_mode="multi",
-                     key="scl_sizes", format_func=lambda k: f"×{k:,} · n = {settings.OAKS_ROWS * k:,}") or []
+                     key="scl_sizes", persist_state="session",
+                     format_func=lambda k: f"×{k:,} · n = {settings.OAKS_ROWS * k:,}") or []
     sizes = sorted(sizes)
     st.caption("Uses the sidebar's device, precision, iterations, repeats, optimizer and initialisation; the data "
                "here are always oaks."
@@ -86,7 +86,8 @@ with n_tab:
 
     store = resources.store_or_stop()
     keys = {spec.key for spec in grid}
-    retime = retime_slot.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime")
+    retime = retime_slot.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime",
+                                  persist_state="session")
     frame = store.frame()
     stored_keys = set(frame.loc[frame["status"] != "interrupted", "spec_key"]) if not frame.empty else set()
     todo = grid if retime else [spec for spec in grid if spec.key not in stored_keys]

@@ -152,9 +152,9 @@ catalog = resources.strategy_catalog()
 # Peers (pyPLNmodels, PyTorch) hand nothing to XLA: only JAX strategies can be inspected.
 summaries = {s["name"]: s["summary"] for s in catalog if s["kind"] == "jax"}
 state.default("uth_strategy", "scan" if "scan" in summaries else next(iter(summaries)))
-state.keep("uth_strategy")
 pick, go = st.columns([5, 1], vertical_alignment="bottom")
-strategy = pick.selectbox("Strategy", list(summaries), key="uth_strategy", help=resources.strategy_help(),
+strategy = pick.selectbox("Strategy", list(summaries), key="uth_strategy", persist_state="session",
+                          help=resources.strategy_help(),
                           format_func=lambda name: f"{name}: {summaries[name].replace('`', '')}")
 problem = settings.current_problem()
 try:

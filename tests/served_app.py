@@ -26,24 +26,30 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served_app(env: dict[str, str], timeout_s: float = 60.0):
-    """Yield (base_url, process) of `streamlit run app.py`, stopped on exit."""
+def served_app(env: dict[str, str], timeout_s: float = 60.0, log_path: str | None = None):
+    """Yield (base_url, process) of `streamlit run app.py`, stopped on exit.
+
+    The server's output goes to `log_path` when given: a long session must write it
+    somewhere that is read, or the server blocks once the pipe's buffer is full.
+    """
     port = free_port()
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                "--server.address", "127.0.0.1", "--server.headless", "true",
                "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
-    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, process, timeout_s)
-        yield base, process
-    finally:
-        process.terminate()
+    with contextlib.ExitStack() as stack:
+        output = stack.enter_context(open(log_path, "w")) if log_path else subprocess.PIPE
+        process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env},
+                                   stdout=output, stderr=subprocess.STDOUT, text=True)
+        base = f"http://127.0.0.1:{port}"
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+            wait_healthy(base, process, timeout_s)
+            yield base, process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 def wait_healthy(base: str, process: subprocess.Popen, timeout_s: float) -> float:
@@ -51,7 +57,8 @@ def wait_healthy(base: str, process: subprocess.Popen, timeout_s: float) -> floa
     start = time.perf_counter()
     while time.perf_counter() - start < timeout_s:
         if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited early:\n{process.stdout.read()}")
+            said = process.stdout.read() if process.stdout else "(its output is in the log file)"
+            raise RuntimeError(f"streamlit exited early:\n{said}")
         with contextlib.suppress(OSError):
             with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as answer:
                 if answer.status == 200:

@@ -109,6 +109,12 @@ def test_run_page_runs_stores_and_shows_results(store):
     again = tiny_problem(open_app())
     assert [b.label for b in again.button] == ["Run again"]
     assert len(again.get(CHART)) >= 4 and len(store.list()) == 2
+    # A quick hand: new settings, and a click on the button still labelled "Run again",
+    # reach the server together: what runs is what the settings say now.
+    again.sidebar.number_input(key="sb_iterations").set_value(11)
+    again.button(key="run_go").click().run()
+    assert not again.exception, [e.value for e in again.exception]
+    assert sorted(r.iterations for r in store.list()) == [10, 10, 11, 11]
 
 
 def test_stored_run_appears_on_compare_and_can_be_deleted(store):
@@ -394,3 +400,42 @@ def test_the_sidebar_says_who_holds_the_device(store, tmp_path, monkeypatch):
         at.run()
     busy = [c.value for c in at.sidebar.caption if "busy" in c.value]
     assert busy and "scan · oaks x1000 · float32 (command line, pid" in busy[0] and "running for" in busy[0]
+
+
+def test_settings_survive_other_pages_and_hidden_widgets(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("simulated").run()
+    at.sidebar.number_input(key="sb_sim_n").set_value(123)
+    at.sidebar.number_input(key="sb_iterations").set_value(77)
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    at.sidebar.radio(key="sb_dataset").set_value("oaks").run()
+    at.run()  # two whole runs without the simulated inputs
+    at.switch_page("pages/scaling.py").run()
+    at.run()  # nor the Run page's strategies
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/run.py").run()
+    at.sidebar.radio(key="sb_dataset").set_value("simulated").run()
+    assert at.sidebar.number_input(key="sb_sim_n").value == 123
+    assert at.sidebar.number_input(key="sb_iterations").value == 77
+    assert at.pills(key="run_strategies").value == ["scan"]
+
+    store.add(fake_run())
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="cmp_group").set_value(["precision"]).run()
+    at.switch_page("pages/run.py").run()
+    at.run()
+    at.switch_page("pages/compare.py").run()
+    assert at.multiselect(key="cmp_group").value == ["precision"]
+
+
+def test_a_rerun_does_not_push_the_settings_back_to_the_browser(store):
+    # A value the script sends with set_value replaces the widget's in the browser: sent on
+    # every run, a run still drawing an old value would undo what was just typed or clicked.
+    at = open_app()
+    at.sidebar.number_input(key="sb_iterations").set_value(60).run()
+    at.sidebar.radio(key="sb_precision").set_value("float64").run()
+    at.run()
+    sent = {key: at.sidebar.number_input(key=key).proto.set_value for key in ("sb_iterations", "sb_repeats")}
+    sent |= {key: at.sidebar.radio(key=key).proto.set_value for key in ("sb_dataset", "sb_precision")}
+    sent["run_strategies"] = at.pills(key="run_strategies").proto.set_value
+    assert sent == dict.fromkeys(sent, False)

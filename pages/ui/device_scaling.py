@@ -109,15 +109,16 @@ def show() -> None:
     state.default("scl_dev_counts", list(device_sweep.DEVICE_COUNTS))
     state.default("scl_dev_strong", device_sweep.STRONG_REPLICATE)
     state.default("scl_dev_weak", device_sweep.WEAK_REPLICATE_PER_DEVICE)
-    state.persist("scl_dev_counts", "scl_dev_strong", "scl_dev_weak", "scl_dev_retime")
     st.caption("The **sharded** strategy splits the rows over several devices. **Strong scaling** fits the same "
                "data on more devices (ideal: time / k); **weak scaling** grows the data with the devices, the "
                "rows per device fixed (ideal: a flat line).")
     left, middle, right = st.columns(3)
-    counts = left.pills("Device counts", COUNTS, selection_mode="multi", key="scl_dev_counts") or []
+    counts = left.pills("Device counts", COUNTS, selection_mode="multi", key="scl_dev_counts",
+                        persist_state="session") or []
     strong = middle.selectbox("Strong scaling: the same data on every count", STRONG_SIZES, key="scl_dev_strong",
+                              persist_state="session",
                               format_func=lambda k: f"oaks ×{k:,} · n = {settings.OAKS_ROWS * k:,}")
-    weak = right.selectbox("Weak scaling: data per device", WEAK_SIZES, key="scl_dev_weak",
+    weak = right.selectbox("Weak scaling: data per device", WEAK_SIZES, key="scl_dev_weak", persist_state="session",
                            format_func=lambda k: f"×{k:,} · {settings.OAKS_ROWS * k:,} rows a device")
     problem = settings.current_problem()
     try:
@@ -142,7 +143,8 @@ def show() -> None:
     specs = device_sweep.distinct_specs(points)
     stored_keys = set(frame.loc[frame["status"] != "interrupted", "spec_key"]) if not frame.empty else set()
     go, retime_slot = st.columns([2, 3], vertical_alignment="center")
-    retime = retime_slot.checkbox("Re-time device counts already in the store", key="scl_dev_retime")
+    retime = retime_slot.checkbox("Re-time device counts already in the store", key="scl_dev_retime",
+                                  persist_state="session")
     todo = specs if retime else [spec for spec in specs if spec.key not in stored_keys]
     label = f"Run device sweep: {len(todo)} run{'s' * (len(todo) != 1)}" if todo else "Run device sweep"
     clicked = go.button(label, type="primary", key="scl_dev_go", disabled=not todo, icon=":material/play_arrow:",

@@ -24,16 +24,14 @@ def sidebar() -> None:
     """The problem settings shared by Run, Scaling and Under the hood."""
     for key, value in DEFAULTS.items():
         state.default(key, value)
-    state.keep(*DEFAULTS)
-    state.keep_persisted()
     with st.sidebar:
         st.header("Problem")
         _dataset_inputs()
         _device_inputs()
         left, right = st.columns(2)
-        left.number_input("Iterations", 1, _cap("iterations", "sb_iterations"), key="sb_iterations", step=50,
-                          help="gradient steps per fit")
-        right.number_input("Repeats", 1, _cap("repeats", "sb_repeats"), key="sb_repeats",
+        left.number_input("Iterations", 1, _cap("iterations", "sb_iterations"), key="sb_iterations",
+                          persist_state="session", step=50, help="gradient steps per fit")
+        right.number_input("Repeats", 1, _cap("repeats", "sb_repeats"), key="sb_repeats", persist_state="session",
                            help="timed steady-state calls after the first call; the median is reported")
         _optimizer_inputs()
         _queue_caption(st.session_state["sb_device"])
@@ -85,23 +83,25 @@ def refresh_store_caption() -> None:
 
 
 def _dataset_inputs() -> None:
-    st.radio("Dataset", list(DATASETS), format_func=DATASETS.get, key="sb_dataset", horizontal=True,
+    st.radio("Dataset", list(DATASETS), format_func=DATASETS.get, key="sb_dataset", persist_state="session",
+             horizontal=True,
              help="oaks: 116 tree-leaf samples x 114 amplicons (pyPLNmodels). simulated: PLN draws "
                   "with a known B and Sigma. upload: your own counts.")
     kind = st.session_state["sb_dataset"]
     if kind == "oaks":
         if st.session_state["sb_replicate"] not in REPLICATES:
             st.session_state["sb_replicate"] = 1
-        st.selectbox("Size: each row repeated", REPLICATES, key="sb_replicate",
+        st.selectbox("Size: each row repeated", REPLICATES, key="sb_replicate", persist_state="session",
                      format_func=lambda k: f"x{k:,}  (n = {OAKS_ROWS * k:,} rows)",
                      help="np.repeat(Y, k, axis=0), as the seed tutorial grows the data; p = 114")
     elif kind == "simulated":
         left, right = st.columns(2)
-        left.number_input("n (rows)", 2, _cap("rows", "sb_sim_n"), key="sb_sim_n", step=100)
-        right.number_input("p (columns)", 1, _cap("columns", "sb_sim_p"), key="sb_sim_p", step=10)
-        left.number_input("d (covariates)", 1, _cap("covariates", "sb_sim_d"), key="sb_sim_d",
+        left.number_input("n (rows)", 2, _cap("rows", "sb_sim_n"), key="sb_sim_n", persist_state="session", step=100)
+        right.number_input("p (columns)", 1, _cap("columns", "sb_sim_p"), key="sb_sim_p", persist_state="session",
+                           step=10)
+        left.number_input("d (covariates)", 1, _cap("covariates", "sb_sim_d"), key="sb_sim_d", persist_state="session",
                           help="columns of X, intercept included")
-        right.number_input("seed", 0, 2**31 - 1, key="sb_sim_seed")
+        right.number_input("seed", 0, 2**31 - 1, key="sb_sim_seed", persist_state="session")
     else:
         upload.csv_inputs()
 
@@ -111,21 +111,24 @@ def _device_inputs() -> None:
     available = found["available"] or ["cpu"]
     if st.session_state["sb_device"] not in available:
         st.session_state["sb_device"] = available[0]
-    st.radio("Device", available, key="sb_device", horizontal=True,
+    st.radio("Device", available, key="sb_device", persist_state="session", horizontal=True,
              captions=[found["kinds"].get(p, "") for p in available])
     for platform, why in found["missing"].items():
         st.caption(f":material/block: **{platform}** {why}")
-    st.radio("Precision", ["float32", "float64"], key="sb_precision", horizontal=True,
+    st.radio("Precision", ["float32", "float64"], key="sb_precision", persist_state="session", horizontal=True,
              help="every array of the fit has this dtype")
 
 
 def _optimizer_inputs() -> None:
     name = st.session_state["sb_optimizer"]
     with st.expander(f"Optimizer: {name} · init: {st.session_state['sb_init']}"):
-        st.selectbox("Optimizer", list(OPTIMIZER_LABELS), key="sb_optimizer", format_func=OPTIMIZER_LABELS.get)
+        st.selectbox("Optimizer", list(OPTIMIZER_LABELS), key="sb_optimizer", persist_state="session",
+                     format_func=OPTIMIZER_LABELS.get)
         if st.session_state["sb_optimizer"] != "seed":
-            st.number_input("Learning rate", 1e-6, 10.0, key="sb_lr", format="%g", step=0.001)
-        st.selectbox("Initialisation", list(INIT_LABELS), key="sb_init", format_func=INIT_LABELS.get)
-        st.number_input("Tolerance (while_loop only)", 0.0, 0.99, key="sb_tol", format="%g", step=1e-6,
+            st.number_input("Learning rate", 1e-6, 10.0, key="sb_lr", persist_state="session", format="%g", step=0.001)
+        st.selectbox("Initialisation", list(INIT_LABELS), key="sb_init", persist_state="session",
+                     format_func=INIT_LABELS.get)
+        st.number_input("Tolerance (while_loop only)", 0.0, 0.99, key="sb_tol", persist_state="session", format="%g",
+                        step=1e-6,
                         help="relative ELBO change under which while_loop stops; 0 runs every iteration. "
                              "Other strategies ignore it.")
