@@ -82,8 +82,9 @@ for column, widget in zip(FILTERS, st.columns(len(FILTERS))):
     # Drop choices the store no longer has; only then, as assigning the key makes the
     # browser take this run's value over one picked while the page was rerunning.
     chosen = st.session_state.get(key, [])
-    if [v for v in chosen if v in options] != chosen:
-        st.session_state[key] = [v for v in chosen if v in options]
+    still_stored = [v for v in chosen if v in options]
+    if still_stored != chosen:
+        st.session_state[key] = still_stored
     widget.multiselect(FILTERS[column], options, key=key, persist_state="session", placeholder="all")
 mask = frame.index == frame.index
 for column in FILTERS:
