@@ -1,6 +1,6 @@
 """PLN JIT Lab: the router and the shared sidebar; every page lives in pages/."""
 
-from core.runtime import native_settings
+from core.run.host import native_settings
 
 native_settings()  # before streamlit, numpy or jax load their native libraries
 
@@ -12,13 +12,15 @@ from pages.ui.sidebar import sidebar  # noqa: E402
 st.set_page_config(page_title="PLN JIT Lab", page_icon=":material/speed:", layout="wide")
 access.gate()  # with a password configured, nothing below runs until it is given
 
+# Page files sit in folders of their own (see pages/__init__.py), so each names its URL.
 navigation = st.navigation(
     [
-        st.Page("pages/run.py", title="Run", icon=":material/play_arrow:", default=True),
-        st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
-        st.Page("pages/scaling.py", title="Scaling", icon=":material/trending_up:"),
-        st.Page("pages/under_the_hood.py", title="Under the hood", icon=":material/memory:"),
-        st.Page("pages/about.py", title="About", icon=":material/info:"),
+        st.Page("pages/run/page.py", title="Run", icon=":material/play_arrow:", url_path="run", default=True),
+        st.Page("pages/compare/page.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+        st.Page("pages/scaling/page.py", title="Scaling", icon=":material/trending_up:", url_path="scaling"),
+        st.Page("pages/under_the_hood/page.py", title="Under the hood", icon=":material/memory:",
+                url_path="under_the_hood"),
+        st.Page("pages/about/page.py", title="About", icon=":material/info:", url_path="about"),
     ]
 )
 sidebar()

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/engine_overhead.py                   # scan, scan_analytic; oaks x1, x100
     .venv/bin/python benchmarks/engine_overhead.py --repeats 7 --rounds 5
 
-For each strategy and size, `engine.prepare` compiles the fit (or finds it in the
+For each strategy and size, `prepared.prepare` compiles the fit (or finds it in the
 engine's cache) and places the data and the initial state. Then each round times the fit
 in two ways, in alternating order so that drift in the machine's load does not favour
 either one:
@@ -15,7 +15,7 @@ either one:
   `jax.block_until_ready`, on the prepared executable, state and data; their median.
   The executable consumes (donates) its state, so each call gets a fresh copy of the
   initial state, made before its clock starts, as the engine does. (At these sizes the
-  loop runs in one call: `engine.chunk_iterations` is 0.)
+  loop runs in one call: `prepared.chunk_iterations` is 0.)
 
 The overhead is median(engine) / median(bare) - 1 over the rounds. Anything within the
 round-to-round spread is noise. The target is under 5%. Benchmarks print figures; they are
@@ -54,13 +54,14 @@ def measure(strategy: str, replicate: int, iterations: int, precision: str, repe
     """Engine and bare steady-state seconds per round, for one strategy and oaks size."""
     import jax
 
-    from core import data, engine
+    from core.data import datasets as data
+    from core.run import engine, prepared
     from core.spec import DatasetSpec, FitSpec
 
     spec = FitSpec(dataset=DatasetSpec(kind="oaks", replicate=replicate), strategy=strategy,
                    iterations=iterations, precision=precision, repeats=repeats)
     counts = data.load(spec.dataset)
-    prep = engine.prepare(spec, counts)
+    prep = prepared.prepare(spec, counts)
     jax.block_until_ready(prep.executables["fit"](prep.strategy.fresh_state(prep.state), prep.data))  # untimed
     engine_s, bare_s, caches = [], [], set()
     for round_ in range(rounds):
@@ -87,11 +88,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, ROOT)
-    from core.runtime import native_settings
+    from core.run.host import native_settings
 
     native_settings()  # before numpy, scipy or jax load
 
-    from core import runtime
+    from core.run import runtime
 
     runtime.configure()
     header = (f"{'strategy':<14} {'dataset':<10} {'iters':>5} {'engine ms/it':>12} {'bare ms/it':>10} "

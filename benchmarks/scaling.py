@@ -9,7 +9,7 @@ devices; weak scaling keeps the rows per device fixed (oaks x25 per device). Eac
 count runs in its own process, because JAX fixes the number of simulated CPU devices
 (XLA_FLAGS=--xla_force_host_platform_device_count) when it starts; on GPUs the count is
 CUDA_VISIBLE_DEVICES's. `--big` draws n = 1,000,000 rows directly on the devices
-(`core.simulate_sharded`), so the rows never exist on the host, and reports the bytes
+(`core.data.on_device`), so the rows never exist on the host, and reports the bytes
 each device holds.
 
 Simulated CPU devices are threads of one process sharing the machine's cores: with 2
@@ -34,18 +34,20 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from core.device_sweep import STRONG_REPLICATE, WEAK_REPLICATE_PER_DEVICE  # noqa: E402  (the Scaling page's sizes)
+from core.bench.device_sweep import STRONG_REPLICATE, WEAK_REPLICATE_PER_DEVICE  # noqa: E402  (the Scaling page's sizes)
 
 
 def _worker(args) -> None:
     """Run the jobs of one device count in this process; one JSON line per result."""
     import jax
 
-    from core import engine, runtime, stored_run, strategies
-    from core.simulate_sharded import bytes_per_device, peak_bytes_per_device, simulate_on_devices
+    from core.data.on_device import simulate_on_devices
+    from core.fit import sharding, strategies
+    from core.inspect.layout import bytes_per_device, peak_bytes_per_device
+    from core.run import engine, runtime
     from core.spec import DatasetSpec, FitSpec, OptimizerSpec
-    from core.store import RunStore
-    from core.strategies import sharded
+    from core.store import stored_run
+    from core.store.run_store import RunStore
 
     runtime.configure()
     store = RunStore(args.db) if args.store else None
@@ -64,8 +66,8 @@ def _worker(args) -> None:
                               "run_s_min": result.run_s_min, "run_s_max": result.run_s_max,
                               "compile_s": result.compile_s, "final_elbo": result.final_elbo}), flush=True)
         else:  # "big": rows drawn on the devices, fitted through the strategy's own interface
-            device = engine.resolve_device(args.device)
-            mesh = sharded.mesh_for(args.device)
+            device = runtime.resolve_device(args.device)
+            mesh = sharding.mesh_for(args.device)
             start = time.perf_counter()
             data, _ = jax.block_until_ready(simulate_on_devices(job["n"], job["p"], 1, seed=0, mesh=mesh,
                                                                 dtype=args.precision))

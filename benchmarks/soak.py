@@ -73,7 +73,7 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
     `scratch`), and the session goes on from a fresh page load."""
     from playwright.sync_api import sync_playwright
 
-    from core.store import RunStore
+    from core.store.run_store import RunStore
 
     store = RunStore(db)
     rng = random.Random(index)
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sample-s", type=float, default=30.0, help="seconds between memory samples")
     args = parser.parse_args(argv)
 
-    from core.store import RunStore
+    from core.store.run_store import RunStore
 
     scratch = tempfile.mkdtemp(prefix="plnlab-soak-")
     env = {"PLNLAB_DB": os.path.join(scratch, "runs.sqlite3"), "PLNLAB_JAX_CACHE": os.path.join(scratch, "jax"),

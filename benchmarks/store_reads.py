@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
 
-    from core import engine
+    from core.run import engine
     from core.spec import FitSpec
-    from core.store import RunStore
+    from core.store.run_store import RunStore
 
     template = engine.run(FitSpec(strategy="scan", iterations=50, repeats=1))
     probe = spec_of(3)  # one spec of the store; a 600th of the runs are its

@@ -4,6 +4,10 @@ Headless runs and sweeps go into the same store as the dashboard's (`--db`, else
 $PLNLAB_DB, else the per-user default). Exit status: 0 for a stored run (diverged
 included), 2 for bad input (one line on stderr, no traceback), 1 for an internal
 failure. Progress goes to stderr; with --json the last stdout line is one JSON object.
+
+Each command imports what it needs when it runs: `list`, `export`, `import` and a
+refused option answer without starting JAX (about a second), and `main` must set the
+native libraries' environment before numpy or JAX loads.
 """
 
 from __future__ import annotations
@@ -17,7 +21,15 @@ import traceback
 from typing import Any
 
 from core.spec import (
-    DATASET_KINDS, DEVICES, INITS, OPTIMIZERS, PRECISIONS, SIMULATED_KINDS, DatasetSpec, FitSpec, OptimizerSpec,
+    DATASET_KINDS,
+    DEVICES,
+    INITS,
+    OPTIMIZERS,
+    PRECISIONS,
+    SIMULATED_KINDS,
+    DatasetSpec,
+    FitSpec,
+    OptimizerSpec,
     SpecError,
 )
 
@@ -121,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fit_spec(args: argparse.Namespace) -> FitSpec:
-    from core import catalog, data
+    from core.data.counts import content_hash
+    from core.run import catalog
 
     if args.strategy not in catalog.names():
         raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {args.strategy!r}")
@@ -138,7 +151,7 @@ def _fit_spec(args: argparse.Namespace) -> FitSpec:
                 raise SpecError(f"no such file: {path}")
         dataset = DatasetSpec(kind="csv", counts_path=os.path.abspath(args.counts),
                               offsets_path=os.path.abspath(args.offsets) if args.offsets else "",
-                              content_hash=data.content_hash(*paths))
+                              content_hash=content_hash(*paths))
     return FitSpec(
         dataset=dataset, strategy=args.strategy, iterations=args.iterations, precision=args.precision,
         device=args.device, optimizer=OptimizerSpec(args.optimizer, args.lr), init=args.init,
@@ -191,8 +204,9 @@ class _StderrProgress:
 
 
 def _command_run(args) -> int:
-    from core import distributed, engine, stored_run
-    from core.store import RunStore
+    from core.run import distributed, engine
+    from core.store import stored_run
+    from core.store.run_store import RunStore
 
     if args.distributed:
         args.strategy = args.strategy or "sharded"
@@ -236,7 +250,7 @@ def _command_run(args) -> int:
 
 
 def _command_list(args) -> int:
-    from core.store import RunStore
+    from core.store.run_store import RunStore
 
     if args.limit is not None and args.limit < 0:
         raise SpecError(f"--limit must be a whole number >= 0; got {args.limit}")
@@ -251,7 +265,7 @@ def _command_list(args) -> int:
 
 
 def _command_strategies(args) -> int:
-    from core import catalog
+    from core.run import catalog
 
     described = catalog.describe()
     if args.json:
@@ -263,7 +277,7 @@ def _command_strategies(args) -> int:
 
 
 def _command_export(args) -> int:
-    from core.store import RunStore
+    from core.store.run_store import RunStore
 
     count = RunStore(args.db).export(args.path, args.ids or None)
     print(f"exported {count} runs to {args.path}")
@@ -271,7 +285,7 @@ def _command_export(args) -> int:
 
 
 def _command_import(args) -> int:
-    from core.store import RunStore
+    from core.store.run_store import RunStore
 
     if not os.path.isfile(args.path):
         raise SpecError(f"no such file: {args.path}")
@@ -281,8 +295,9 @@ def _command_import(args) -> int:
 
 
 def _command_bench(args) -> int:
-    from core import bench, catalog
-    from core.store import RunStore
+    from core.bench import grid
+    from core.run import catalog
+    from core.store.run_store import RunStore
 
     names = args.strategies or catalog.names()
     for name in names:
@@ -291,14 +306,14 @@ def _command_bench(args) -> int:
     iterations = args.iterations or [400 if size == 1 else 100 for size in args.sizes]
     if len(iterations) != len(args.sizes):
         raise SpecError(f"--iterations needs one value per size ({len(args.sizes)}); got {len(iterations)}")
-    specs = bench.oaks_grid(args.sizes, names, iterations, args.precision, args.repeats, args.device)
+    specs = grid.oaks_grid(args.sizes, names, iterations, args.precision, args.repeats, args.device)
     store = RunStore(args.db)
 
     def progress(result) -> None:
         sys.stderr.write(f"  {result.strategy} on {result.dataset}: {result.per_iter_ms:.3f} ms/iteration\n")
 
-    rows = bench.run_grid(specs, store, progress)
-    print(bench.table(rows))
+    rows = grid.run_grid(specs, store, progress)
+    print(grid.table(rows))
     return EXIT_OK
 
 
@@ -310,10 +325,10 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from core.runtime import native_settings
+    from core.run.host import native_settings
 
     native_settings()  # before anything loads numpy, scipy or jax
-    from core.store import StoreError
+    from core.store.run_store import StoreError
 
     try:
         args = build_parser().parse_args(argv)

@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any
 
-# "simulated_on_device" is drawn directly on the devices (core.simulate_sharded), for the
+# "simulated_on_device" is drawn directly on the devices (core.data.on_device), for the
 # sharded strategy only: no host array of its rows ever exists.
 DATASET_KINDS = ("oaks", "simulated", "csv", "simulated_on_device")
 SIMULATED_KINDS = ("simulated", "simulated_on_device")
@@ -22,6 +22,10 @@ PRECISIONS = ("float32", "float64")
 DEVICES = ("cpu", "gpu", "tpu")
 OPTIMIZERS = ("seed", "adam", "rprop")
 INITS = ("seed", "log_counts")
+# pyPLNmodels' oaks data: 116 samples x 114 amplicons; "oaks xK" repeats every row K times.
+OAKS_ROWS, OAKS_COLUMNS = 116, 114
+# The sizes the dashboard offers (K above); the command line takes any K up to the cap.
+OAKS_REPLICATES = (1, 10, 100, 1000)
 
 # Caps keep a mistyped number from taking a shared server down; they are generous
 # enough for the benchmarks (oaks x1000 is n = 116,000). Each can be lowered (or raised)
@@ -94,7 +98,7 @@ class DatasetSpec:
         n, p, d, seed: simulated and simulated_on_device only.
         counts_path, offsets_path: csv only. `offsets_path` holds log-offsets.
         content_hash: csv only: a hash of the files' bytes, so that a spec names data,
-            not a path whose content may change. Filled in by `core.data`.
+            not a path whose content may change. Filled in by `core.data.datasets`.
     """
 
     kind: str = "oaks"
@@ -122,6 +126,15 @@ class DatasetSpec:
             raise SpecError("a csv dataset needs a counts file (--counts)")
 
     @property
+    def shape(self) -> tuple[int, int, int] | None:
+        """(n, p, d) known without loading the data; None for CSV files (only reading tells)."""
+        if self.kind == "oaks":
+            return OAKS_ROWS * self.replicate, OAKS_COLUMNS, 1
+        if self.kind in SIMULATED_KINDS:
+            return self.n, self.p, self.d
+        return None
+
+    @property
     def label(self) -> str:
         """A short human name: "oaks x100", "simulated 1000x50 (seed 0)", "csv counts.csv"."""
         if self.kind == "oaks":
@@ -135,7 +148,7 @@ class DatasetSpec:
 
 @dataclasses.dataclass(frozen=True)
 class OptimizerSpec:
-    """Which optax transformation drives the gradient steps (see `core.optim`).
+    """Which optax transformation drives the gradient steps (see `core.fit.optim`).
 
     Attributes:
         name: "seed" (the tutorial's RAdam, negated and clipped to 0.1; `lr` unused),
@@ -164,7 +177,7 @@ class FitSpec:
 
     Attributes:
         dataset: the data.
-        strategy: a name from `core.strategies.names()`.
+        strategy: a name from `core.fit.strategies.names()`.
         iterations: gradient steps (the while_loop strategy may stop earlier at `tol`).
         precision: "float32" or "float64"; every array of the fit has this dtype.
         device: platform to run on: "cpu", "gpu" or "tpu".

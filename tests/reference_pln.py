@@ -1,6 +1,6 @@
 """An independent NumPy/SciPy implementation of PLN, for checking `core` against.
 
-It shares no code with `core.model`: the ELBO is written from the formula in its own
+It shares no code with `core.fit.model`: the ELBO is written from the formula in its own
 words, log-determinants come from `np.linalg.slogdet`, and the fit maximises the
 profiled ELBO over M and S with SciPy's L-BFGS-B and hand-derived gradients.
 """

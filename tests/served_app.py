@@ -13,7 +13,8 @@ import sys
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from project import ROOT
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 PAGES = {"Run": "", "Compare": "compare", "Scaling": "scaling", "Under the hood": "under_the_hood", "About": "about"}

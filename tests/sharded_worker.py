@@ -22,11 +22,18 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402  (the device count must be set first)
 import numpy as np  # noqa: E402
 
-from core import engine, model, runtime, strategies  # noqa: E402
-from core.layout import array_layouts  # noqa: E402
-from core.simulate_sharded import bytes_per_device, simulate_on_devices  # noqa: E402
+from core.data.on_device import simulate_on_devices  # noqa: E402
+from core.fit import (  # noqa: E402
+    model,
+    sharding,  # noqa: E402
+    strategies,
+)
+from core.inspect.layout import (
+    array_layouts,  # noqa: E402
+    bytes_per_device,  # noqa: E402
+)
+from core.run import engine, prepared, runtime
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError  # noqa: E402
-from core.strategies import sharded  # noqa: E402
 
 ITERATIONS = 150
 
@@ -67,8 +74,8 @@ def second_run(cache) -> dict:
 
 def layout() -> dict:
     """Where the arrays live, and which collectives the compiled loop holds."""
-    prep = engine.prepare(_spec(DatasetSpec(kind="simulated", n=41, p=6, d=2, seed=3), "sharded", iterations=3),
-                          cache=engine.ExecutableCache())
+    prep = prepared.prepare(_spec(DatasetSpec(kind="simulated", n=41, p=6, d=2, seed=3), "sharded", iterations=3),
+                          cache=prepared.ExecutableCache())
     text = prep.executables["fit"].as_text()
     collectives = re.findall(r"= (.*?) (all-reduce|all-gather|all-to-all|collective-permute|reduce-scatter)\(", text)
     state = prep.state
@@ -94,8 +101,8 @@ def layout() -> dict:
 def on_device_data() -> dict:
     """The on-device simulation: same rows on 1 and all devices, fits like host data."""
     devices = jax.devices("cpu")
-    whole = sharded.mesh_for("cpu")
-    single = jax.sharding.Mesh(np.asarray(devices[:1]), (sharded.ROWS,))
+    whole = sharding.mesh_for("cpu")
+    single = jax.sharding.Mesh(np.asarray(devices[:1]), (sharding.ROWS,))
     data, _ = simulate_on_devices(41, 6, 2, seed=5, mesh=whole, dtype="float64")
     alone, _ = simulate_on_devices(41, 6, 2, seed=5, mesh=single, dtype="float64")
     counts = np.asarray(data.counts)[:41]
@@ -116,7 +123,7 @@ def on_device_data() -> dict:
                          host_data, None)
     # The same draw as a dataset kind, through the engine: drawn on the devices, fitted there.
     on_device = DatasetSpec(kind="simulated_on_device", n=41, p=6, d=2, seed=5)
-    run = engine.run(_spec(on_device, "sharded", iterations=40), cache=engine.ExecutableCache())
+    run = engine.run(_spec(on_device, "sharded", iterations=40), cache=prepared.ExecutableCache())
     return {
         "engine": {"elbo_relative": _relative(split.elbo, run.elbo), "devices": run.devices, "n": run.n,
                    "dataset": run.dataset, "status": run.status, "processes": run.processes,
@@ -135,7 +142,7 @@ def device_counts(cache) -> dict:
     oaks = DatasetSpec(kind="oaks", replicate=1)
     every = engine.run(_spec(oaks, "sharded"), cache=cache)  # in the cache already (agreement)
     two = engine.run(_spec(oaks, "sharded", devices=2), cache=cache)
-    prep = engine.prepare(_spec(oaks, "sharded", iterations=3, devices=2), cache=engine.ExecutableCache())
+    prep = prepared.prepare(_spec(oaks, "sharded", iterations=3, devices=2), cache=prepared.ExecutableCache())
     try:
         engine.run(_spec(oaks, "sharded", devices=8), cache=cache)
         refused = None
@@ -152,7 +159,7 @@ def device_counts(cache) -> dict:
 
 def main() -> None:
     runtime.configure()
-    cache = engine.ExecutableCache()
+    cache = prepared.ExecutableCache()
     report = {"devices": len(jax.devices("cpu")), "agreement": agreement(cache), "second_run": second_run(cache),
               "layout": layout(), "on_device": on_device_data(), "device_counts": device_counts(cache)}
     sys.stdout.write(json.dumps(report) + "\n")

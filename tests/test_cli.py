@@ -10,7 +10,7 @@ import pytest
 REQUIRED = {"id", "strategy", "dataset", "n", "p", "precision", "device", "iterations", "optimizer", "status",
             "error", "compile_s", "first_call_s", "run_s", "run_s_min", "run_s_max", "per_iter_ms",
             "compile_count", "recompile_count", "cache", "final_elbo", "elbo", "versions"}
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from project import ROOT
 
 
 def cli(*args, env=None):

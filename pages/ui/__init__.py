@@ -1,5 +1,1 @@
-"""What every page shares, one concept per module.
-
-A subpackage, not files beside the pages: Streamlit's legacy multipage mode lists every
-top-level `pages/*.py` as a page (see `routing.ensure_router`), but not files in subfolders.
-"""
+"""What several pages share, one concept per module; a page's own panels live beside it."""

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import datetime
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import altair as alt
+import numpy as np
+import pandas as pd
 import streamlit as st
 
+from core.run import agreement
+from core.run.result import RunResult
 from core.spec import SpecError
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from core.result import RunResult
-
 log = logging.getLogger(__name__)
-
-# Relative spread of final ELBOs under which strategies "agree" (rounding noise only).
-AGREEMENT_TOLERANCE = {"float32": 1e-4, "float64": 1e-6}
 TABLE_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
     "cache": st.column_config.TextColumn("cache", width="small",
@@ -42,8 +39,6 @@ TABLE_COLUMNS = {
 
 def runs_frame(results: list[RunResult]) -> pd.DataFrame:
     """One row per run, every scalar field of RunResult (no ELBO curve)."""
-    import pandas as pd
-
     rows = [r.to_dict(with_elbo=False) for r in results]
     frame = pd.DataFrame(rows)
     if not frame.empty:
@@ -52,14 +47,11 @@ def runs_frame(results: list[RunResult]) -> pd.DataFrame:
 
 
 def elbo_long(results: list[RunResult], labels: list[str] | None = None) -> pd.DataFrame:
-    """ELBO curves in long format for `charts.elbo_curves`.
+    """ELBO curves in long format for `core.charts.lines.elbo_curves`.
 
     `wall_s` is an estimate, not a measurement: trace+lower and compile time plus
     (iteration + 1) steady-state iterations, so that compilation shows as a late start.
     """
-    import numpy as np
-    import pandas as pd
-
     labels = labels or [r.strategy for r in results]
     parts = []
     for result, label in zip(results, labels):
@@ -83,13 +75,11 @@ def show_runs_table(frame: pd.DataFrame, **kwargs) -> Any:
 def agreement_badge(frame: pd.DataFrame) -> float:
     """A badge with the largest relative difference of the final ELBOs; returns it.
 
-    Green under `AGREEMENT_TOLERANCE` (rounding noise for the precision), else orange.
+    Green under `core.run.agreement.tolerance` (rounding noise for the precision), else orange.
     """
-    from core import charts
-
     ok = frame[frame["status"] == "ok"] if "status" in frame else frame
-    spread = charts.agreement(ok["final_elbo"])
-    tolerance = AGREEMENT_TOLERANCE["float64" if set(ok.get("precision", [])) == {"float64"} else "float32"]
+    spread = agreement.spread(ok["final_elbo"])
+    tolerance = agreement.tolerance(ok.get("precision", []))
     if len(ok) < 2 or spread != spread:  # NaN: nothing to compare
         st.badge("needs two finished runs", color="gray", icon=":material/help:")
     elif spread < tolerance:
@@ -115,8 +105,6 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom") -> 
         legend: "bottom" (half-width charts keep their plotting area), "right", or None
             (no legend, where the axis already names every colour).
     """
-    import altair as alt
-
     if legend is None:
         figure = figure.configure_legend(disable=True)
     elif legend == "bottom":

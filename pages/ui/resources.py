@@ -1,21 +1,25 @@
 """Resources shared by every session of the server: the run store, compiled executables,
-the devices found here and the strategy catalog.
+the devices found here and the catalog of runnables.
 
-Nothing heavy happens at import: JAX is imported by `strategy_catalog()` and `devices()`,
-each once per server process through `st.cache_resource`.
+Nothing heavy happens at import: devices are probed and the catalog is built once per
+server process, through `st.cache_resource`, when a page first asks.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import metadata
 from typing import Any, Iterable
 
+import jax
 import streamlit as st
 
-from core.spec import SpecError
-from core.store import RunStore, StoreError, default_db_path
-
-PLATFORMS = ("cpu", "gpu", "tpu")
+from core.fit.strategies import TUTORIAL_LEVELS
+from core.run import catalog, runtime
+from core.run.catalog import Runnable
+from core.run.prepared import ExecutableCache
+from core.spec import DEVICES, SpecError
+from core.store.run_store import RunStore, StoreError, default_db_path
 
 
 @st.cache_resource(show_spinner=False)
@@ -42,11 +46,9 @@ def store_or_stop() -> RunStore:
 
 
 @st.cache_resource(show_spinner=False)
-def executable_cache():
-    """One `engine.ExecutableCache` for every session of this server."""
-    from core import engine
-
-    return engine.ExecutableCache()
+def executable_cache() -> ExecutableCache:
+    """One `ExecutableCache` for every session of this server."""
+    return ExecutableCache()
 
 
 @st.cache_resource(show_spinner="Looking for devices…")
@@ -57,10 +59,6 @@ def devices() -> dict[str, Any]:
         {"available": ["cpu", ...], "kinds": {platform: "NVIDIA H100 80GB HBM3 x1"},
          "missing": {platform: reason}}.
     """
-    import jax
-
-    from core import runtime
-
     runtime.configure()
     available = runtime.available_platforms()
     kinds = {}
@@ -70,7 +68,7 @@ def devices() -> dict[str, Any]:
             f"{os.cpu_count()} cores"
     plugins = _accelerator_plugins()
     missing = {}
-    for platform in PLATFORMS:
+    for platform in DEVICES:
         if platform in available:
             continue
         if platform == "gpu":
@@ -83,8 +81,6 @@ def devices() -> dict[str, Any]:
 
 
 def _accelerator_plugins() -> dict[str, bool]:
-    from importlib import metadata
-
     names = {(dist.metadata["Name"] or "").lower().replace("_", "-") for dist in metadata.distributions()}
     return {"gpu": any(n.startswith(("jax-cuda", "jax-rocm")) for n in names),
             "tpu": any(n.startswith("libtpu") for n in names)}
@@ -98,32 +94,17 @@ def check_device(platform: str) -> None:
 
 
 @st.cache_resource(show_spinner=False)
-def strategy_catalog() -> list[dict[str, Any]]:
-    """Every strategy in teaching order, then the peers.
-
-    Each entry: name, one-line summary, description, python_loop, and kind ("jax" for a JAX
-    strategy, "peer" for pyPLNmodels and the PyTorch versions, which have nothing for XLA).
-    """
-    from core import catalog, peers
-
-    out = []
-    for item in catalog.describe():
-        text = item["description"].removeprefix(f"{item['name']}: ")
-        summary = text.split(". ")[0].rstrip(".") + "."
-        out.append({"name": item["name"], "summary": summary, "description": text,
-                    "python_loop": catalog.reports_progress(item["name"]),
-                    "kind": "peer" if peers.is_peer(item["name"]) else "jax"})
-    return out
+def runnables() -> list[Runnable]:
+    """Every runnable in teaching order: the JAX strategies, then the peers."""
+    return catalog.all_runnables()
 
 
 def tutorial_levels() -> tuple[str, ...]:
-    from core.strategies import TUTORIAL_LEVELS
-
+    """The seed tutorial's five levels, the Run page's default selection."""
     return TUTORIAL_LEVELS
 
 
 def strategy_help(names: Iterable[str] | None = None) -> str:
-    """Markdown list of strategies and their one-line summaries (for `help=`)."""
+    """Markdown list of runnables and their one-line summaries (for `help=`)."""
     wanted = None if names is None else set(names)
-    return "\n".join(f"- **{s['name']}**: {s['summary']}" for s in strategy_catalog()
-                     if wanted is None or s["name"] in wanted)
+    return "\n".join(f"- **{r.name}**: {r.summary}" for r in runnables() if wanted is None or r.name in wanted)

@@ -1,29 +1,23 @@
-"""Running specs from a page: a status box, a progress bar per spec, a live ELBO chart.
-
-JAX is imported only here, when a run is actually requested (through `core.engine`).
-"""
+"""Running specs from a page: a status box, a progress bar per spec, a live ELBO chart."""
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
 
+import pandas as pd
 import streamlit as st
 
+from core.charts import lines
+from core.run.progress import PHASES, Cancelled
+from core.run.result import RunResult
 from core.spec import FitSpec, SpecError
-from core.store import StoreError
+from core.store import stored_run
+from core.store.run_store import StoreError
 from pages.ui import resources
 from pages.ui.sidebar import refresh_store_caption
 
-if TYPE_CHECKING:
-    from core.result import RunResult
-
 log = logging.getLogger(__name__)
-
-PHASE_TEXT = {"queued": "waiting for the device", "data": "loading data", "transfer": "copying data to the device",
-              "compile": "tracing, lowering and compiling", "first_call": "first call",
-              "repeat": "timing steady state", "done": "done"}
 
 
 class _Reporter:
@@ -46,14 +40,10 @@ class _Reporter:
         if phase == "queued":
             self._queued(progress)
             return
-        fraction = {"data": 0.02, "transfer": 0.05, "compile": 0.1, "done": 1.0}.get(phase, 0.0)
-        text = PHASE_TEXT.get(phase, phase)
-        if phase == "first_call":
-            fraction = 0.15 + 0.45 * progress.done / max(1, progress.total)
-            if progress.total and progress.done:
-                text += f": iteration {progress.done:,}/{progress.total:,}"
+        text = PHASES[phase].text
+        if phase == "first_call" and progress.total and progress.done:
+            text += f": iteration {progress.done:,}/{progress.total:,}"
         elif phase == "repeat":
-            fraction = 0.6 + 0.4 * progress.done / max(1, progress.total)
             text += f": repeat {progress.done + 1}/{progress.total}"
         if progress.elbo is not None:
             text += f", ELBO {progress.elbo:,.1f}"
@@ -64,7 +54,7 @@ class _Reporter:
             if now - self.started > 1.0 and now - (self.last_draw or self.started) > 1.0:
                 self.last_draw = now
                 self._draw_live()
-        self.bar.progress(min(1.0, fraction), text=f"**{self.label}**: {text}")
+        self.bar.progress(progress.fraction, text=f"**{self.label}**: {text}")
 
     def _queued(self, progress) -> None:
         # The queue reports every 50 ms; redrawing twice a second is enough to read, and
@@ -85,11 +75,7 @@ class _Reporter:
             self._draw_live()
 
     def _draw_live(self) -> None:
-        import pandas as pd
-
-        from core import charts
-
-        chart = charts.elbo_curves(pd.DataFrame(self.points)).properties(
+        chart = lines.elbo_curves(pd.DataFrame(self.points)).properties(
             title="Live: log(-ELBO) during the first call (Python-loop strategies)", height=220)
         self.live.altair_chart(chart, width="stretch")
 
@@ -133,9 +119,6 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
         (the stored results, an error message or None). Each result is stored as soon as
         its run has finished; a run that fails stores nothing.
     """
-    from core import stored_run
-    from core.device_queue import Cancelled
-
     labels = labels or [spec.strategy for spec in specs]
     try:
         for platform in {spec.device for spec in specs}:

@@ -1,84 +1,110 @@
-"""The problem the sidebar describes: its settings' defaults, and the specs built from them.
+"""The problem the sidebar describes, as one typed, frozen value, and the specs built from it.
 
-The sidebar (`sidebar.py`) draws these settings under session-state keys prefixed "sb_";
-pages read them through `current_problem()`, `dataset_spec()`, `fit_spec()`,
-`run_counts()` and `problem_label()`, never through the keys themselves.
+The sidebar (`sidebar.py`) draws one widget per field of `Problem`, under the session
+key "sb_" + the field's name; pages read `current()`, never the keys themselves.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 import streamlit as st
 
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from core.data.counts import CountData
+from core.spec import OAKS_COLUMNS, DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from pages.ui.upload import Upload, current_upload
 
-OAKS_ROWS, OAKS_COLUMNS = 116, 114
-REPLICATES = (1, 10, 100, 1000)
-# Defaults finish in well under a minute on a laptop CPU for the five tutorial levels.
-DEFAULTS: dict[str, Any] = {
-    "sb_dataset": "oaks", "sb_replicate": 1, "sb_sim_n": 1000, "sb_sim_p": 50, "sb_sim_d": 1,
-    "sb_sim_seed": 0, "sb_device": "cpu", "sb_precision": "float32", "sb_optimizer": "seed",
-    "sb_lr": 0.01, "sb_init": "seed", "sb_iterations": 150, "sb_repeats": 3, "sb_tol": 0.0,
-}
+KEY_PREFIX = "sb_"
 
 
-def current_problem() -> dict[str, Any]:
-    """The sidebar's settings as plain values (defaults where the sidebar was not drawn)."""
-    values = {key.removeprefix("sb_"): st.session_state.get(key, value) for key, value in DEFAULTS.items()}
-    values["csv"] = st.session_state.get("sb_csv") if values["dataset"] == "csv" else None
-    return values
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """The sidebar's settings; the defaults finish in well under a minute on a laptop CPU
+    for the five tutorial levels.
 
-
-def dataset_spec(problem: dict[str, Any] | None = None) -> DatasetSpec:
-    """The DatasetSpec of the sidebar's data. Raises SpecError (e.g. no valid upload)."""
-    problem = problem or current_problem()
-    kind = problem["dataset"]
-    if kind == "oaks":
-        return DatasetSpec(kind="oaks", replicate=int(problem["replicate"]))
-    if kind == "simulated":
-        return DatasetSpec(kind="simulated", n=int(problem["sim_n"]), p=int(problem["sim_p"]),
-                           d=int(problem["sim_d"]), seed=int(problem["sim_seed"]))
-    upload = problem.get("csv")
-    if not upload:
-        raise SpecError("no valid counts CSV: upload one in the sidebar (or pick oaks or simulated data)")
-    return DatasetSpec(kind="csv", counts_path=upload["name"], offsets_path=upload["offsets_name"],
-                       content_hash=upload["hash"])
-
-
-def fit_spec(strategy: str, dataset: DatasetSpec | None = None, problem: dict[str, Any] | None = None) -> FitSpec:
-    """The FitSpec for `strategy` with the sidebar's settings (and `dataset` if given).
-
-    Settings a strategy ignores are normalised (lr for the seed optimizer, tol outside
-    while_loop) so that the same computation always has the same `FitSpec.key`.
+    Attributes:
+        dataset: a kind from `core.spec.DATASET_KINDS` the sidebar offers ("oaks",
+            "simulated", "csv").
+        replicate: oaks rows repeated (one of `core.spec.OAKS_REPLICATES`).
+        sim_n, sim_p, sim_d, sim_seed: the simulated data's shape and seed.
+        device, precision, optimizer, lr, init, iterations, repeats, tol: as in `FitSpec`.
+        upload: the validated CSV upload, for dataset "csv" (None until one is given).
     """
-    problem = problem or current_problem()
-    name = problem["optimizer"]
-    optimizer = OptimizerSpec(name, OptimizerSpec.lr if name == "seed" else float(problem["lr"]))
-    return FitSpec(
-        dataset=dataset or dataset_spec(problem), strategy=strategy, iterations=int(problem["iterations"]),
-        precision=problem["precision"], device=problem["device"], optimizer=optimizer, init=problem["init"],
-        repeats=int(problem["repeats"]), tol=float(problem["tol"]) if strategy == "while_loop" else 0.0)
+
+    dataset: str = "oaks"
+    replicate: int = 1
+    sim_n: int = 1000
+    sim_p: int = 50
+    sim_d: int = 1
+    sim_seed: int = 0
+    device: str = "cpu"
+    precision: str = "float32"
+    optimizer: str = "seed"
+    lr: float = 0.01
+    init: str = "seed"
+    iterations: int = 150
+    repeats: int = 3
+    tol: float = 0.0
+    upload: Upload | None = dataclasses.field(default=None, compare=False)
+
+    def dataset_spec(self) -> DatasetSpec:
+        """The DatasetSpec of the sidebar's data. Raises SpecError (e.g. no valid upload)."""
+        if self.dataset == "oaks":
+            return DatasetSpec(kind="oaks", replicate=int(self.replicate))
+        if self.dataset == "simulated":
+            return DatasetSpec(kind="simulated", n=int(self.sim_n), p=int(self.sim_p), d=int(self.sim_d),
+                               seed=int(self.sim_seed))
+        if self.upload is None:
+            raise SpecError("no valid counts CSV: upload one in the sidebar (or pick oaks or simulated data)")
+        return DatasetSpec(kind="csv", counts_path=self.upload.name, offsets_path=self.upload.offsets_name,
+                           content_hash=self.upload.content_hash)
+
+    def fit_spec(self, strategy: str, dataset: DatasetSpec | None = None) -> FitSpec:
+        """The FitSpec for `strategy` with these settings (and `dataset` if given).
+
+        Settings a strategy ignores are normalised (lr for the seed optimizer, tol outside
+        while_loop) so that the same computation always has the same `FitSpec.key`.
+        """
+        optimizer = OptimizerSpec(self.optimizer, OptimizerSpec.lr if self.optimizer == "seed" else float(self.lr))
+        return FitSpec(
+            dataset=dataset or self.dataset_spec(), strategy=strategy, iterations=int(self.iterations),
+            precision=self.precision, device=self.device, optimizer=optimizer, init=self.init,
+            repeats=int(self.repeats), tol=float(self.tol) if strategy == "while_loop" else 0.0)
+
+    @property
+    def counts(self) -> CountData | None:
+        """The uploaded data to pass to a run (`engine.run(counts=...)`), or None."""
+        return self.upload.data if self.dataset == "csv" and self.upload is not None else None
+
+    @property
+    def label(self) -> str:
+        """`spec_summary` of these settings, or what is missing."""
+        try:
+            return spec_summary(self.fit_spec("scan"))
+        except SpecError as exc:
+            return str(exc)
 
 
-def run_counts(problem: dict[str, Any] | None = None):
-    """The uploaded CountData to pass to `engine.run(counts=...)`, or None."""
-    problem = problem or current_problem()
-    return problem["csv"]["data"] if problem["dataset"] == "csv" and problem.get("csv") else None
+DEFAULTS = Problem()
+
+
+def key(field: str) -> str:
+    """The session-state key of a `Problem` field's widget."""
+    return KEY_PREFIX + field
+
+
+def current() -> Problem:
+    """The sidebar's settings (defaults where the sidebar was not drawn)."""
+    values = {field.name: st.session_state.get(key(field.name), getattr(DEFAULTS, field.name))
+              for field in dataclasses.fields(Problem) if field.name != "upload"}
+    return Problem(**values, upload=current_upload() if values["dataset"] == "csv" else None)
 
 
 def spec_summary(spec: FitSpec) -> str:
     """One line naming the settings of a spec, strategy aside."""
-    size = {"oaks": f"(n = {OAKS_ROWS * spec.dataset.replicate:,}, p = {OAKS_COLUMNS})"}.get(spec.dataset.kind, "")
+    shape = spec.dataset.shape if spec.dataset.kind == "oaks" else None
+    size = f"(n = {shape[0]:,}, p = {OAKS_COLUMNS})" if shape else ""
     parts = [f"**{spec.dataset.label}** {size}".strip(), spec.precision, spec.device,
              f"{spec.iterations:,} iterations", f"first call + {spec.repeats} timed repeat{'s' * (spec.repeats > 1)}",
              f"optimizer {spec.optimizer.label}", f"init {spec.init}"]
     return " · ".join(parts)
-
-
-def problem_label(problem: dict[str, Any] | None = None) -> str:
-    """`spec_summary` of the sidebar's settings, or what is missing."""
-    try:
-        return spec_summary(fit_spec("scan", problem=problem))
-    except SpecError as exc:
-        return str(exc)

@@ -1,18 +1,22 @@
 """The sidebar drawn on every page: the problem's settings and the run store's line.
 
-Its session-state keys are prefixed "sb_"; `settings.py` holds their defaults and turns
-them into specs.
+Its widgets are the fields of `settings.Problem`, under the keys `settings.key(field)`;
+their choices come from `core.spec`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
-from core.spec import SpecError, cap, default_cap
-from core.store import StoreError
+from core.run.device_queue import default_queue
+from core.spec import INITS, OAKS_REPLICATES, OAKS_ROWS, OPTIMIZERS, PRECISIONS, SpecError, cap, default_cap
+from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
-from pages.ui.settings import DEFAULTS, OAKS_ROWS, REPLICATES
+from pages.ui.settings import DEFAULTS, key
 
+# The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
 OPTIMIZER_LABELS = {"seed": "seed: RAdam, clipped at 0.1 (the tutorial's)",
                     "adam": "adam", "rprop": "rprop (pyPLNmodels')"}
@@ -22,8 +26,9 @@ INIT_LABELS = {"seed": "seed: M = 0, S = 1 (the tutorial's)",
 
 def sidebar() -> None:
     """The problem settings shared by Run, Scaling and Under the hood."""
-    for key, value in DEFAULTS.items():
-        state.default(key, value)
+    for field in dataclasses.fields(DEFAULTS):
+        if field.name != "upload":
+            state.default(key(field.name), getattr(DEFAULTS, field.name))
     with st.sidebar:
         st.header("Problem")
         _dataset_inputs()
@@ -41,8 +46,6 @@ def sidebar() -> None:
 
 def _queue_caption(platform: str) -> None:
     """Who holds the device and who waits, as of this page's drawing."""
-    from core.device_queue import default_queue
-
     try:
         entries = default_queue().entries(platform)
     except OSError as exc:  # an unwritable queue folder: runs will say so too
@@ -89,9 +92,9 @@ def _dataset_inputs() -> None:
                   "with a known B and Sigma. upload: your own counts.")
     kind = st.session_state["sb_dataset"]
     if kind == "oaks":
-        if st.session_state["sb_replicate"] not in REPLICATES:
-            st.session_state["sb_replicate"] = 1
-        st.selectbox("Size: each row repeated", REPLICATES, key="sb_replicate", persist_state="session",
+        if st.session_state["sb_replicate"] not in OAKS_REPLICATES:
+            st.session_state["sb_replicate"] = DEFAULTS.replicate
+        st.selectbox("Size: each row repeated", OAKS_REPLICATES, key="sb_replicate", persist_state="session",
                      format_func=lambda k: f"x{k:,}  (n = {OAKS_ROWS * k:,} rows)",
                      help="np.repeat(Y, k, axis=0), as the seed tutorial grows the data; p = 114")
     elif kind == "simulated":
@@ -115,18 +118,18 @@ def _device_inputs() -> None:
              captions=[found["kinds"].get(p, "") for p in available])
     for platform, why in found["missing"].items():
         st.caption(f":material/block: **{platform}** {why}")
-    st.radio("Precision", ["float32", "float64"], key="sb_precision", persist_state="session", horizontal=True,
+    st.radio("Precision", PRECISIONS, key="sb_precision", persist_state="session", horizontal=True,
              help="every array of the fit has this dtype")
 
 
 def _optimizer_inputs() -> None:
     name = st.session_state["sb_optimizer"]
     with st.expander(f"Optimizer: {name} · init: {st.session_state['sb_init']}"):
-        st.selectbox("Optimizer", list(OPTIMIZER_LABELS), key="sb_optimizer", persist_state="session",
+        st.selectbox("Optimizer", OPTIMIZERS, key="sb_optimizer", persist_state="session",
                      format_func=OPTIMIZER_LABELS.get)
         if st.session_state["sb_optimizer"] != "seed":
             st.number_input("Learning rate", 1e-6, 10.0, key="sb_lr", persist_state="session", format="%g", step=0.001)
-        st.selectbox("Initialisation", list(INIT_LABELS), key="sb_init", persist_state="session",
+        st.selectbox("Initialisation", INITS, key="sb_init", persist_state="session",
                      format_func=INIT_LABELS.get)
         st.number_input("Tolerance (while_loop only)", 0.0, 0.99, key="sb_tol", persist_state="session", format="%g",
                         step=1e-6,

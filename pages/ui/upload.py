@@ -1,17 +1,38 @@
 """The sidebar's CSV upload: its widgets, and validation of the uploaded bytes.
 
 A parsed upload lives in session state as "sb_csv" (None after a failed validation, with
-the message in "sb_csv_error"); `settings.current_problem()` reads it from there.
+the message in "sb_csv_error"); `current_upload()` reads it from there.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 import streamlit as st
 
-from core import csv_counts
-from core import data as datasets
+from core.data import csv_counts
+from core.data.counts import CountData, DataError, content_hash
+
+
+@dataclasses.dataclass(frozen=True)
+class Upload:
+    """A validated counts upload.
+
+    Attributes:
+        data: the counts (and log-offsets) as parsed.
+        content_hash: of the uploaded bytes, for `DatasetSpec.content_hash`.
+        name: the counts file's name; offsets_name: the offsets file's, or "".
+    """
+
+    data: CountData
+    content_hash: str
+    name: str
+    offsets_name: str = ""
+
+
+def current_upload() -> Upload | None:
+    """The session's validated upload, or None."""
+    return st.session_state.get("sb_csv")
 
 
 def csv_inputs() -> None:
@@ -27,18 +48,15 @@ def csv_inputs() -> None:
         st.error(st.session_state["sb_csv_error"], icon=":material/error:")
     elif st.session_state.get("sb_csv"):
         upload = st.session_state["sb_csv"]
-        st.caption(f"Using **{upload['name']}**: n = {upload['data'].n:,} rows, p = {upload['data'].p:,} "
-                   f"columns{', with log-offsets' if upload['offsets_name'] else ''}.")
+        st.caption(f"Using **{upload.name}**: n = {upload.data.n:,} rows, p = {upload.data.p:,} "
+                   f"columns{', with log-offsets' if upload.offsets_name else ''}.")
     else:
         st.info("Upload a counts CSV to fit your own data.", icon=":material/upload_file:")
 
 
 def load_upload(counts_bytes: bytes, counts_name: str, offsets_bytes: bytes | None = None,
-                offsets_name: str = "") -> dict[str, Any]:
+                offsets_name: str = "") -> Upload:
     """Validates uploaded CSV bytes.
-
-    Returns:
-        {"data": CountData, "hash": content hash, "name", "offsets_name"}.
 
     Raises:
         DataError: saying which file, line and column is wrong and what is accepted.
@@ -46,8 +64,7 @@ def load_upload(counts_bytes: bytes, counts_name: str, offsets_bytes: bytes | No
     counts = csv_counts.read_csv_bytes(counts_bytes, offsets_bytes, name=counts_name,
                                        offsets_name=offsets_name or "offsets")
     sources = [counts_bytes] + ([offsets_bytes] if offsets_bytes is not None else [])
-    return {"data": counts, "hash": datasets.content_hash(*sources), "name": counts_name,
-            "offsets_name": offsets_name if offsets_bytes is not None else ""}
+    return Upload(counts, content_hash(*sources), counts_name, offsets_name if offsets_bytes is not None else "")
 
 
 def _upload_ids() -> tuple:
@@ -68,6 +85,6 @@ def _parse_upload() -> None:
             counts_file.getvalue(), counts_file.name,
             offsets_file.getvalue() if offsets_file is not None else None,
             offsets_file.name if offsets_file is not None else "")
-    except datasets.DataError as exc:
+    except DataError as exc:
         st.session_state["sb_csv"] = None  # never fit a file that failed validation
         st.session_state["sb_csv_error"] = str(exc)

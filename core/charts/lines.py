@@ -1,0 +1,173 @@
+"""Line charts: log(-ELBO) curves, and time per iteration against n and against the device count.
+
+Conventions are those of `core.charts.style`: one row per run in `runs`, diverged runs
+kept apart, a note instead of a chart for input that cannot be plotted.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from core.charts.style import (
+    STRATEGY_COLORS,
+    UNITS,
+    UNKNOWN_COLOR,
+    color_by_strategy,
+    median_by,
+    not_diverged,
+    note_chart,
+)
+
+
+def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
+                max_points_per_run: int = 2000) -> alt.Chart:
+    """log(-ELBO) against iteration or wall-clock time, one line per run.
+
+    Args:
+        elbo_long: columns run_id, strategy, label (legend text), iteration, elbo (the
+            ELBO itself, negative); wall_s, needed when `x == "wall_s"`.
+        x: "iteration", or "wall_s" (log x: strategies finish decades apart).
+        max_points_per_run: longer curves are thinned evenly, last point kept, so that a
+            1e6-iteration run does not ship megabytes of JSON to the browser.
+
+    Returns:
+        Lines coloured by strategy, dashed by label when several runs share a strategy.
+        Rows with non-finite log(-ELBO) (diverged tails) are dropped.
+
+    Raises:
+        ValueError: `x` is unknown, or its column is absent.
+    """
+    if x not in ("iteration", "wall_s") or x not in elbo_long:
+        raise ValueError(f"x must be 'iteration' or 'wall_s' and a column of elbo_long; got {x!r}")
+    title = "log(-ELBO), lower is better"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df = elbo_long.assign(log_neg_elbo=np.log(-elbo_long["elbo"].astype(float)))
+    df = df[np.isfinite(df["log_neg_elbo"]) & ((df[x] > 0) if x == "wall_s" else True)]
+    if df.empty:
+        return note_chart("No finite ELBO values to plot.", title)
+    df = df.sort_values(["run_id", x]).assign(strategy=lambda d: d["strategy"].astype(str))
+    pos, size = df.groupby("run_id").cumcount(), df.groupby("run_id")["elbo"].transform("size")
+    df = df[(pos % np.ceil(size / max_points_per_run).astype(int) == 0) | (pos == size - 1)]
+    x_enc = (alt.X("iteration:Q", title="iteration") if x == "iteration" else
+             alt.X("wall_s:Q", scale=alt.Scale(type="log"), title="wall-clock time (s, log scale)"))
+    tips = ["label:N", "strategy:N", "iteration:Q",
+            alt.Tooltip("elbo:Q", format=",.1f", title="ELBO"),
+            alt.Tooltip("log_neg_elbo:Q", format=".5f", title="log(-ELBO)")]
+    tips += [alt.Tooltip("wall_s:Q", format=".4f", title="wall (s)")] if "wall_s" in df else []
+    enc = dict(x=x_enc, y=alt.Y("log_neg_elbo:Q", scale=alt.Scale(zero=False), title="log(-ELBO)"),
+               color=color_by_strategy(df), detail="run_id:N", tooltip=tips)
+    if df.groupby("strategy")["run_id"].nunique().gt(1).any():
+        enc["strokeDash"] = alt.StrokeDash("label:N", title="run")
+    return alt.Chart(df, title=title).mark_line().encode(**enc)
+
+
+def scaling_lines(runs: pd.DataFrame, y: str = "per_iter_ms") -> alt.Chart | alt.LayerChart:
+    """How a timing grows with n, per strategy, on log-log axes.
+
+    Args:
+        runs: columns strategy, n and `y`; optional status.
+        y: "per_iter_ms", "run_s" or "compile_s".
+
+    Returns:
+        Median over non-diverged runs per (strategy, n), points joined by lines; diverged
+        runs as crosses. Zeros (eager, cache hits) have no place on a log axis: left out.
+    """
+    if y not in UNITS:
+        raise ValueError(f"y must be one of {', '.join(UNITS)}; got {y!r}")
+    title = f"Scaling with n: {UNITS[y]}"
+    df = runs.assign(strategy=runs["strategy"].astype(str))
+    df = df[df[y] > 0]
+    med = median_by(df, ["strategy", "n"], [y])
+    if med.empty:
+        return note_chart("No non-diverged runs with a positive value to plot.", title)
+    enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log"), title="n (rows, log scale)"),
+               y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log"), title=f"{UNITS[y]}, log scale"),
+               color=color_by_strategy(df), tooltip=["strategy:N", alt.Tooltip("n:Q", format=","),
+                                          alt.Tooltip(f"{y}:Q", format=".4g", title=UNITS[y])])
+    lines = alt.Chart(med).mark_line(point=True).encode(**enc)
+    bad = df[~not_diverged(df)].assign(status="diverged")
+    if bad.empty:
+        return lines.properties(title=title)
+    crosses = alt.Chart(bad).mark_point(shape="cross", size=90, filled=True, opacity=0.7).encode(
+        **{**enc, "tooltip": [*enc["tooltip"], "status:N"]})
+    return alt.layer(lines, crosses, title=title)
+
+
+def compile_vs_run(runs: pd.DataFrame) -> alt.Chart | alt.LayerChart:
+    """Compilation (trace_lower_s + compile_s) against steady state as n grows.
+
+    Compilation is nearly flat in n while the run grows with it: where a strategy's dashed
+    line drops below its solid one, compiling stopped mattering.
+
+    Args:
+        runs: columns strategy, n, trace_lower_s, compile_s, run_s; optional status.
+
+    Returns:
+        Log-log lines of median seconds vs n, colour by strategy, dash by timing kind.
+    """
+    title = "Compilation vs steady state, by n"
+    df = runs.assign(strategy=runs["strategy"].astype(str),
+                     compile_total_s=runs["trace_lower_s"] + runs["compile_s"])
+    med = median_by(df, ["strategy", "n"], ["compile_total_s", "run_s"])
+    long = med.melt(id_vars=["strategy", "n", "runs"], value_vars=["compile_total_s", "run_s"],
+                    var_name="column", value_name="seconds")
+    long["timing"] = long["column"].map({"compile_total_s": "trace+lower+compile",
+                                         "run_s": "steady-state run"})
+    long = long[long["seconds"] > 0]  # eager and cache hits compile nothing: no log position
+    if long.empty:
+        return note_chart("No non-diverged runs to plot.", title)
+    enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log"), title="n (rows, log scale)"),
+               y=alt.Y("seconds:Q", scale=alt.Scale(type="log"), title="time (s, log scale)"),
+               color=color_by_strategy(long), detail="timing:N",
+               tooltip=["strategy:N", alt.Tooltip("n:Q", format=","), "timing:N",
+                        alt.Tooltip("seconds:Q", format=".4g", title="median (s)"), "runs:Q"])
+    # Points in their own layer: on a line mark with point=True the dash legend loses its strokes.
+    dash = alt.StrokeDash("timing:N", title="timing", scale=alt.Scale(
+        domain=["steady-state run", "trace+lower+compile"], range=[[1, 0], [6, 4]]))
+    lines = alt.Chart(long).mark_line().encode(strokeDash=dash, **enc)
+    return alt.layer(lines, alt.Chart(long).mark_point(filled=True).encode(**enc), title=title)
+
+
+def device_scaling(table: pd.DataFrame, series: str) -> alt.Chart | alt.LayerChart:
+    """Time per iteration against the device count, measured and ideal, for one series.
+
+    Args:
+        table: `core.bench.device_sweep.scaling_table` output (series, devices, n,
+            rows_per_device, per_iter_ms, runs, ideal_ms, speed_up, efficiency).
+        series: "strong" (fixed n: ideal time t(1)/k) or "weak" (fixed rows per device:
+            ideal time flat at t(1)).
+
+    Returns:
+        The measured line in the sharded strategy's colour and the ideal one dashed grey, on
+        log2 device axes (log time for strong scaling, where the ideal is a straight line).
+    """
+    if series not in ("strong", "weak"):
+        raise ValueError(f"series must be 'strong' or 'weak'; got {series!r}")
+    title = "Strong scaling: same n, more devices" if series == "strong" else \
+        "Weak scaling: same rows per device, more devices"
+    df = table[(table["series"] == series) & (table["per_iter_ms"] > 0)]
+    if df.empty:
+        return note_chart("No stored run of this series yet.", title)
+    counts = sorted(int(k) for k in df["devices"])
+    x = alt.X("devices:Q", title="devices", scale=alt.Scale(type="log", base=2, nice=False,
+                                                            domain=[counts[0], max(counts[-1], 2)]),
+              axis=alt.Axis(values=counts, format="d"))
+    y = alt.Y("ms:Q", title="time per iteration (ms" + (", log scale)" if series == "strong" else ")"),
+              scale=alt.Scale(type="log") if series == "strong" else alt.Scale(zero=True))
+    measured = df.assign(ms=df["per_iter_ms"], line="measured")
+    ideal = df[df["ideal_ms"].notna()].assign(ms=lambda d: d["ideal_ms"], line="ideal")
+    tips = [alt.Tooltip("devices:Q", title="devices"), alt.Tooltip("n:Q", format=",", title="n"),
+            alt.Tooltip("rows_per_device:Q", format=",", title="rows per device"),
+            alt.Tooltip("per_iter_ms:Q", format=".3f", title="ms / iteration"),
+            alt.Tooltip("speed_up:Q", format=".2f", title="speed-up vs 1 device"),
+            alt.Tooltip("efficiency:Q", format=".2f", title="efficiency"), alt.Tooltip("runs:Q", title="runs")]
+    colour = alt.Color("line:N", title=None, legend=alt.Legend(symbolType="stroke"), scale=alt.Scale(
+        domain=["measured", "ideal"], range=[STRATEGY_COLORS["sharded"], UNKNOWN_COLOR]))
+    # Same field and title as the colour: Vega-Lite merges both into one legend.
+    dash = alt.StrokeDash("line:N", title=None, scale=alt.Scale(domain=["measured", "ideal"],
+                                                                range=[[1, 0], [6, 4]]))
+    lines = alt.Chart(pd.concat([measured, ideal], ignore_index=True)).mark_line(point=True).encode(
+        x=x, y=y, color=colour, strokeDash=dash, tooltip=tips)
+    return lines.properties(title=title)

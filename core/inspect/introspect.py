@@ -1,0 +1,272 @@
+"""What a strategy hands to XLA: its source, jaxpr, StableHLO, optimized HLO, costs and memory.
+
+`inspect_fit(spec)` prepares the fit the way the engine does (`core.run.engine.prepare`,
+with a private executable cache so that compile counts and times are those of this
+strategy), lowers it once more for the StableHLO text, and returns an `Inspection`
+made of plain strings and numbers only, so that the app can cache it by spec.
+
+Costs come from XLA's own analysis of each compiled executable. XLA counts a loop's
+body once whatever its trip count (checked on jaxlib 0.10.1: a scan of 5 and of 50
+iterations report the same flops), so for the compiled-loop strategies an
+executable's figures are those of one iteration plus the set-up around the loop; for
+the Python-loop strategies one iteration calls every executable once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import sys
+from typing import Any
+
+import jax
+import jaxlib
+
+from core.fit import model, strategies
+from core.fit.strategies import base
+from core.inspect.layout import ArrayLayout, array_layouts
+from core.inspect.xla_analysis import Cost, Memory, normalise_cost, normalise_memory
+from core.run.engine import device_lock
+from core.run.prepared import ExecutableCache, prepare
+from core.spec import FitSpec
+
+# Characters of a text shown on the page; st.code slows the browser down past this and
+# nobody reads 100 kB of HLO on a projector. The full text stays downloadable.
+DISPLAY_CHARS = 40_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Executable:
+    """One compiled function of a strategy.
+
+    Attributes:
+        name: the strategy's name for it ("fit", "step", "value_and_grad", ...).
+        stablehlo: the lowered module (`Lowered.as_text()`), before XLA's passes.
+        optimized_hlo: after XLA's passes (`Compiled.as_text()`); "" if unavailable.
+        cost: XLA's cost analysis of the executable.
+        memory: XLA's memory analysis, or None where the backend gives none.
+    """
+
+    name: str
+    stablehlo: str
+    optimized_hlo: str
+    cost: Cost
+    memory: Memory | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Inspection:
+    """Everything the "Under the hood" page shows for one FitSpec; plain data only.
+
+    Attributes:
+        strategy, description: the strategy's name and its module docstring.
+        dataset, n, p, d, precision, device, iterations, optimizer: what was inspected.
+        compiled: False for eager, which hands nothing to XLA ahead of time.
+        python_loop: whether iterations are driven from Python.
+        sources: (title, Python source) pairs: the strategy module, then the shared
+            `fit_step` and `elbo` every strategy runs.
+        jaxpr: the jaxpr of what is compiled (one iteration for Python loops).
+        jaxpr_of: what `jaxpr` is the jaxpr of, in words.
+        executables: one entry per compiled function (empty for eager).
+        cost_per_iteration, cost_per_run: XLA's estimates (None fields if unknown).
+        cost_note: how the per-iteration and per-run figures were derived.
+        compile_count, disk_cache_hits, cache, trace_lower_s, compile_s: as the engine
+            reports them for a cold in-process cache ("disk" when JAX's persistent
+            cache supplied the executables).
+        versions: jax and jaxlib versions the texts come from.
+        layout: where each array of the placed data and initial state lives (shape,
+            sharding, what one device holds), data first.
+    """
+
+    strategy: str
+    description: str
+    dataset: str
+    n: int
+    p: int
+    d: int
+    precision: str
+    device: str
+    iterations: int
+    optimizer: str
+    compiled: bool
+    python_loop: bool
+    sources: tuple[tuple[str, str], ...]
+    jaxpr: str
+    jaxpr_of: str
+    executables: tuple[Executable, ...]
+    cost_per_iteration: Cost
+    cost_per_run: Cost
+    cost_note: str
+    compile_count: int
+    disk_cache_hits: int
+    cache: str
+    trace_lower_s: float
+    compile_s: float
+    versions: dict[str, str]
+    layout: tuple[ArrayLayout, ...] = ()
+
+
+def clip(text: str, limit: int = DISPLAY_CHARS) -> tuple[str, bool]:
+    """`text` cut to `limit` characters at a line end, and whether it was cut."""
+    if len(text) <= limit:
+        return text, False
+    cut = text.rfind("\n", 0, limit)
+    cut = cut if cut > 0 else limit
+    note = f"\n... [{len(text) - cut:,} more characters: download the full text]"
+    return text[:cut] + note, True
+
+
+
+def strategy_sources(name: str) -> tuple[tuple[str, str], ...]:
+    """(title, source) of the strategy's module and of the shared `fit_step` and `elbo`."""
+    module = sys.modules[type(strategies.get(name)).__module__]
+    return (
+        (f"{module.__name__} (the strategy)", inspect.getsource(module)),
+        ("core.fit.strategies.base.fit_step (one iteration, shared by every strategy)",
+         inspect.getsource(base.fit_step)),
+        ("core.fit.model.elbo (the objective, shared by every strategy)", inspect.getsource(model.elbo)),
+    )
+
+
+def _jaxpr(prep) -> tuple[str, str]:
+    """The jaxpr of what the strategy compiles, and what it is the jaxpr of.
+
+    A compiled-loop strategy's module defines `_fit`, whose arguments are bound by name;
+    when it needs something only the strategy's `lower` builds (e.g. sharded's layout),
+    or for Python loops, the jaxpr is that of one iteration.
+    """
+    strategy, problem = prep.strategy, prep.problem
+    optimizer = problem.transformation
+    whole_fit = getattr(sys.modules[type(strategy).__module__], "_fit", None)
+    available = {"state": prep.state, "data": prep.data, "tol": prep.tol,
+                 "optimizer": optimizer, "iterations": problem.iterations}
+    parameters = inspect.signature(whole_fit).parameters if whole_fit is not None else {}
+    if strategy.python_loop or not parameters or any(name not in available for name in parameters):
+        step = functools.partial(base.fit_step, optimizer=optimizer)
+        jaxpr = jax.make_jaxpr(step)(prep.state, prep.data)
+        what = "one iteration (core.fit.strategies.base.fit_step)"
+        if strategy.python_loop:
+            what += ", which the Python loop calls" + (" op by op" if not strategy.compiled_ahead else "")
+        else:
+            what += "; the whole loop needs arguments that only the strategy's lower() builds"
+        return str(jaxpr), what
+    static = {name: available[name] for name in ("optimizer", "iterations") if name in parameters}
+    traced = [available[name] for name in parameters if name not in static]
+    jaxpr = jax.make_jaxpr(functools.partial(whole_fit, **static))(*traced)
+    return str(jaxpr), f"the whole fit ({type(strategy).__module__}._fit, {problem.iterations} iterations)"
+
+
+def _executable(name: str, lowered, compiled) -> Executable:
+    try:
+        optimized = compiled.as_text() or ""
+    except Exception:  # noqa: BLE001 - some backends/loaded executables cannot print HLO
+        optimized = ""
+    try:
+        memory = normalise_memory(compiled.memory_analysis())
+    except Exception:  # noqa: BLE001 - not implemented on every backend
+        memory = None
+    return Executable(name, lowered.as_text(), optimized, normalise_cost(compiled.cost_analysis()), memory)
+
+
+def _stops_early(strategy) -> bool:
+    """Whether the compiled loop takes a tolerance, i.e. may run fewer iterations."""
+    whole_fit = getattr(sys.modules[type(strategy).__module__], "_fit", None)
+    return whole_fit is not None and "tol" in inspect.signature(whole_fit).parameters
+
+
+def _costs(strategy, executables: tuple[Executable, ...], iterations: int, devices: int) -> tuple[Cost, Cost, str]:
+    if not executables:
+        return Cost(), Cost(), "Nothing is compiled ahead, so XLA has no cost estimate to give."
+    total = Cost(0.0, 0.0, 0.0)
+    for executable in executables:
+        total = total + executable.cost
+    if strategy.python_loop:
+        note = (f"The Python loop calls each of the {len(executables)} executable(s) once per "
+                f"iteration: per iteration is their sum, per run that times {iterations}.")
+    else:
+        note = ("XLA counts a loop body once whatever its trip count, so the executable's figures "
+                f"are one iteration (plus the set-up around the loop); per run is that times {iterations}.")
+        if _stops_early(strategy):
+            note += " This loop may stop early at its tolerance: the per-run figure is an upper bound."
+    if devices > 1:
+        note += f" The program is partitioned over {devices} devices: the figures are those of one device."
+    return total, total.scaled(iterations), note
+
+
+_COLUMNS = {  # table column -> (where, field, unit); oaks x1 to x1000 stay readable in these units
+    "MFLOP": ("cost", "flops", 1e6), "MB accessed": ("cost", "bytes_accessed", 1e6),
+    "transcendentals (k)": ("cost", "transcendentals", 1e3), "arguments (MB)": ("memory", "argument_bytes", 1e6),
+    "outputs (MB)": ("memory", "output_bytes", 1e6), "temporaries (MB)": ("memory", "temp_bytes", 1e6),
+    "peak (MB)": ("memory", "peak_bytes", 1e6), "code (MB)": ("memory", "generated_code_bytes", 1e6),
+}
+
+
+def executable_rows(inspection: Inspection) -> list[dict[str, Any]]:
+    """One row per executable for a table: costs in MFLOP / MB / thousands, memory in MB."""
+    rows = []
+    for executable in inspection.executables:
+        parts = {"cost": executable.cost, "memory": executable.memory or Memory()}
+        row: dict[str, Any] = {"executable": executable.name}
+        for column, (where, field, unit) in _COLUMNS.items():
+            value = getattr(parts[where], field)
+            row[column] = None if value is None else value / unit
+        rows.append(row)
+    return rows
+
+
+def inspect_fit(spec: FitSpec, counts=None) -> Inspection:
+    """Prepare `spec`'s fit and collect what its strategy hands to XLA.
+
+    Holds the engine's lock for `spec.device` throughout, so that compiling here does not
+    distort another session's timed run on the same device.
+
+    Args:
+        spec: the fit; its dataset is loaded and its executables compiled (seconds for
+            oaks x1000), in a private cache so the compile figures are this strategy's.
+        counts: the data when the caller holds it (an uploaded CSV), as `core.run.prepared.prepare`.
+
+    Returns:
+        An `Inspection` of plain strings and numbers.
+
+    Raises:
+        SpecError: the device is absent or the data are invalid.
+    """
+    with device_lock(spec.device):
+        prep = prepare(spec, counts, cache=ExecutableCache(size=1))
+        strategy, problem = prep.strategy, prep.problem
+        with jax.default_device(prep.device):
+            jaxpr, jaxpr_of = _jaxpr(prep)
+            # Lowering again is cheap next to compiling, and Lowered objects are not cached.
+            lowered = strategy.lower(problem, prep.state, prep.data, prep.tol)
+        executables = tuple(_executable(name, lowered[name], prep.executables[name]) for name in lowered)
+        layout = tuple(array_layouts(prep.data, "data") + array_layouts(prep.state, "state"))
+    devices = strategy.device_count(prep.device)
+    per_iteration, per_run, note = _costs(strategy, executables, problem.iterations, devices)
+    return Inspection(
+        strategy=strategy.name,
+        description=strategy.description(),
+        dataset=spec.dataset.label,
+        n=problem.n, p=problem.p, d=problem.d,
+        precision=spec.precision,
+        device=prep.device.platform if prep.device.device_kind == prep.device.platform
+        else f"{prep.device.platform} ({prep.device.device_kind})",
+        iterations=problem.iterations,
+        optimizer=spec.optimizer.label,
+        compiled=strategy.compiled_ahead,
+        python_loop=strategy.python_loop,
+        sources=strategy_sources(strategy.name),
+        jaxpr=jaxpr,
+        jaxpr_of=jaxpr_of,
+        executables=executables,
+        cost_per_iteration=per_iteration,
+        cost_per_run=per_run,
+        cost_note=note,
+        compile_count=prep.compilation.compile_count,
+        disk_cache_hits=prep.compilation.disk_cache_hits,
+        cache=prep.compilation.cache,
+        trace_lower_s=prep.compilation.trace_lower_s,
+        compile_s=prep.compilation.compile_s,
+        versions={"jax": jax.__version__, "jaxlib": jaxlib.__version__},
+        layout=layout,
+    )

@@ -1,0 +1,173 @@
+"""One timed section per device at a time on this host, first come first served, across
+every thread and process (dashboard sessions, command-line runs, benchmarks).
+
+Each waiter writes a ticket (a small JSON file) into the platform's folder under the
+queue directory; tickets are served in the order they were written. The one at the head
+then takes an exclusive `flock` on the platform's lock file, which the kernel releases
+when its process dies, however it dies, so a crashed holder never blocks the queue.
+Tickets of processes that no longer exist are removed by whoever lists the queue.
+
+The queue directory is $PLNLAB_QUEUE_DIR, else `queue/` beside JAX's compilation cache
+(`core.run.host.default_cache_dir()`): every process of one user shares it; point
+PLNLAB_QUEUE_DIR at one folder to share it between users of a host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import pathlib
+import socket
+import threading
+import time
+import uuid
+from typing import Callable, Iterator
+
+from core.run import processes
+from core.run.host import default_cache_dir
+from core.run.progress import Cancelled
+
+QUEUE_DIR_ENV = "PLNLAB_QUEUE_DIR"
+POLL_S = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class Ticket:
+    """One waiter or the holder.
+
+    Attributes:
+        ticket: unique id; sorts in arrival order (nanosecond time first).
+        platform: the device platform queued for ("cpu", "gpu", "tpu").
+        label: what will run, e.g. "scan · oaks x100 · float32".
+        owner: who asked: "dashboard", "command line", "benchmark" ...
+        host, pid: the process that holds the ticket.
+        enqueued_at: epoch seconds of arrival.
+        started_at: epoch seconds the lock was taken, or None while waiting.
+    """
+
+    ticket: str
+    platform: str
+    label: str
+    owner: str
+    host: str
+    pid: int
+    enqueued_at: float
+    started_at: float | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.started_at is not None
+
+    def describe(self, now: float | None = None) -> str:
+        """"scan · oaks x100 (command line, pid 123), running for 4 s" or "... waiting for 2 s"."""
+        now = time.time() if now is None else now
+        since = self.started_at if self.running else self.enqueued_at
+        doing = "running" if self.running else "waiting"
+        return f"{self.label} ({self.owner}, pid {self.pid}), {doing} for {max(0.0, now - since):.0f} s"
+
+
+def default_queue_dir() -> pathlib.Path:
+    """$PLNLAB_QUEUE_DIR, else `queue/` beside JAX's compilation cache."""
+    if os.environ.get(QUEUE_DIR_ENV):
+        return pathlib.Path(os.environ[QUEUE_DIR_ENV]).expanduser()
+    return default_cache_dir().parent / "queue"
+
+
+class DeviceQueue:
+    """The host's queue for each device platform (see the module docstring).
+
+    Args:
+        directory: where tickets and lock files live (default: `default_queue_dir()`).
+    """
+
+    def __init__(self, directory: str | os.PathLike | None = None) -> None:
+        self.directory = pathlib.Path(directory) if directory is not None else default_queue_dir()
+
+    def _folder(self, platform: str) -> pathlib.Path:
+        folder = self.directory / platform
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def entries(self, platform: str) -> list[Ticket]:
+        """The live tickets for `platform` in service order (the holder, if any, first)."""
+        host = socket.gethostname()
+        found = []
+        for path in sorted(self._folder(platform).glob("*.json")):
+            try:
+                ticket = Ticket(**json.loads(path.read_text()))
+            except (OSError, ValueError, TypeError):
+                continue  # being written or removed right now
+            if ticket.host == host and not processes.alive(ticket.pid):
+                with contextlib.suppress(OSError):
+                    path.unlink()  # its process died: it will never run
+                continue
+            found.append(ticket)
+        return found
+
+    def _write(self, ticket: Ticket) -> pathlib.Path:
+        path = self._folder(ticket.platform) / f"{ticket.ticket}.json"
+        partial = path.with_suffix(".part")
+        partial.write_text(json.dumps(dataclasses.asdict(ticket)))
+        partial.replace(path)  # atomic: readers see the whole ticket or none
+        return path
+
+    @contextlib.contextmanager
+    def hold(
+        self,
+        platform: str,
+        label: str,
+        owner: str,
+        on_wait: Callable[[list[Ticket], float], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[float]:
+        """Wait for `platform`, then hold it for the `with` block; yields seconds waited.
+
+        Args:
+            platform: the device platform.
+            label, owner: how this entry appears to the others waiting.
+            on_wait: called about every `POLL_S` while waiting with the tickets ahead
+                (the holder first) and the seconds waited so far.
+            cancel: set it (from any thread) to give up waiting: raises `Cancelled`.
+        """
+        now = time.time()
+        ticket = Ticket(f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}", platform, label, owner,
+                        socket.gethostname(), os.getpid(), now)
+        path = self._write(ticket)
+        lock_file = open(self.directory / f"{platform}.lock", "a+")  # noqa: SIM115 - closed in finally
+        try:
+            start = time.monotonic()
+            while True:
+                ahead = [t for t in self.entries(platform) if t.ticket < ticket.ticket]
+                if not ahead:
+                    try:
+                        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        pass  # the holder's ticket is gone but its lock not yet released
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled("cancelled while waiting for the device")
+                if on_wait is not None:
+                    on_wait(ahead, time.monotonic() - start)
+                time.sleep(POLL_S)
+            waited = time.monotonic() - start
+            self._write(dataclasses.replace(ticket, started_at=time.time()))
+            yield waited
+        finally:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            lock_file.close()  # releases the flock
+
+
+_default: DeviceQueue | None = None
+
+
+def default_queue() -> DeviceQueue:
+    """The queue in the default directory (looked up on each call: tests change it)."""
+    global _default
+    directory = default_queue_dir()
+    if _default is None or _default.directory != directory:
+        _default = DeviceQueue(directory)
+    return _default

@@ -1,0 +1,83 @@
+"""Run a FitSpec: check it, wait for the device, time it with its runnable -> RunResult.
+
+The timing itself belongs to each runnable (`core.run.jax_timing` for the JAX
+strategies, `core.run.peer_timing` for the peers); the engine does what every run
+shares: the memory check before anything is loaded, the turn in the host's device
+queue, and the result built from what was measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+from core.data.counts import CountData
+from core.run import catalog, device_queue, memory_estimate
+from core.run.prepared import ExecutableCache
+from core.run.progress import Progress, ProgressCallback, ignore
+from core.run.result import RunResult
+from core.spec import FitSpec
+
+
+@contextlib.contextmanager
+def device_lock(platform: str, label: str = "measuring the machine", owner: str = "dashboard"):
+    """Hold `platform` on this host for other work that would distort timings (inspecting,
+    measuring peaks): it queues with the timed runs (`core.run.device_queue`)."""
+    with device_queue.default_queue().hold(platform, label, owner):
+        yield
+
+
+def _queue_reporter(report: ProgressCallback):
+    """The device queue's `on_wait`, as "queued" progress reports."""
+    def on_wait(ahead, waited_s: float) -> None:
+        report(Progress("queued", len(ahead), 0, None, tuple(ahead), waited_s))
+    return on_wait
+
+
+def run(
+    spec: FitSpec,
+    counts: CountData | None = None,
+    on_progress: ProgressCallback | None = None,
+    cache: ExecutableCache | None = None,
+    cancel: threading.Event | None = None,
+    owner: str = "command line",
+    hold_device: bool = True,
+) -> RunResult:
+    """Fit `spec` and time it; the result is not stored (see `core.store.stored_run`).
+
+    The timed section (data transfer, compilation, first call, repeats) holds the
+    device: it waits its turn in the host's device queue (`core.run.device_queue`), and the
+    result records the wait (`queue_wait_s`) and the section's epoch window
+    (`timed_window`), so that anyone can check that two windows never overlap.
+
+    Args:
+        spec: what to run.
+        counts: the data, when the caller already holds it (e.g. an uploaded CSV);
+            otherwise loaded from `spec.dataset`.
+        on_progress: called with `Progress` reports from the calling thread.
+        cache: where compiled executables are kept (default: the process's own).
+        cancel: set it (e.g. from another thread) to stop the run: `Cancelled` is raised
+            while queued, between phases, between iterations of Python loops, between
+            the calls of a split compiled loop and between repeats.
+        owner: who is running, as shown to others in the device queue.
+        hold_device: False skips the queue: for the non-primary processes of a
+            distributed run, which join the primary's collectives (it holds the queue).
+
+    Raises:
+        SpecError: the device is absent, the data are invalid (`core.data.DataError`) or
+            the fit would not fit in the device's free memory.
+        core.run.progress.Cancelled: `cancel` was set.
+    """
+    runnable = catalog.get(spec.strategy)
+    memory_estimate.check(spec, counts)
+    report = on_progress or ignore
+    label = f"{spec.strategy} · {spec.dataset.label} · {spec.precision}"
+    turn = (device_queue.default_queue().hold(spec.device, label, owner, _queue_reporter(report), cancel)
+            if hold_device else contextlib.nullcontext(0.0))
+    with turn as waited:
+        window_start = time.time()
+        measurement = runnable.measure(spec, counts, report, cancel, cache,
+                                       watched=on_progress is not None or cancel is not None)
+        window = (window_start, time.time())
+    return RunResult.measured(spec, measurement, waited, window)

@@ -1,0 +1,67 @@
+"""The timing protocol for a JAX strategy: first call, then steady-state repeats.
+
+Every timed section ends in `jax.block_until_ready`, since JAX dispatches
+asynchronously; the data's copy to the device, tracing+lowering and XLA compilation
+are timed apart by `core.run.prepared`; the first call and `repeats` steady-state calls
+follow, each steady-state call starting from the same initial state.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import jax
+import numpy as np
+
+from core.data.counts import CountData
+from core.run import progress, runtime
+from core.run.compilations import CompileCounter
+from core.run.prepared import ExecutableCache, prepare, timed
+from core.run.progress import Progress, ProgressCallback
+from core.run.result import Measurement
+from core.spec import FitSpec
+
+
+def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
+            cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool) -> Measurement:
+    """Prepare and time `spec`'s fit; `watched` asks for live reports from loops that can give them."""
+    prep = prepare(spec, counts, report, cache)
+    progress.check(cancel)
+    strategy, problem = prep.strategy, prep.problem
+    live = None
+    chunked = problem.iterations_per_call < problem.iterations
+    if (strategy.python_loop or chunked) and watched:
+        live = progress.live_elbo_reporter(report, problem.iterations, cancel)
+    report(Progress("first_call", 0, problem.iterations))
+    with CompileCounter() as first_counter, jax.default_device(prep.device):
+        # Copied outside the timing: a run that donates its state consumes it.
+        start = jax.block_until_ready(strategy.fresh_state(prep.state))
+        output, first_call_s = timed(
+            lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, live))
+    elbo = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
+    del output, start  # the final state is not needed: free its buffers before the repeats
+    times = []
+    with CompileCounter() as repeat_counter, jax.default_device(prep.device):
+        for r in range(spec.repeats):
+            progress.check(cancel)
+            report(Progress("repeat", r, spec.repeats))
+            start = jax.block_until_ready(strategy.fresh_state(prep.state))
+            between = progress.repeat_reporter(report, r, spec.repeats, cancel) if live else None
+            _, seconds = timed(lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between))
+            times.append(seconds)
+    report(Progress("done", spec.repeats, spec.repeats))
+    compilation = prep.compilation
+    return Measurement(
+        elbo=elbo, times=times, shape=(problem.n, problem.p, problem.d),
+        transfer_s=prep.transfer_s, trace_lower_s=compilation.trace_lower_s, compile_s=compilation.compile_s,
+        first_call_s=first_call_s,
+        compile_count=compilation.compile_count + first_counter.compiles,
+        disk_cache_hits=compilation.disk_cache_hits + first_counter.disk_hits,
+        recompile_count=repeat_counter.backend_compiles, cache=compilation.cache,
+        devices=strategy.device_count(prep.device),
+        # A JAX fit runs in every process of a jax.distributed run.
+        processes=jax.process_count(),
+        device_kind=prep.device.device_kind, versions=runtime.environment(prep.device),
+        optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init,
+        chunk_iterations=problem.chunk,
+    )

@@ -1,0 +1,190 @@
+"""A JAX fit ready to time: data and initial state on the device, executables compiled or reused.
+
+Compiled executables are cached in this process per (strategy, problem, device), and on
+disk by JAX's persistent compilation cache (see `core.run.runtime`), so the second
+preparation of a shape reports cache "memory" (same process) or "disk" (another
+process). Timing runs (`core.run.jax_timing`), the inspector and the roofline analysis
+(`core.inspect`) all start from a `PreparedFit`.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+import time
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from core.data import datasets
+from core.data.counts import CountData
+from core.data.on_device import simulate_on_devices
+from core.fit import model, strategies
+from core.run import runtime
+from core.run.compilations import CompileCounter
+from core.run.progress import Progress, ProgressCallback, ignore
+from core.spec import FitSpec
+
+
+class ExecutableCache:
+    """Compiled executables per (strategy, Problem, device), least recently used first out.
+
+    Bounded so a long-lived server that sees many shapes does not grow without limit.
+    The app holds one in `st.cache_resource`; the command line uses `DEFAULT_CACHE`.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._items: collections.OrderedDict[tuple, dict[str, Any]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, executables: dict[str, Any]) -> None:
+        with self._lock:
+            self._items[key] = executables
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget the executables (JAX's persistent cache on disk is kept)."""
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+DEFAULT_CACHE = ExecutableCache()
+
+# Work (n x p x iterations) one call of a compiled loop may hold before the loop is split
+# into calls: about 2 s on a 2-core CPU, so that a cancel lands within seconds. Splitting
+# costs one dispatch and one device sync per call, nothing next to seconds of work.
+CHUNK_WORK = 200_000_000
+
+
+def chunk_iterations(cells: int, iterations: int) -> int:
+    """Iterations per call for a compiled loop over `cells` = n x p values: 0 (one call)
+    when the whole loop is within `CHUNK_WORK`, else the largest divisor of `iterations`
+    within it (so every call runs the same executable)."""
+    if cells * iterations <= CHUNK_WORK:
+        return 0
+    most = max(1, CHUNK_WORK // max(1, cells))
+    return max(k for k in range(1, min(most, iterations) + 1) if iterations % k == 0)
+
+
+class Compilation(NamedTuple):
+    """How the executables of a prepared fit were obtained.
+
+    Attributes:
+        trace_lower_s: tracing to a jaxpr and lowering to StableHLO (0 when cached).
+        compile_s: XLA compilation (0 when cached in memory; a disk-cache load otherwise).
+        compile_count: XLA compilations that ran (persistent-cache loads excluded).
+        disk_cache_hits: executables loaded from the persistent compilation cache.
+        cache: "compiled", "memory", "disk" or "none" (eager: nothing compiled ahead).
+    """
+
+    trace_lower_s: float
+    compile_s: float
+    compile_count: int
+    disk_cache_hits: int
+    cache: str
+
+
+@dataclasses.dataclass
+class PreparedFit:
+    """A fit ready to run: data and initial state on the device, executables compiled.
+
+    Attributes:
+        transfer_s: host-to-device copy of the data (for data drawn on the devices, the
+            draw, its compilation included).
+    """
+
+    strategy: strategies.Strategy
+    problem: strategies.Problem
+    data: Any
+    state: Any
+    tol: Any
+    executables: dict[str, Any]
+    device: Any
+    transfer_s: float
+    compilation: Compilation
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """(fn(), seconds), the clock stopped once every device array it returns is ready."""
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn())
+    return out, time.perf_counter() - start
+
+
+def _timed_host(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """Time host-side work (tracing, lowering, compiling) that returns no device arrays."""
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def prepare(
+    spec: FitSpec,
+    counts: CountData | None = None,
+    on_progress: ProgressCallback | None = None,
+    cache: ExecutableCache | None = None,
+) -> PreparedFit:
+    """Load and place the data, build the initial state, and get the executables."""
+    runtime.configure()
+    report = on_progress or ignore
+    strategy = strategies.get(spec.strategy, devices=spec.devices)
+    device = runtime.resolve_device(spec.device)
+    # Before the data: a sharded run may ask for more devices than this process has.
+    devices_used = strategy.device_count(device)
+    report(Progress("data"))
+    if spec.dataset.kind == "simulated_on_device":
+        # Drawn in row blocks where they are fitted (FitSpec allows only sharded here), so no
+        # host array of the rows exists; the draw is timed in place of the copy.
+        shape = (spec.dataset.n, spec.dataset.p, spec.dataset.d)
+        (data, _), transfer_s = timed(lambda: simulate_on_devices(
+            *shape, seed=spec.dataset.seed, mesh=strategy.mesh(device), dtype=spec.precision))
+    else:
+        counts = counts if counts is not None else datasets.load(spec.dataset)
+        shape = (counts.n, counts.p, counts.d)
+        host = model.make_data(counts.counts, counts.offsets, counts.covariates, spec.precision)
+        report(Progress("transfer"))
+        data, transfer_s = timed(lambda: strategy.place_data(host, device))
+    problem = strategies.Problem(
+        n=shape[0], p=shape[1], d=shape[2], dtype=spec.precision,
+        iterations=spec.iterations, optimizer=spec.optimizer,
+        chunk=chunk_iterations(shape[0] * shape[1], spec.iterations) if strategy.chunkable else 0,
+    )
+    with jax.default_device(device):
+        state = strategy.place_state(strategies.init_state(data, spec.init, problem.transformation), device)
+        state = jax.block_until_ready(state)
+        tol = jax.device_put(jnp.asarray(spec.tol, dtype=spec.precision), device)
+    key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
+           device.platform, device.id, devices_used)
+    cache = DEFAULT_CACHE if cache is None else cache
+    executables = cache.get(key) if strategy.compiled_ahead else {}
+    if executables is not None:
+        compilation = Compilation(0.0, 0.0, 0, 0, "memory" if strategy.compiled_ahead else "none")
+    else:
+        report(Progress("compile"))
+        counter = CompileCounter()
+        with counter, jax.default_device(device):
+            lowered, trace_lower_s = _timed_host(lambda: strategy.lower(problem, state, data, tol))
+            executables, compile_s = _timed_host(lambda: strategy.compile(lowered))
+        cache.put(key, executables)
+        if counter.compiles:
+            cache_state = "compiled"
+        elif counter.disk_hits:
+            cache_state = "disk"
+        else:  # JAX's own in-process cache had the same computations (another spec, same HLO)
+            cache_state = "memory"
+        compilation = Compilation(trace_lower_s, compile_s, counter.compiles, counter.disk_hits, cache_state)
+    return PreparedFit(strategy, problem, data, state, tol, executables, device, transfer_s, compilation)

@@ -1,0 +1,200 @@
+"""What one fit produced: timings, compile counts, the ELBO curve and the environment.
+
+A runnable's timing fills one `Measurement`; the engine turns it into the one
+`RunResult` that it returns, the store keeps and `run --json` prints (its field names
+are the JSON keys). ELBO values are the ELBO itself (negative), with the exact
+log Y! = gammaln(Y + 1) (`log_factorial = "exact"`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+from core.spec import FitSpec
+
+STATUSES = ("ok", "diverged", "interrupted")
+CACHE_STATES = ("compiled", "memory", "disk", "none")
+
+
+@dataclasses.dataclass
+class Measurement:
+    """What timing a runnable measured, before the engine adds the queue and the derived
+    figures; every field has the meaning of the `RunResult` field of the same name.
+
+    Attributes:
+        elbo: ELBO per iteration of the first call, float64, exact log Y!; a non-finite
+            value marks where the fit diverged.
+        times: seconds of each timed steady-state call.
+        shape: (n, p, d) of the data fitted.
+        optimizer, lr, init: what actually ran (pyplnmodels ignores the spec's).
+    """
+
+    elbo: np.ndarray
+    times: list[float]
+    shape: tuple[int, int, int]
+    transfer_s: float
+    trace_lower_s: float
+    compile_s: float
+    first_call_s: float
+    compile_count: int
+    disk_cache_hits: int
+    recompile_count: int
+    cache: str
+    devices: int
+    processes: int
+    device_kind: str
+    versions: dict[str, Any]
+    optimizer: str
+    lr: float
+    init: str
+    chunk_iterations: int = 0
+
+
+@dataclasses.dataclass
+class RunResult:
+    """One stored run.
+
+    Attributes:
+        id: store row id (0 until stored).
+        created_at: epoch seconds when the run finished.
+        spec: the FitSpec as a dict (`FitSpec.to_dict()`); `spec_key` is its hash.
+        strategy, dataset, n, p, d, precision, device, iterations, optimizer, lr, init,
+        repeats, tol: the spec, flattened for tables ("dataset" is its label).
+        status: "ok", "diverged" (non-finite ELBO) or "interrupted" (killed mid-run).
+        error: for "diverged", where and what; else None.
+        diverged_at: first iteration whose ELBO is not finite, or None.
+        iterations_run: iterations done (while_loop may stop early; diverged runs stop).
+        transfer_s: host-to-device copy of the data, timed apart from the fit (for data
+            drawn on the devices, the draw, its compilation included).
+        trace_lower_s: tracing to a jaxpr and lowering to StableHLO (0 when cached or eager).
+        compile_s: XLA compilation (0 when cached in memory; a disk-cache load otherwise).
+        first_call_s: the first execution (for eager and jit-on-call, includes dispatch
+            warm-up and any compilation JAX does lazily).
+        run_s, run_s_min, run_s_max: steady state over `repeats` executions (median, min, max).
+        per_iter_ms: run_s / iterations_run in milliseconds.
+        compile_count: XLA compilations that ran (persistent-cache loads excluded).
+        disk_cache_hits: executables loaded from the persistent compilation cache.
+        recompile_count: compilations during the steady-state repeats (0 for jitted code).
+        cache: "compiled" (built now), "memory" (reused in process), "disk" (loaded from
+            the persistent cache) or "none" (eager: nothing compiled ahead).
+        final_elbo: last finite ELBO.
+        elbo: ELBO per iteration, up to divergence or the while_loop stop.
+        log_factorial: "exact" (gammaln) for every ELBO here.
+        devices: number of devices used.
+        processes: processes that computed the fit together (`jax.process_count()`; 1
+            unless it ran under jax.distributed).
+        device_kind: e.g. "cpu", "NVIDIA H100".
+        versions: jax, jaxlib, optax, numpy, python versions; platform; cpu_count; host.
+        queue_wait_s: seconds spent waiting for the device in the host's queue.
+        chunk_iterations: iterations per call when a large compiled loop was split into
+            calls (so that a cancel lands within seconds); 0 when it ran in one call.
+        timed_start, timed_end: epoch seconds of the timed section, while the run held
+            the device; `to_dict()` also gives them as `timed_window` [start, end].
+    """
+
+    spec: dict[str, Any]
+    spec_key: str
+    strategy: str
+    dataset: str
+    n: int
+    p: int
+    d: int
+    precision: str
+    device: str
+    iterations: int
+    optimizer: str
+    lr: float
+    init: str
+    repeats: int
+    tol: float
+    status: str
+    error: str | None
+    diverged_at: int | None
+    iterations_run: int
+    transfer_s: float
+    trace_lower_s: float
+    compile_s: float
+    first_call_s: float
+    run_s: float
+    run_s_min: float
+    run_s_max: float
+    per_iter_ms: float
+    compile_count: int
+    disk_cache_hits: int
+    recompile_count: int
+    cache: str
+    final_elbo: float | None
+    elbo: list[float]
+    devices: int
+    device_kind: str
+    versions: dict[str, Any]
+    processes: int = 1
+    log_factorial: str = "exact"
+    queue_wait_s: float = 0.0
+    chunk_iterations: int = 0
+    timed_start: float = 0.0
+    timed_end: float = 0.0
+    id: int = 0
+    created_at: float = 0.0
+
+    def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["timed_window"] = [self.timed_start, self.timed_end]
+        if not with_elbo:
+            out.pop("elbo")
+        return out
+
+    @classmethod
+    def measured(cls, spec: FitSpec, measurement: Measurement, queue_wait_s: float,
+                 timed_window: tuple[float, float]) -> RunResult:
+        """The result of `spec`: its measurement, the time it queued and its timed window."""
+        trace = np.asarray(measurement.elbo, dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(trace))
+        diverged_at = int(bad[0]) if bad.size else None
+        if diverged_at is not None:
+            trace = trace[:diverged_at]
+        run_s = statistics.median(measurement.times)
+        n, p, d = measurement.shape
+        return cls(
+            spec=spec.to_dict(), spec_key=spec.key, strategy=spec.strategy, dataset=spec.dataset.label,
+            n=n, p=p, d=d, precision=spec.precision, device=spec.device, iterations=spec.iterations,
+            optimizer=measurement.optimizer, lr=measurement.lr, init=measurement.init, repeats=spec.repeats,
+            tol=spec.tol,
+            status="ok" if diverged_at is None else "diverged",
+            error=None if diverged_at is None else f"ELBO not finite at iteration {diverged_at}",
+            diverged_at=diverged_at,
+            iterations_run=len(trace),
+            transfer_s=measurement.transfer_s,
+            trace_lower_s=measurement.trace_lower_s,
+            compile_s=measurement.compile_s,
+            first_call_s=measurement.first_call_s,
+            run_s=run_s,
+            run_s_min=min(measurement.times),
+            run_s_max=max(measurement.times),
+            per_iter_ms=1e3 * run_s / max(1, len(measurement.elbo)),
+            compile_count=measurement.compile_count,
+            disk_cache_hits=measurement.disk_cache_hits,
+            recompile_count=measurement.recompile_count,
+            cache=measurement.cache,
+            final_elbo=float(trace[-1]) if len(trace) else None,
+            elbo=[float(v) for v in trace],
+            devices=measurement.devices,
+            processes=measurement.processes,
+            device_kind=measurement.device_kind,
+            versions=measurement.versions,
+            queue_wait_s=queue_wait_s,
+            chunk_iterations=measurement.chunk_iterations,
+            timed_start=timed_window[0],
+            timed_end=timed_window[1],
+            created_at=time.time(),
+        )
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> RunResult:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in names})

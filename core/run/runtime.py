@@ -1,0 +1,79 @@
+"""Process-wide JAX settings, the devices of this process, and the environment a run is recorded with.
+
+`configure()` is called once at startup by the command line and the app (never at
+import): it enables float64 (so that a float64 spec really is float64; float32 specs
+stay float32 because every array is created with an explicit dtype) and points JAX's
+persistent compilation cache at a per-user directory, so a second process or a
+restarted server loads executables instead of recompiling them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import pathlib
+import platform
+import socket
+import sys
+
+import jax
+import jaxlib
+import numpy
+import optax
+
+from core.run import compilations
+from core.run.host import default_cache_dir
+from core.spec import SpecError
+
+
+@functools.lru_cache(maxsize=None)
+def configure() -> pathlib.Path:
+    """Enable float64 and the persistent compilation cache; idempotent. Returns the cache dir."""
+    jax.config.update("jax_enable_x64", True)
+    cache_dir = default_cache_dir()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(cache_dir))
+    # JAX only persists compilations slower than 1 s by default; every executable of a
+    # fit should be reusable by the next process, however quick it was to build.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    compilations.install()
+    return cache_dir
+
+
+def available_platforms() -> list[str]:
+    """Platforms with at least one device in this process, e.g. ["cpu"] or ["cpu", "gpu"]."""
+    found = []
+    for name in ("cpu", "gpu", "tpu"):
+        try:
+            if jax.devices(name):
+                found.append(name)
+        except RuntimeError:
+            pass
+    return found
+
+
+def resolve_device(platform_name: str):
+    """The first device of `platform_name` in this process; SpecError naming the available ones if absent."""
+    try:
+        # local_devices: under jax.distributed, device 0 of the platform may be another process's.
+        return jax.local_devices(backend=platform_name)[0]
+    except RuntimeError:
+        available = ", ".join(available_platforms()) or "none"
+        raise SpecError(f"device {platform_name!r} is not available here; available: {available}") from None
+
+
+def environment(device) -> dict:
+    """Versions and machine facts stored with every run."""
+    return {
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "optax": optax.__version__,
+        "numpy": numpy.__version__,
+        "python": sys.version.split()[0],
+        "platform": device.platform,
+        "device_kind": device.device_kind,
+        "os": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "host": socket.gethostname(),
+    }

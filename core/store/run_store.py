@@ -1,0 +1,327 @@
+"""The shared run store: every `RunResult`, in one SQLite file that all users share.
+
+SQLite in WAL mode lets many readers work while one writer appends, across threads and
+processes (Streamlit sessions, `python -m core` sweeps). Each operation opens its own
+short-lived connection, so no connection crosses a thread, and each write is one
+`BEGIN IMMEDIATE` transaction, so a process killed mid-write leaves no partial run.
+
+The tables and migrations are in `core.store.schema`, record checks in
+`core.store.records`, and the export/import file formats in `core.store.files`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import pathlib
+import socket
+import sqlite3
+import time
+from typing import TYPE_CHECKING, Any, Iterator
+
+import numpy as np
+
+from core.run import processes
+from core.run.result import RunResult
+from core.store import files as store_files
+from core.store import schema as store_schema
+from core.store.records import StoreError, field_kinds, interrupted_result, scalar_fields, validate_record
+
+if TYPE_CHECKING:
+    import pandas
+
+DEFAULT_DB_ENV = "PLNLAB_DB"
+BUSY_TIMEOUT_S = 30.0
+_CHUNK = 500  # below SQLite's bound-parameter limit on old builds (999)
+# frame() column -> its key in `versions`.
+_VERSION_COLUMNS = {
+    "jax_version": "jax", "jaxlib_version": "jaxlib", "optax_version": "optax", "numpy_version": "numpy",
+    "python_version": "python", "platform": "platform", "cpu_count": "cpu_count", "host": "host",
+}
+
+
+def default_db_path() -> pathlib.Path:
+    """`$PLNLAB_DB` if set, else `$XDG_DATA_HOME/plnlab/runs.sqlite3` (~/.local/share)."""
+    if os.environ.get(DEFAULT_DB_ENV):
+        return pathlib.Path(os.environ[DEFAULT_DB_ENV]).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(data_home):  # the XDG spec says to ignore relative paths
+        data_home = "~/.local/share"
+    return pathlib.Path(data_home).expanduser() / "plnlab" / "runs.sqlite3"
+
+
+
+class RunStore:
+    """All runs, in one SQLite file shared by every user, thread and process.
+
+    Args:
+        path: the database file; None means `default_db_path()`. Its folder and the schema
+            are created when missing.
+
+    Raises:
+        StoreError: the file is not a readable run store (damaged, not SQLite, too new).
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        self.path = pathlib.Path(path).expanduser() if path is not None else default_db_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._migrate()
+        except (OSError, StoreError) as exc:
+            cause = exc.__cause__ or exc
+            raise StoreError(
+                f"cannot open the run store {self.path}: {cause}. If the file is damaged, move "
+                f"it aside (a new store is then created) or set {DEFAULT_DB_ENV} to another file"
+            ) from cause
+
+    @contextlib.contextmanager
+    def _connect(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """A fresh connection; with `write`, inside BEGIN IMMEDIATE ... COMMIT."""
+        conn = None
+        try:
+            # timeout is SQLite's busy_timeout: wait for other writers instead of failing.
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA foreign_keys = ON")
+            if write:
+                conn.execute("BEGIN IMMEDIATE")
+            yield conn
+            if write:
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"run store {self.path}: {exc}") from exc
+        finally:
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    if conn.in_transaction:
+                        conn.rollback()
+                conn.close()
+
+    def _migrate(self) -> None:
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once per file
+            store_schema.migrate(conn)
+        self.recover_interrupted()
+
+    def begin(self, spec_dict: dict) -> int:
+        """Notes that a run of `spec_dict` (`FitSpec.to_dict()`) has started in this process;
+        returns the note's id for `finish` or `abandon`."""
+        with self._connect(write=True) as conn:
+            cursor = conn.execute(
+                "INSERT INTO in_flight (spec_json, host, pid, started_at) VALUES (?, ?, ?, ?)",
+                (json.dumps(spec_dict, sort_keys=True), socket.gethostname(), os.getpid(), time.time()))
+            return int(cursor.lastrowid)
+
+    def finish(self, flight_id: int, result: RunResult) -> int:
+        """Stores `result` and removes its in-flight note, in one transaction."""
+        record = validate_record(result.to_dict(), "run")
+        record.created_at = result.created_at or time.time()
+        with self._connect(write=True) as conn:
+            conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
+            run_id = self._insert(conn, record)
+        result.id, result.created_at = run_id, record.created_at
+        return run_id
+
+    def abandon(self, flight_id: int) -> None:
+        """Removes an in-flight note whose run ended without a result (cancelled, failed)."""
+        with self._connect(write=True) as conn:
+            conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
+
+    def in_flight(self) -> list[dict]:
+        """Runs started and not yet finished: id, spec (dict), host, pid, started_at."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT * FROM in_flight ORDER BY started_at").fetchall()
+        return [{"id": r["id"], "spec": json.loads(r["spec_json"]), "host": r["host"], "pid": r["pid"],
+                 "started_at": r["started_at"]} for r in rows]
+
+    def recover_interrupted(self) -> int:
+        """Stores every run whose process on this host died mid-run as "interrupted"; returns
+        how many. Runs of live processes, and of other hosts (whose processes this one
+        cannot see), are left alone."""
+        host = socket.gethostname()
+        dead = [note for note in self.in_flight() if note["host"] == host and not processes.alive(note["pid"])]
+        if not dead:
+            return 0
+        with self._connect(write=True) as conn:
+            for note in dead:
+                # Deleting first makes the recovery safe against two processes doing it at once.
+                if conn.execute("DELETE FROM in_flight WHERE id = ?", (note["id"],)).rowcount:
+                    self._insert(conn, interrupted_result(note["spec"], note["started_at"], host, note["pid"]))
+        return len(dead)
+
+    @property
+    def schema_version(self) -> int:
+        with self._connect() as conn:
+            return conn.execute("PRAGMA user_version").fetchone()[0]
+
+    def _insert(self, conn: sqlite3.Connection, result: RunResult) -> int:
+        row = store_schema.run_row(result)
+        cursor = conn.execute(
+            f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join(['?'] * len(row))})",
+            list(row.values()))
+        run_id = int(cursor.lastrowid)
+        conn.execute("INSERT INTO elbo_traces (run_id, elbo) VALUES (?, ?)",
+                     (run_id, np.asarray(result.elbo, store_schema.ELBO_DTYPE).tobytes()))
+        return run_id
+
+    def add(self, result: RunResult) -> int:
+        """Stores `result` in one transaction; sets its `id` (and `created_at` if 0)."""
+        record = validate_record(result.to_dict(), "run")
+        record.created_at = result.created_at or time.time()
+        with self._connect(write=True) as conn:
+            run_id = self._insert(conn, record)
+        result.id, result.created_at = run_id, record.created_at
+        return run_id
+
+    def _select(self, where: str = "", params: tuple = (), with_elbo: bool = True,
+                limit: int | None = None) -> list[RunResult]:
+        elbo = ", elbo_traces.elbo FROM runs LEFT JOIN elbo_traces ON run_id = runs.id"
+        sql = f"SELECT runs.*{elbo if with_elbo else ' FROM runs'} {where}"
+        sql += " ORDER BY created_at DESC, runs.id DESC LIMIT ?"
+        with self._connect() as conn:
+            rows = conn.execute(sql, (*params, -1 if limit is None else limit)).fetchall()
+        return [store_schema.run_from_row(row) for row in rows]
+
+    def get(self, run_id: int) -> RunResult:
+        """The run with this id, ELBO curve included. Raises KeyError if absent."""
+        found = self._select("WHERE runs.id = ?", (int(run_id),))
+        if not found:
+            raise KeyError(f"no run with id {run_id} in {self.path}")
+        return found[0]
+
+    def list(self, with_elbo: bool = False, limit: int | None = None) -> list[RunResult]:
+        """Runs, newest first; `elbo` is [] unless `with_elbo`."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be a whole number >= 0 or None; got {limit!r}")
+        return self._select(with_elbo=with_elbo, limit=limit)
+
+    def count(self) -> int:
+        """How many runs are stored, counted by SQLite without reading them."""
+        with self._connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+    def find_by_spec_key(self, spec_key: str, limit: int | None = None,
+                         interrupted: bool = True) -> list[RunResult]:
+        """Runs of one spec (`FitSpec.key`), newest first, ELBO curves included; at most
+        `limit`, and without the `interrupted` ones (no result to show) if `interrupted` is False."""
+        where = "WHERE spec_key = ?" + ("" if interrupted else " AND status != 'interrupted'")
+        return self._select(where, (spec_key,), limit=limit)
+
+    def find(self, **equal: Any) -> list[RunResult]:
+        """Runs whose columns equal these values (e.g. `strategy="scan", status="ok"`, or
+        `host`), newest first, without ELBO curves. SQLite filters the rows, so a page that
+        needs a few runs builds only those, however many the store holds.
+
+        Raises:
+            ValueError: a name that is not a column of `runs`.
+        """
+        columns = {*scalar_fields(), "host"}
+        unknown = sorted(set(equal) - columns)
+        if unknown:
+            raise ValueError(f"not a run column: {', '.join(unknown)}; columns: {', '.join(sorted(columns))}")
+        # Column names come from the checked set above; only the values are parameters.
+        where = " AND ".join(f"runs.{name} = ?" for name in equal)
+        return self._select(f"WHERE {where}" if where else "", tuple(equal.values()), with_elbo=False)
+
+    def frame(self) -> pandas.DataFrame:
+        """One row per run, newest first: `id`, `created` (UTC), the scalar fields, and
+        `versions` flattened to the columns of `_VERSION_COLUMNS`. No ELBO curves."""
+        # Deferred, here and in elbo_frame: only frames need pandas, and the command line's
+        # store commands (list, export, import) start faster without it.
+        import pandas as pd
+
+        names = scalar_fields()
+        # SQLite flattens the rows (json_extract), so no RunResult is built per run: the
+        # Compare page reads this on every click, however many runs the store holds.
+        versions = [f"json_extract(versions_json, '$.{key}') AS {column}" for column, key in _VERSION_COLUMNS.items()]
+        sql = (f"SELECT {', '.join(f'runs.{name}' for name in names)}, {', '.join(versions)} FROM runs"
+               " ORDER BY created_at DESC, runs.id DESC")
+        with self._connect() as conn:
+            frame = pd.read_sql_query(sql, conn)
+        for field in dataclasses.fields(RunResult):
+            if field.name not in names:
+                continue
+            base, optional = field_kinds()[field.name]
+            if not optional and field.default is not dataclasses.MISSING:
+                # A column added after these rows were written holds NULL: the field's default.
+                frame[field.name] = frame[field.name].fillna(field.default)
+            if base is float:  # NaN is stored as the text 'nan' (SQLite turns NaN into NULL)
+                frame[field.name] = frame[field.name].astype(float)
+        frame.insert(1, "created", pd.to_datetime(frame["created_at"].astype(float), unit="s", utc=True))
+        return frame
+
+    def elbo_frame(self, run_ids: list[int]) -> pandas.DataFrame:
+        """ELBO curves in long format: `run_id`, `iteration` (from 0), `elbo`, in the order
+        of `run_ids`; ids not in the store are left out."""
+        # Deferred: see frame().
+        import pandas as pd
+
+        ids = list(dict.fromkeys(int(i) for i in run_ids))
+        blobs: dict[int, bytes] = {}
+        with self._connect() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start:start + _CHUNK]
+                sql = f"SELECT run_id, elbo FROM elbo_traces WHERE run_id IN ({', '.join(['?'] * len(chunk))})"
+                blobs.update((r["run_id"], r["elbo"]) for r in conn.execute(sql, chunk))
+        curves = [(i, np.frombuffer(blobs[i], store_schema.ELBO_DTYPE)) for i in ids if i in blobs]
+        no_ids = [np.zeros(0, np.int64)]  # np.concatenate refuses an empty list
+        return pd.DataFrame({
+            "run_id": np.concatenate([np.full(len(c), i, np.int64) for i, c in curves] or no_ids),
+            "iteration": np.concatenate([np.arange(len(c), dtype=np.int64) for _, c in curves] or no_ids),
+            "elbo": np.concatenate([c for _, c in curves] or [np.zeros(0)]),
+        })
+
+    def delete(self, run_ids: list[int]) -> int:
+        """Deletes these runs (one transaction); returns how many existed."""
+        ids = list(dict.fromkeys(int(i) for i in run_ids))
+        deleted = 0
+        with self._connect(write=True) as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start:start + _CHUNK]
+                marks = ", ".join(["?"] * len(chunk))
+                conn.execute(f"DELETE FROM elbo_traces WHERE run_id IN ({marks})", chunk)
+                deleted += conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", chunk).rowcount
+        return deleted
+
+    def export(self, path: str | os.PathLike, run_ids: list[int] | None = None) -> int:
+        """Writes runs (all, or these ids) to .json, .csv or .parquet; returns the count.
+
+        JSON: a list of `RunResult.to_dict()`. CSV and Parquet: one row per run, every
+        field a column; `spec`, `versions` and `elbo` as JSON text. Raises KeyError for an
+        id not in the store.
+        """
+        path = pathlib.Path(path)
+        store_files.check_format(path)  # before reading any run: a bad name fails first
+        runs = self.list(with_elbo=True) if run_ids is None else [self.get(i) for i in run_ids]
+        store_files.write_runs(path, runs)
+        return len(runs)
+
+    def import_file(self, path: str | os.PathLike) -> int:
+        """Adds the runs of an exported file, all or none; returns how many were new.
+
+        Every record is validated before anything is written. A run already stored (same
+        spec_key, created_at and host) is skipped, so importing twice adds nothing.
+        """
+        records = store_files.read_runs(pathlib.Path(path))
+        imported = 0
+        with self._connect(write=True) as conn:
+            for record in records:
+                record.created_at = record.created_at or time.time()
+                exists = conn.execute(
+                    "SELECT 1 FROM runs WHERE spec_key = ? AND created_at = ? AND host IS ? LIMIT 1",
+                    (record.spec_key, record.created_at, store_schema.host_of(record))).fetchone()
+                if not exists:
+                    self._insert(conn, record)
+                    imported += 1
+        return imported
+
+    def integrity_ok(self) -> bool:
+        """True when SQLite's integrity_check finds the file sound."""
+        try:
+            with self._connect() as conn:
+                return [tuple(r) for r in conn.execute("PRAGMA integrity_check")] == [("ok",)]
+        except StoreError:
+            return False
+

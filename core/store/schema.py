@@ -1,0 +1,124 @@
+"""The run store's SQLite layout: its tables, their migrations, and `RunResult` <-> row.
+
+Table `runs` holds every scalar field of `RunResult` as its own column (so SQL can
+filter), `spec_json` and `versions_json`; table `elbo_traces` holds each ELBO curve as
+little-endian float64 bytes. Only JSON and raw float bytes are stored, never pickles.
+SQLite turns NaN into NULL, so a NaN in a REAL column is stored as the text 'nan' to keep
+it apart from None (NULL).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sqlite3
+from typing import Any
+
+import numpy as np
+
+from core.run.result import RunResult
+from core.store.records import StoreError, field_kinds, scalar_fields
+
+_SQL_TYPES = {int: "INTEGER", float: "REAL", str: "TEXT"}
+# Little-endian whatever the host, so that a store file moves between machines.
+ELBO_DTYPE = "<f8"
+
+
+def _column_type(name: str) -> str:
+    return _SQL_TYPES[field_kinds()[name][0]]
+
+
+def _migration_1() -> list[str]:
+    columns = ", ".join(f"{n} {_column_type(n)}" for n in scalar_fields() if n != "id")
+    return [
+        f"CREATE TABLE runs (id INTEGER PRIMARY KEY, {columns}, host TEXT,"
+        " spec_json TEXT NOT NULL, versions_json TEXT NOT NULL)",
+        "CREATE INDEX runs_spec_key ON runs (spec_key)",
+        "CREATE INDEX runs_created_at ON runs (created_at)",
+        "CREATE TABLE elbo_traces (run_id INTEGER PRIMARY KEY"
+        " REFERENCES runs(id) ON DELETE CASCADE, elbo BLOB NOT NULL)",
+    ]
+
+
+def _migration_2() -> list[str]:
+    # Runs being fitted: a row is written when a run starts and removed in the same
+    # transaction that stores its result, so a row left behind by a dead process is a
+    # run that was interrupted (see RunStore.recover_interrupted).
+    return [
+        "CREATE TABLE in_flight (id INTEGER PRIMARY KEY, spec_json TEXT NOT NULL,"
+        " host TEXT NOT NULL, pid INTEGER NOT NULL, started_at REAL NOT NULL)",
+    ]
+
+
+# Applied in order, in one transaction; PRAGMA user_version counts those applied. Append,
+# never edit. Scalar fields added to RunResult later get their column added on open.
+MIGRATIONS = (_migration_1, _migration_2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _up_to_date(conn: sqlite3.Connection) -> bool:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"schema version {version} is newer than this program's "
+                         f"({SCHEMA_VERSION}); upgrade PLN JIT Lab")
+    have = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
+    return version == SCHEMA_VERSION and have.issuperset(scalar_fields())
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Brings the file behind `conn` (autocommit, `sqlite3.Row` rows) to `SCHEMA_VERSION`.
+
+    Raises:
+        StoreError: the file was written by a newer program.
+    """
+    if _up_to_date(conn):  # the usual case, checked without taking the write lock
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    for migration in MIGRATIONS[version:]:
+        for statement in migration():
+            conn.execute(statement)
+    have = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
+    for name in scalar_fields():
+        if name not in have:
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {_column_type(name)}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    conn.execute("COMMIT")
+
+
+def host_of(result: RunResult) -> str | None:
+    """The `host` column: with spec_key and created_at, what tells two runs apart on import."""
+    host = result.versions.get("host")
+    return None if host is None else str(host)
+
+
+def run_row(result: RunResult) -> dict[str, Any]:
+    """The `runs` columns of a result (without id)."""
+    row: dict[str, Any] = {}
+    for name in scalar_fields():
+        value = getattr(result, name)
+        row[name] = "nan" if isinstance(value, float) and math.isnan(value) else value
+    row.pop("id")
+    row.update(host=host_of(result), spec_json=json.dumps(result.spec, sort_keys=True),
+               versions_json=json.dumps(result.versions, sort_keys=True))
+    return row
+
+
+def run_from_row(row: sqlite3.Row) -> RunResult:
+    """The result a `runs` row (joined with its `elbo` blob, when selected) stands for."""
+    values: dict[str, Any] = {}
+    columns = row.keys()
+    for field in dataclasses.fields(RunResult):
+        base, optional = field_kinds()[field.name]
+        if base not in _SQL_TYPES or field.name not in columns:
+            continue
+        value = row[field.name]
+        if value is None and not optional and field.default is not dataclasses.MISSING:
+            continue  # a column added after this row was written
+        values[field.name] = float(value) if base is float and isinstance(value, str) else value
+    values["spec"] = json.loads(row["spec_json"])
+    values["versions"] = json.loads(row["versions_json"])
+    blob = row["elbo"] if "elbo" in columns else None
+    values["elbo"] = np.frombuffer(blob, ELBO_DTYPE).tolist() if blob else []
+    return RunResult.from_dict(values)

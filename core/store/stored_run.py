@@ -1,0 +1,29 @@
+"""Run a spec and store its result, so that a run killed halfway is remembered.
+
+The store notes the run when it starts and replaces the note by the result in one
+transaction when it ends; a run cancelled or failed removes its note. A note left by a
+process that died (kill -9, a server restart) becomes an "interrupted" run the next time
+the store is opened (`RunStore.recover_interrupted`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from core.run import engine
+from core.run.result import RunResult
+from core.store.records import StoreError
+from core.store.run_store import RunStore
+
+
+def run_and_store(store: RunStore, spec, counts=None, **engine_options) -> RunResult:
+    """`engine.run(spec, counts, **engine_options)`, stored in `store`; returns the stored result."""
+    flight = store.begin(spec.to_dict())
+    try:
+        result = engine.run(spec, counts, **engine_options)
+    except BaseException:  # cancelled, failed, or the caller's thread stopped: no run to keep
+        with contextlib.suppress(StoreError):
+            store.abandon(flight)
+        raise
+    store.finish(flight, result)
+    return result

@@ -1,0 +1,215 @@
+"""Compare: every stored run (all users, the command line, imports), side by side."""
+
+from __future__ import annotations
+
+import pathlib
+import tempfile
+
+import pandas as pd
+import streamlit as st
+
+from core.charts import bars, lines
+from core.store.run_store import StoreError
+from pages.ui import access, display, resources, state
+
+FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
+           "status": "Status"}
+TABLE = ["id", "created", "strategy", "dataset", "n", "p", "precision", "device", "device_kind", "iterations",
+         "per_iter_ms", "run_s", "compile_s", "first_call_s", "cache", "final_elbo", "status", "host"]
+# Settings a difference in which explains a difference in timings.
+SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
+            "lr", "init", "repeats", "tol", "cache", "jax_version", "jaxlib_version", "cpu_count", "host"]
+GROUPS = ["strategy", "dataset", "device", "precision", "device_kind", "optimizer", "init", "host"]
+METRICS = {"per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run (s)",
+           "compile_s": "XLA compile (s)", "first_call_s": "first call (s)", "trace_lower_s": "trace+lower (s)",
+           "transfer_s": "data transfer (s)"}
+MAX_CURVES = 12
+# Rows of the table (and so of everything below it): a shared store only grows, and every
+# click here sends the table to the browser; the filters reach older runs.
+TABLE_ROWS = 500
+COLUMNS = {
+    **display.TABLE_COLUMNS,
+    "id": st.column_config.NumberColumn("run", format="#%d"),
+    "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
+    "device_kind": st.column_config.TextColumn("device kind"),
+    "n": st.column_config.NumberColumn("n", format="%d"),
+}
+MIME = {".csv": "text/csv", ".json": "application/json", ".parquet": "application/octet-stream"}
+
+st.title("Compare stored runs", anchor=False)
+st.caption("Every run in the shared store: from this dashboard, from `python -m core`, or imported from "
+           "other machines.")
+store = resources.store_or_stop()
+state.default("cmp_version", 0)  # bumped after a delete, so the table's selection starts afresh
+
+
+def import_section() -> None:
+    with st.expander("Import runs from a file (.json, .csv or .parquet from `python -m core export`)",
+                     icon=":material/upload:"):
+        upload = st.file_uploader("Runs file", type=["json", "csv", "parquet"], key="cmp_import")
+        if st.button("Import", key="cmp_import_go", disabled=upload is None):
+            # Under its own name, so that error messages name the file the user picked.
+            with tempfile.TemporaryDirectory(prefix="plnlab-import-") as folder:
+                path = pathlib.Path(folder) / pathlib.Path(upload.name).name
+                path.write_bytes(upload.getvalue())
+                try:
+                    count = store.import_file(path)
+                except StoreError as exc:
+                    count = None
+                    st.error(f"Nothing imported: {exc}", icon=":material/error:")
+            if count is not None:  # redraw, so that the table and the sidebar count show the new runs
+                st.session_state["cmp_flash"] = (f"Imported {count} new run{'s' * (count != 1)} from {upload.name}"
+                                                 + (" (all were already stored)" if count == 0 else "") + ".")
+                st.rerun()
+
+
+if flash := st.session_state.pop("cmp_flash", None):
+    st.success(flash, icon=":material/check_circle:")
+frame = store.frame()
+if frame.empty:
+    st.info("No runs stored yet. Run some strategies first, or import a runs file below.",
+            icon=":material/inbox:")
+    st.page_link("pages/run/page.py", label="Go to the Run page", icon=":material/play_arrow:")
+    import_section()
+    st.stop()
+
+# --- filter and pick -----------------------------------------------------------------------
+for column, widget in zip(FILTERS, st.columns(len(FILTERS))):
+    options = sorted(frame[column].dropna().astype(str).unique())
+    key = f"cmp_f_{column}"
+    # Drop choices the store no longer has; only then, as assigning the key makes the
+    # browser take this run's value over one picked while the page was rerunning.
+    chosen = st.session_state.get(key, [])
+    still_stored = [v for v in chosen if v in options]
+    if still_stored != chosen:
+        st.session_state[key] = still_stored
+    widget.multiselect(FILTERS[column], options, key=key, persist_state="session", placeholder="all")
+mask = frame.index == frame.index
+for column in FILTERS:
+    wanted = st.session_state.get(f"cmp_f_{column}") or []
+    if wanted:
+        mask &= frame[column].astype(str).isin(wanted)
+matching = int(mask.sum())
+view = frame[mask].head(TABLE_ROWS).reset_index(drop=True)  # the frame is newest first
+
+event = st.dataframe(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.session_state['cmp_version']}",
+                     on_select="rerun", selection_mode="multi-row", hide_index=True, column_config=COLUMNS,
+                     height=min(420, 38 + 35 * max(1, len(view))))
+# Positions in `view`; a tick made before the filters changed may point past its end.
+rows = [r for r in (event.selection.rows if event is not None else []) if r < len(view)]
+picked = view.iloc[rows] if rows else view
+shown = f"{len(view):,} of {len(frame):,} runs shown" if matching <= TABLE_ROWS else \
+    f"The newest {len(view):,} of {matching:,} matching runs ({len(frame):,} stored) shown: filter to reach older ones"
+st.caption(f"{shown}; click a column header to sort. "
+           + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
+              "Tick rows (left edge) to compare just those; until then the charts use every run shown."))
+interrupted = picked["status"] == "interrupted"
+if count := int(interrupted.sum()):
+    st.caption(f"{count} interrupted run{'s' * (count != 1)} (stopped before finishing: no timings, no curve) "
+               "left out of the charts.")
+    picked = picked[~interrupted]
+if picked.empty:
+    st.info("No finished run matches these filters.", icon=":material/filter_alt_off:")
+    st.stop()
+
+# --- charts --------------------------------------------------------------------------------
+st.header("ELBO curves")
+newest = picked.sort_values("created_at", ascending=False).head(MAX_CURVES)
+results = [store.get(int(i)) for i in newest["id"]]
+labels = [f"#{r.id} {r.strategy}" for r in results]
+curves = display.elbo_long(results, labels)
+by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
+with by_iteration:
+    display.chart(lines.elbo_curves(curves, x="iteration").properties(height=340),
+                  "log(-ELBO) per iteration; runs of the same problem should overlap."
+                  + (f" The {MAX_CURVES} newest of {len(picked)} runs." if len(picked) > MAX_CURVES else ""),
+                  legend="right")
+with by_time:
+    display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=340),
+                  "Wall-clock estimated from compile time + iterations × steady-state time per iteration.",
+                  legend="right")
+
+st.header("Grouped timings")
+state.default("cmp_group", ["strategy"])
+state.default("cmp_metric", "per_iter_ms")
+left, right = st.columns([3, 2])
+by = left.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session", placeholder="choose columns")
+metric = right.selectbox("Timing", list(METRICS), key="cmp_metric", persist_state="session", format_func=METRICS.get)
+if by:
+    display.chart(bars.grouped_summary(picked, by, metric),
+                  f"Median (dot) and min to max (line) of {METRICS[metric]} per group; diverged runs left out.",
+                  legend=None)
+else:
+    st.info("Choose at least one column to group by.")
+
+st.header("Relative to a baseline run")
+ids = [int(i) for i in picked["id"]]
+described = {int(r.id): f"#{r.id} {r.strategy} · {r.dataset} · {r.precision} · {r.device}"
+             for r in picked.itertuples()}
+if st.session_state.get("cmp_baseline") not in ids:
+    eager = picked[picked["strategy"] == "eager"]
+    st.session_state["cmp_baseline"] = int(eager["id"].iloc[0]) if not eager.empty else ids[0]
+left, right = st.columns([3, 2])
+baseline = left.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
+                          format_func=described.get)
+right.selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session", format_func=METRICS.get)
+ratio_metric = st.session_state["cmp_metric_ratio"]
+ratio_runs = picked.head(40)
+if baseline not in set(ratio_runs["id"]):
+    ratio_runs = pd.concat([ratio_runs, picked[picked["id"] == baseline]])
+display.chart(bars.ratio_bars(ratio_runs, baseline, ratio_metric),
+              f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster.", legend=None)
+
+st.header("Settings that differ")
+varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique() > 1]
+if len(picked) < 2:
+    st.caption("Pick two or more runs to see how their settings differ.")
+elif varying:
+    st.dataframe(picked[["id", *[c for c in varying if c != "id"]]], hide_index=True, column_config=COLUMNS)
+    st.caption("Only the settings and environment fields whose values are not the same in every run.")
+else:
+    st.caption("These runs share every setting and environment field: differences are run-to-run noise.")
+
+# --- manage --------------------------------------------------------------------------------
+st.header("Export, import, delete")
+left, right = st.columns([1, 3], vertical_alignment="bottom")
+suffix = left.selectbox("Format", list(MIME), key="cmp_format", persist_state="session",
+                        help=".json and .parquet keep the ELBO curves; all three import back")
+
+
+def export_bytes(run_ids: list[int], suffix: str) -> bytes:
+    with tempfile.TemporaryDirectory(prefix="plnlab-export-") as folder:
+        path = pathlib.Path(folder) / f"runs{suffix}"
+        store.export(path, run_ids)
+        return path.read_bytes()
+
+
+right.download_button(f"Download {len(ids)} run{'s' * (len(ids) != 1)} ({'ticked' if rows else 'shown'})",
+                      data=lambda: export_bytes(ids, suffix), file_name=f"plnlab-runs{suffix}",
+                      mime=MIME[suffix], on_click="ignore", icon=":material/download:", key="cmp_download")
+import_section()
+
+if rows:
+    pending = st.session_state.get("cmp_delete")
+    if pending != ids:
+        if st.button(f"Delete {len(ids)} ticked run{'s' * (len(ids) != 1)}…", key="cmp_delete_ask",
+                     icon=":material/delete:"):
+            st.session_state["cmp_delete"] = ids
+            st.rerun()
+    else:
+        st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} from the shared store, for every user? "
+                   "This cannot be undone (export them first to keep a copy).", icon=":material/warning:")
+        allowed = access.delete_allowed("cmp_delete_password")
+        yes, no = st.columns([1, 5])
+        clicked = yes.button("Yes, delete", type="primary", key="cmp_delete_yes")
+        if clicked and not allowed:
+            st.error("Wrong password: nothing was deleted.", icon=":material/lock:")
+        elif clicked:
+            deleted = store.delete(ids)
+            st.session_state["cmp_delete"] = None
+            st.session_state["cmp_version"] += 1
+            st.toast(f"Deleted {deleted} run{'s' * (deleted != 1)}.", icon=":material/delete:")
+            st.rerun()
+        if no.button("Cancel", key="cmp_delete_no"):
+            st.session_state["cmp_delete"] = None
+            st.rerun()

@@ -1,0 +1,137 @@
+"""Run: fit the sidebar's problem under the chosen JIT strategies, time them, compare them."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.charts import bars, lines
+from core.spec import FitSpec, SpecError
+from pages.ui import display, resources, running, settings, state
+
+st.title("Which JIT strategy is fastest?", anchor=False)
+st.caption("The same Poisson log-normal fit, compiled in different ways; set the problem in the sidebar.")
+
+names = [r.name for r in resources.runnables()]
+state.default("run_strategies", [n for n in resources.tutorial_levels() if n in names])
+
+chosen = st.pills("Strategies", names, selection_mode="multi", key="run_strategies", persist_state="session",
+                  help=resources.strategy_help()) or []
+chosen = [n for n in names if n in chosen]  # teaching order, whatever the click order
+with st.expander("What each strategy compiles"):
+    st.markdown(resources.strategy_help())
+
+problem = settings.current()
+try:
+    dataset = problem.dataset_spec()
+    specs = [problem.fit_spec(name, dataset=dataset) for name in chosen]
+except SpecError as exc:
+    st.error(str(exc), icon=":material/error:")
+    st.stop()
+st.markdown(problem.label)
+go, note_slot = st.columns([1, 3], vertical_alignment="center")
+if not specs:
+    st.info("Choose at least one strategy to run.", icon=":material/checklist:")
+    st.stop()
+
+store = resources.store_or_stop()
+# An interrupted run (its process died mid-run) has no result to show: run that spec again.
+stored = {spec.strategy: found[0] for spec in specs
+          if (found := store.find_by_spec_key(spec.key, limit=1, interrupted=False))}
+missing = [spec for spec in specs if spec.strategy not in stored]
+
+# One key whatever the label: a click made while the page still showed the label of a
+# moment ago (settings just changed) runs what the settings say now, instead of being
+# dropped as a click on a button that is no longer drawn.
+label = f"Run {len(missing)} strateg{'y' if len(missing) == 1 else 'ies'}" if missing else "Run again"
+clicked = go.button(label, type="primary", key="run_go", width="stretch",
+                    icon=":material/play_arrow:" if missing else ":material/replay:")
+if not missing:
+    note_slot.caption("These exact settings are in the store: showing the stored runs. **Run again** re-times them.")
+elif stored:
+    note_slot.caption(f"{len(stored)} of these settings already ran and are shown below; "
+                      f"this runs {', '.join(s.strategy for s in missing)}.")
+
+if clicked:
+    todo = missing or specs
+    results, error = running.run_specs(todo, counts=problem.counts,
+                                       title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
+    if results:
+        st.session_state["run_last_ids"] = [r.id for r in results]
+        stored.update({r.strategy: r for r in results})
+    if error:
+        st.error(error, icon=":material/error:")
+    else:  # redraw, so that the button offers "Run again" rather than a finished run
+        st.session_state["run_flash"] = f"{len(results)} run{'s' * (len(results) != 1)} finished and stored."
+        st.rerun()
+running.show_cancelled()
+if flash := st.session_state.pop("run_flash", None):
+    st.toast(flash, icon=":material/check_circle:")
+
+shown = [stored[name] for name in chosen if name in stored]
+note = ""
+if not shown and st.session_state.get("run_last_ids"):
+    shown = []
+    for run_id in st.session_state["run_last_ids"]:
+        try:
+            shown.append(store.get(run_id))
+        except KeyError:  # deleted on the Compare page since
+            pass
+    note = "Your last runs, with settings that differ from the sidebar's now: " + \
+        (settings.spec_summary(FitSpec.from_dict(shown[0].spec)) if shown else "")
+if not shown:
+    st.info("Press **Run** to fit and time the chosen strategies. Each run is stored, so anyone can "
+            "compare it later.", icon=":material/play_circle:")
+    st.stop()
+
+# --- results -----------------------------------------------------------------------------
+st.divider()
+st.header("Results")
+if note:
+    st.caption(note)
+else:
+    dates = sorted({display.when(r.created_at) for r in shown})
+    st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
+               + (f" to {dates[-1]}" if len(dates) > 1 else "") + f" · device: {shown[0].device_kind}")
+
+frame = display.runs_frame(shown)
+ok = frame[frame["status"] == "ok"]
+metrics = st.columns(4)
+if not ok.empty:
+    fastest = ok.loc[ok["per_iter_ms"].idxmin()]
+    metrics[0].metric("Fastest steady state", f"{fastest['per_iter_ms']:.3g} ms/it", fastest["strategy"],
+                      delta_color="off", delta_arrow="off", help="steady-state time per iteration")
+    slowest = ok.loc[ok["per_iter_ms"].idxmax()]
+    metrics[1].metric(f"Speed-up over {slowest['strategy']}", f"×{slowest['run_s'] / fastest['run_s']:,.1f}",
+                      help="median steady-state run of the slowest strategy / that of the fastest")
+    compiled = ok[ok["cache"] != "none"]
+    if not compiled.empty:
+        metrics[2].metric("Longest compile", f"{(compiled['trace_lower_s'] + compiled['compile_s']).max():.2f} s",
+                          help="trace + lower + XLA compile; 0 s when the executable came from the in-memory cache")
+with metrics[3]:
+    st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
+    display.agreement_badge(frame)
+
+left, right = st.columns(2)
+with left:
+    display.chart(bars.timing_bars(frame),
+                  "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit.")
+with right:
+    baseline = "eager" if "eager" in set(frame["strategy"]) else frame.loc[frame["run_s"].idxmax(), "strategy"]
+    display.chart(bars.speedup_bars(frame, baseline=baseline),
+                  f"How many times faster than {baseline} one full fit runs once compiled (median of repeats).",
+                  legend=None)
+
+curves = display.elbo_long(shown)
+left, right = st.columns(2)
+with left:
+    display.chart(lines.elbo_curves(curves, x="iteration").properties(height=280),
+                  "Every strategy should trace the same curve: only the compilation differs.")
+with right:
+    display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=280),
+                  "Wall-clock estimated from compile time + iterations × steady-state time per iteration.")
+
+st.subheader("Numbers")
+display.show_runs_table(frame)
+diverged = frame[frame["status"] != "ok"]
+for _, row in diverged.iterrows():
+    st.warning(f"{row['strategy']}: {row['error'] or row['status']}", icon=":material/warning:")

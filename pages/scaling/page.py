@@ -1,0 +1,139 @@
+"""Scaling: how compile and run times grow with n (the oaks replication factor), and with the device count."""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+from core.charts import lines
+from core.spec import OAKS_REPLICATES, OAKS_ROWS, DatasetSpec, SpecError
+from pages.scaling import device_count
+from pages.ui import display, resources, running, settings, state
+
+DEFAULT_STRATEGIES = ("scan", "jit_step", "jit_per_function")
+
+st.title("When does compilation stop mattering?", anchor=False)
+st.caption("Compilation costs about the same whatever n; the fit itself grows with n. Sweep the oaks data "
+           "(each row repeated ×k) to see where the curves cross.")
+running.show_cancelled()  # above both tabs: either may have been cancelled
+
+
+def crossover(runs, strategy: str) -> str:
+    """Where the steady-state fit starts to take longer than compiling, for one strategy.
+
+    Uses medians per n of freshly compiled, non-diverged runs; between two sizes the
+    crossing is interpolated on log-log axes, where both timings are near straight lines.
+    """
+    mine = runs[(runs["strategy"] == strategy) & (runs["status"] == "ok")]
+    compiled = mine[mine["cache"] == "compiled"]
+    if mine.empty:
+        return f"**{strategy}**: no finished runs."
+    if compiled.empty:
+        if (mine["cache"] == "none").all():
+            return f"**{strategy}** compiles nothing ahead: there is no compile cost to amortise."
+        return f"**{strategy}**: every run reused a cached executable, so no compile time was measured."
+    compile_s = (compiled["trace_lower_s"] + compiled["compile_s"]).groupby(compiled["n"]).median()
+    run_s = mine.groupby("n")["run_s"].median()
+    sizes = sorted(set(compile_s.index) & set(run_s.index))
+    if not sizes:
+        return f"**{strategy}**: no size has both a compiled and a timed run."
+    gaps = [math.log(run_s[n]) - math.log(compile_s[n]) for n in sizes]
+    if gaps[0] > 0:
+        return (f"**{strategy}**: a fit already takes longer than compiling at n = {sizes[0]:,} "
+                f"({run_s[sizes[0]]:.3g} s vs {compile_s[sizes[0]]:.3g} s).")
+    for (n0, g0), (n1, g1) in zip(zip(sizes, gaps), zip(sizes[1:], gaps[1:])):
+        if g1 > 0:
+            estimate = math.exp(math.log(n0) + g0 / (g0 - g1) * (math.log(n1) - math.log(n0)))
+            return (f"**{strategy}**: compilation stops mattering beyond n ≈ {estimate:,.0f} "
+                    f"(between {n0:,} and {n1:,}), where one fit outlasts the {compile_s[n1]:.2g} s compile.")
+    last = sizes[-1]
+    return (f"**{strategy}**: compiling ({compile_s[last]:.3g} s) still outweighs one fit ({run_s[last]:.3g} s) "
+            f"at the largest n run, {last:,}.")
+
+
+n_tab, devices_tab = st.tabs(["Growing n", "More devices (sharded)"])
+# The devices tab first: an empty n sweep below ends the script (st.stop) once drawn.
+with devices_tab:
+    device_count.show()
+with n_tab:
+    names = [r.name for r in resources.runnables()]
+    state.default("scl_strategies", [n for n in DEFAULT_STRATEGIES if n in names])
+    state.default("scl_sizes", [1, 10, 100])
+
+    chosen = st.pills("Strategies", names, selection_mode="multi", key="scl_strategies", persist_state="session",
+                      help=resources.strategy_help()) or []
+    chosen = [n for n in names if n in chosen]
+    sizes = st.pills("Sizes: oaks rows repeated ×k", list(OAKS_REPLICATES), selection_mode="multi",
+                     key="scl_sizes", persist_state="session",
+                     format_func=lambda k: f"×{k:,} · n = {OAKS_ROWS * k:,}") or []
+    sizes = sorted(sizes)
+    st.caption("Uses the sidebar's device, precision, iterations, repeats, optimizer and initialisation; the data "
+               "here are always oaks."
+               + (" eager is slow: expect minutes at large n." if "eager" in chosen else "")
+               + (" ×1,000 (n = 116,000) can take minutes per strategy on a CPU." if 1000 in sizes else ""))
+    go, retime_slot = st.columns([1, 3], vertical_alignment="center")
+
+    problem = settings.current()
+    try:
+        grid = [problem.fit_spec(name, dataset=DatasetSpec(kind="oaks", replicate=k))
+                for k in sizes for name in chosen]
+    except SpecError as exc:
+        st.error(str(exc), icon=":material/error:")
+        st.stop()
+
+    store = resources.store_or_stop()
+    keys = {spec.key for spec in grid}
+    retime = retime_slot.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime",
+                                  persist_state="session")
+    frame = store.frame()
+    stored_keys = set(frame.loc[frame["status"] != "interrupted", "spec_key"]) if not frame.empty else set()
+    todo = grid if retime else [spec for spec in grid if spec.key not in stored_keys]
+    label = f"Run sweep: {len(todo)} run{'s' * (len(todo) != 1)}" if todo else "Run sweep"
+    clicked = go.button(label, type="primary", key="scl_go",
+                        disabled=not todo, icon=":material/play_arrow:", width="stretch",
+                        help="runs every (strategy, size) pair of the grid not yet in the store" if todo else
+                        "every pair is already in the store: tick Re-time to run them again")
+    if clicked:
+        labels = [f"{spec.strategy} · n = {OAKS_ROWS * spec.dataset.replicate:,}" for spec in todo]
+        results, error = running.run_specs(todo, labels=labels, title=f"Sweep of {len(todo)} runs")
+        if error:
+            st.error(error, icon=":material/error:")
+            frame = store.frame()
+        else:  # redraw, so that the button counts what is left to run
+            st.session_state["scl_flash"] = f"Sweep done: {len(results)} runs stored."
+            st.rerun()
+    if flash := st.session_state.pop("scl_flash", None):
+        st.toast(flash, icon=":material/check_circle:")
+
+    # Interrupted runs have no timings to draw.
+    runs = frame[frame["spec_key"].isin(keys) & (frame["status"] != "interrupted")] if not frame.empty else frame
+    if runs.empty:
+        st.info("None of these (strategy, size) pairs has run with the sidebar's settings yet: press **Run sweep**.",
+                icon=":material/play_circle:")
+        st.stop()
+
+    st.divider()
+    st.caption(f"{len(runs)} stored run{'s' * (len(runs) != 1)} with these settings "
+               f"({runs['n'].nunique()} size{'s' * (runs['n'].nunique() != 1)}); "
+               "medians where a pair ran more than once. "
+               + problem.label.split(" · ", 1)[1])
+    left, right = st.columns(2)
+    with left:
+        display.chart(lines.scaling_lines(runs, "per_iter_ms").properties(height=280),
+                      "Milliseconds per iteration at steady state, log-log: a slope of 1 means time grows like n.")
+    with right:
+        display.chart(lines.scaling_lines(runs, "run_s").properties(height=280),
+                      "Seconds for one whole fit (all iterations) at steady state, log-log.")
+
+    display.chart(lines.compile_vs_run(runs).properties(height=340),
+                  "Dashed: trace+lower+compile, solid: one steady-state fit. Where solid rises above dashed, "
+                  "compiling has paid for itself.", legend="right")
+    with st.container(border=True):
+        st.subheader("Compilation stops mattering…")
+        for name in [n for n in names if n in set(runs["strategy"])]:
+            st.markdown(crossover(runs, name))
+
+    with st.expander("The runs behind these charts"):
+        table = runs.sort_values(["strategy", "n"])
+        display.show_runs_table(table.assign(strategy=table["strategy"] + " · n = " + table["n"].map("{:,}".format)))

@@ -1,0 +1,197 @@
+"""Under the hood: what one strategy hands to XLA, and the seed tutorial's pitfalls run live."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import streamlit as st
+
+from core.inspect import introspect, layout, pitfalls
+from core.spec import FitSpec, SpecError
+from pages.ui import resources, settings, state
+from pages.ui.display import guarded, si
+from pages.under_the_hood import roofline_panel
+
+TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretching the page
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={FitSpec: lambda spec: spec.key})
+def inspect_cached(spec: FitSpec, _counts=None) -> introspect.Inspection:
+    """`introspect.inspect_fit`, cached per spec (an uploaded CSV's spec names its content hash)."""
+    return introspect.inspect_fit(spec, _counts)
+
+
+def text_block(title: str, text: str, language: str, file_name: str, key: str) -> None:
+    """A text clipped for the screen, with the full text downloadable."""
+    shown, clipped = introspect.clip(text)
+    top, button = st.columns([4, 1], vertical_alignment="center")
+    top.caption(f"{title} · {len(text):,} characters" + (" (first part shown)" if clipped else ""))
+    button.download_button("Download", text, file_name=file_name, mime="text/plain", key=key,
+                           icon=":material/download:", on_click="ignore", width="stretch")
+    short = shown.count("\n") < 20  # a short function gets its own height, not an empty box
+    st.code(shown or "(not available on this backend)", language=language, height="content" if short else TEXT_HEIGHT)
+
+
+def per_executable(inspection: introspect.Inspection, attribute: str, language: str, what: str) -> None:
+    executables = inspection.executables
+    tabs = st.tabs([e.name for e in executables]) if len(executables) > 1 else [st.container()]
+    for tab, executable in zip(tabs, executables):
+        with tab:
+            text_block(f"{what} of `{executable.name}`", getattr(executable, attribute), language,
+                       f"{inspection.strategy}_{executable.name}_{attribute}.txt",
+                       f"uth_dl_{attribute}_{executable.name}")
+
+
+def show_inspection(inspection: introspect.Inspection) -> None:
+    st.subheader(f"{inspection.strategy} · {inspection.dataset} (n = {inspection.n:,}, p = {inspection.p})")
+    st.caption(f"{inspection.precision} · {inspection.device} · {inspection.iterations:,} iterations · "
+               f"optimizer {inspection.optimizer} · "
+               f"jax {inspection.versions['jax']}, jaxlib {inspection.versions['jaxlib']}")
+    st.markdown(inspection.description.removeprefix(f"{inspection.strategy}: "))
+    if not inspection.compiled:
+        st.info("**Nothing is compiled ahead of time.** Each JAX operation is dispatched to XLA on its own, "
+                "so there is no whole-program HLO, cost analysis or memory analysis to show. Its source is "
+                "below, and, for reference, the jaxpr one iteration would have under `jax.jit`.",
+                icon=":material/info:")
+    else:
+        per_iteration, per_run = inspection.cost_per_iteration, inspection.cost_per_run
+        columns = st.columns(4)
+        columns[0].metric("FLOP / iteration", si(per_iteration.flops),
+                          help="XLA's estimate of floating-point operations in one iteration")
+        columns[1].metric("Bytes accessed / iteration", si(per_iteration.bytes_accessed, "B"),
+                          help="XLA's estimate of bytes read and written in one iteration")
+        columns[2].metric("Exp, log… / iteration", si(per_iteration.transcendentals),
+                          help="transcendental function calls (exp, log, ...) in one iteration")
+        columns[3].metric("FLOP / run", si(per_run.flops),
+                          help=f"per iteration x {inspection.iterations:,} iterations")
+        st.caption(inspection.cost_note)
+        columns = st.columns(4)
+        columns[0].metric("Executables", len(inspection.executables),
+                          help="compiled functions the strategy calls")
+        columns[1].metric("XLA compilations", inspection.compile_count,
+                          help="counted from jax.monitoring events while tracing, lowering and compiling; "
+                               "includes small op-by-op compilations of argument set-up")
+        columns[2].metric("Trace + lower", f"{inspection.trace_lower_s:.2f} s")
+        columns[3].metric("Compile", f"{inspection.compile_s:.2f} s",
+                          help="loaded from JAX's persistent cache when 'disk' below")
+        st.caption(f"Cache: **{inspection.cache}** ({inspection.disk_cache_hits} persistent-cache load"
+                   f"{'s' * (inspection.disk_cache_hits != 1)}). Figures for a cold in-process cache.")
+        st.markdown("**Per executable**: XLA's cost and memory analyses (sizes in MB)")
+        table = pd.DataFrame(introspect.executable_rows(inspection))
+        table = table.loc[:, (table.notna() & (table != 0)).any()]  # e.g. code size: 0 on CPU
+        st.dataframe(table, hide_index=True, column_config={
+            c: st.column_config.NumberColumn(format="%.2f") for c in table.columns if c != "executable"})
+
+
+def show_layout(inspection: introspect.Inspection) -> None:
+    """Where the sharded strategy put each array: row blocks, or a copy on every device."""
+    st.subheader("Where the arrays live", anchor="sharding")
+    devices = max((row.devices for row in inspection.layout), default=1)
+    held = sum(row.bytes_per_device for row in inspection.layout)
+    st.caption(f"The placed data and initial state over **{devices} device{'s' * (devices != 1)}**: arrays with "
+               "one row per sample are split in equal row blocks (`PartitionSpec('rows', None)`, rows padded "
+               "to a multiple of the device count), the small ones are copied to every device. Each device "
+               f"holds {si(held, 'B')} of them. From each array's `sharding` and `addressable_shards`.")
+    st.dataframe(pd.DataFrame(layout.table_rows(inspection.layout)), hide_index=True, column_config={
+        "bytes per device": st.column_config.NumberColumn(format="%d")})
+
+
+def show_texts(inspection: introspect.Inspection) -> None:
+    with st.expander("Python source: the strategy, one iteration, the ELBO", icon=":material/code:"):
+        for index, (title, code) in enumerate(inspection.sources):
+            text_block(title, code, "python", f"{inspection.strategy}_source_{index}.py", f"uth_dl_source_{index}")
+    with st.expander(f"jaxpr: {inspection.jaxpr_of}", icon=":material/account_tree:"):
+        text_block("jax.make_jaxpr", inspection.jaxpr, "text", f"{inspection.strategy}_jaxpr.txt", "uth_dl_jaxpr")
+    if inspection.executables:
+        with st.expander("StableHLO: lowered, before XLA's optimisation passes", icon=":material/description:"):
+            per_executable(inspection, "stablehlo", "text", "Lowered.as_text()")
+        with st.expander("Optimized HLO: after XLA's passes (fusions, layouts)", icon=":material/bolt:"):
+            per_executable(inspection, "optimized_hlo", "text", "Compiled.as_text()")
+
+
+def show_pitfalls() -> None:
+    st.header("Pitfalls of the seed tutorial")
+    st.caption("Gangloff, \"JIT compilation with JAX\" (FinistR 2023) has bugs this product does not reproduce. "
+               "Each one runs here as a small demonstration: the tutorial's way next to the right way.")
+    for pitfall in pitfalls.catalogue():
+        state_key = f"uth_pitfall_{pitfall.key}"
+        with st.container(border=True):
+            st.subheader(pitfall.title)
+            st.markdown(pitfall.summary)
+            with st.expander("Code of the demonstration", icon=":material/code:"):
+                st.code(pitfalls.source(pitfall.key), language="python")
+            if st.button("Run it live", key=f"uth_run_{pitfall.key}", icon=":material/play_arrow:"):
+                with st.spinner(f"Running: {pitfall.title}…"):
+                    st.session_state[state_key] = guarded(lambda: pitfalls.run(pitfall.key), pitfall.title)
+            result = st.session_state.get(state_key)
+            if result is not None:
+                show_pitfall_result(result)
+
+
+def show_pitfall_result(result: pitfalls.PitfallResult) -> None:
+    if result.reproduced:
+        st.badge("Bug reproduced here", color="red", icon=":material/bug_report:")
+    else:
+        st.badge("Not reproduced on this installation", color="green", icon=":material/check_circle:")
+    st.markdown(result.explanation)
+    # Strings, not numbers: the Stirling sums differ in the sixth significant digit.
+    rows = [{"computed": "the tutorial's way", "quantity": k, "value": f"{v:,.4f}"} for k, v in result.buggy.items()]
+    rows += [{"computed": "the right way", "quantity": k, "value": f"{v:,.4f}"} for k, v in result.correct.items()]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    if result.note:
+        st.caption(result.note)
+
+
+st.title("Under the hood")
+st.caption("What a JIT strategy hands to XLA (source, jaxpr, StableHLO, optimized HLO) and what XLA "
+           "estimates it costs. The problem (data, size, precision, device, iterations) is set in the sidebar.")
+
+# Peers (pyPLNmodels, PyTorch) hand nothing to XLA: only JAX strategies can be inspected.
+summaries = {r.name: r.summary for r in resources.runnables() if r.inspectable}
+state.default("uth_strategy", "scan" if "scan" in summaries else next(iter(summaries)))
+pick, go = st.columns([5, 1], vertical_alignment="bottom")
+strategy = pick.selectbox("Strategy", list(summaries), key="uth_strategy", persist_state="session",
+                          help=resources.strategy_help(),
+                          format_func=lambda name: f"{name}: {summaries[name].replace('`', '')}")
+problem = settings.current()
+try:
+    # Repeats do not change what is compiled; fixing them shares the cache across settings.
+    spec = dataclasses.replace(problem.fit_spec(strategy), repeats=1)
+except SpecError as exc:
+    spec = None
+    st.error(str(exc), icon=":material/error:")
+clicked = go.button("Inspect", type="primary", key="uth_go", icon=":material/search:", width="stretch",
+                    disabled=spec is None)
+if spec is not None:
+    st.markdown(f"Sidebar problem: **{spec.dataset.label}** · {spec.precision} · {spec.device} · "
+                f"{spec.iterations:,} iterations · optimizer {spec.optimizer.label} · init {spec.init}")
+
+if clicked and spec is not None:
+    counts = problem.counts
+
+    def work():
+        resources.check_device(spec.device)
+        return inspect_cached(spec, counts)
+
+    with st.spinner(f"Tracing, lowering and compiling {strategy} for {spec.dataset.label}…"):
+        if guarded(work, f"Inspecting {strategy}") is not None:
+            st.session_state["uth_inspected"] = (spec, counts)
+
+inspected = st.session_state.get("uth_inspected")
+if inspected is None:
+    st.info("Press **Inspect** to compile the chosen strategy for the sidebar's problem and look at "
+            "what XLA receives. oaks x1000 takes a few seconds.", icon=":material/search:")
+else:
+    if spec is not None and inspected[0].key != spec.key:
+        st.caption(":material/history: Showing the last inspection; the settings above have changed since. "
+                   "Press **Inspect** to see them.")
+    inspection = inspect_cached(*inspected)
+    show_inspection(inspection)
+    if inspection.strategy == "sharded" and inspection.layout:
+        show_layout(inspection)
+    roofline_panel.show_roofline(*inspected, inspection)
+    show_texts(inspection)
+
+st.divider()
+show_pitfalls()

@@ -1,0 +1,441 @@
+"""The dashboard's Run, Compare and Scaling pages under Streamlit's AppTest.
+
+Each test gets its own run store and JAX cache (set before the AppTest is created) and a
+cleared `st.cache_resource`, so sessions and stores never leak between tests. Real fits
+use tiny problems (simulated 40 x 5, 10 iterations, 1 repeat).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from core.data.counts import DataError
+from core.run.result import RunResult
+from core.spec import DatasetSpec, FitSpec
+from core.store.run_store import RunStore
+
+from project import APP
+
+TIMEOUT = 120
+CHART = "vega_lite_chart"  # the element type of st.altair_chart in Streamlit 1.67
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch) -> RunStore:
+    """An empty store at $PLNLAB_DB, and an AppTest that routes like the server."""
+    monkeypatch.setenv("PLNLAB_DB", str(tmp_path / "runs.sqlite3"))
+    monkeypatch.setenv("PLNLAB_JAX_CACHE", str(tmp_path / "jax"))
+    st.cache_resource.clear()
+    yield RunStore(tmp_path / "runs.sqlite3")
+    st.cache_resource.clear()
+
+
+def open_app(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    if page is not None:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def tiny_problem(at: AppTest, strategies=("scan", "jit_step")) -> AppTest:
+    """Sidebar: simulated 40 x 5, 10 iterations, 1 repeat; the Run page: `strategies`."""
+    at.sidebar.radio(key="sb_dataset").set_value("simulated").run()
+    at.sidebar.number_input(key="sb_sim_n").set_value(40)
+    at.sidebar.number_input(key="sb_sim_p").set_value(5)
+    at.sidebar.number_input(key="sb_iterations").set_value(10)
+    at.sidebar.number_input(key="sb_repeats").set_value(1)
+    at.pills(key="run_strategies").set_value(list(strategies))
+    return at.run()
+
+
+def fake_run(strategy: str = "scan", replicate: int = 1, run_s: float = 0.05, compile_s: float = 0.3,
+             created_at: float | None = None) -> RunResult:
+    """A stored-looking run of the sidebar's default settings on oaks x`replicate`."""
+    spec = FitSpec(dataset=DatasetSpec(kind="oaks", replicate=replicate), strategy=strategy)
+    elbo = [-2.0e5 + 300.0 * i for i in range(spec.iterations)]
+    return RunResult(
+        spec=spec.to_dict(), spec_key=spec.key, strategy=strategy, dataset=spec.dataset.label,
+        n=116 * replicate, p=114, d=1, precision="float32", device="cpu", iterations=spec.iterations,
+        optimizer="seed", lr=0.01, init="seed", repeats=3, tol=0.0, status="ok", error=None,
+        diverged_at=None, iterations_run=spec.iterations, transfer_s=0.001, trace_lower_s=0.05,
+        compile_s=compile_s, first_call_s=run_s * 1.5, run_s=run_s, run_s_min=run_s, run_s_max=run_s,
+        per_iter_ms=1e3 * run_s / spec.iterations, compile_count=1, disk_cache_hits=0, recompile_count=0,
+        cache="compiled", final_elbo=elbo[-1], elbo=elbo, devices=1, device_kind="cpu",
+        versions={"jax": "0.10.1", "platform": "cpu", "host": "test-host"},
+        created_at=created_at or time.time())
+
+
+@pytest.mark.parametrize("page", ["pages/run/page.py", "pages/compare/page.py", "pages/scaling/page.py"])
+def test_pages_render_with_an_empty_store(store, page):
+    at = open_app(page)
+    assert at.title and at.sidebar.radio(key="sb_dataset").value == "oaks"
+    assert not at.error
+    if page == "pages/compare/page.py":
+        assert at.get("page_link"), "an empty store points to the Run page"
+
+
+def test_pages_render_with_stored_runs(store):
+    for strategy in ("eager", "scan"):
+        store.add(fake_run(strategy, run_s=2.0 if strategy == "eager" else 0.05))
+    for page in ("pages/run/page.py", "pages/compare/page.py", "pages/scaling/page.py"):
+        at = open_app(page)
+        assert not at.error, [e.value for e in at.error]
+
+
+def test_run_page_runs_stores_and_shows_results(store):
+    at = tiny_problem(open_app())
+    assert [b.label for b in at.button] == ["Run 2 strategies"]
+    at.button(key="run_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    runs = store.list()
+    assert sorted(r.strategy for r in runs) == ["jit_step", "scan"]
+    assert all(r.dataset == "simulated 40x5 d=1 (seed 0)" and r.iterations == 10 for r in runs)
+    assert len(at.get(CHART)) >= 4  # timing bars, speed-up, two ELBO curves
+    assert "Fastest steady state" in [m.label for m in at.metric]
+    assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
+    table = at.dataframe[0].value
+    assert sorted(table["strategy"]) == ["jit_step", "scan"]
+    assert {"compile_s", "per_iter_ms", "recompile_count", "final_elbo", "status"} <= set(table.columns)
+    # The same spec again: the stored runs are shown at once, nothing runs.
+    assert [b.label for b in at.button] == ["Run again"]
+    at.run()
+    again = tiny_problem(open_app())
+    assert [b.label for b in again.button] == ["Run again"]
+    assert len(again.get(CHART)) >= 4 and len(store.list()) == 2
+    # A quick hand: new settings, and a click on the button still labelled "Run again",
+    # reach the server together: what runs is what the settings say now.
+    again.sidebar.number_input(key="sb_iterations").set_value(11)
+    again.button(key="run_go").click().run()
+    assert not again.exception, [e.value for e in again.exception]
+    assert sorted(r.iterations for r in store.list()) == [10, 10, 11, 11]
+
+
+def test_stored_run_appears_on_compare_and_can_be_deleted(store):
+    kept, dropped = fake_run("scan"), fake_run("jit_step")
+    store.add(kept), store.add(dropped)
+    at = open_app("pages/compare/page.py")
+    assert sorted(at.dataframe[0].value["id"]) == sorted([kept.id, dropped.id])
+    assert len(at.get(CHART)) >= 3
+    row = list(at.dataframe[0].value["id"]).index(dropped.id)
+    at.session_state["cmp_table_0"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    at.button(key="cmp_delete_ask").click().run()
+    assert at.warning, "deleting asks for confirmation first"
+    assert len(store.list()) == 2
+    at.button(key="cmp_delete_yes").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [r.id for r in store.list()] == [kept.id]
+
+
+def test_compare_shows_the_newest_runs_of_a_large_store_and_filters_reach_the_rest(store):
+    """The table (and what is drawn from it) stops at the TABLE_ROWS newest runs, so a page's cost
+    does not grow with the store; a filter brings older runs back."""
+    for i in range(500):
+        store.add(fake_run("jit_step", created_at=1e9 + i))
+    old = fake_run("scan", created_at=1e8)
+    store.add(old)
+    at = open_app("pages/compare/page.py")
+    shown = at.dataframe[0].value["id"]
+    assert len(shown) == 500 and old.id not in set(shown)
+    assert any("newest 500 of 501 matching runs (501 stored)" in c.value for c in at.caption)
+    assert len(at.get(CHART)) >= 3
+    at.multiselect(key="cmp_f_strategy").set_value(["scan"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert list(at.dataframe[0].value["id"]) == [old.id]
+    assert any("1 of 501 runs shown" in c.value for c in at.caption)
+
+
+def test_compare_imports_a_runs_file_or_says_why_not(store, tmp_path):
+    other = RunStore(tmp_path / "other.sqlite3")
+    other.add(fake_run("scan")), other.add(fake_run("eager", run_s=2.0))
+    other.export(tmp_path / "runs.json")
+    at = open_app("pages/compare/page.py")
+    at.file_uploader(key="cmp_import").set_value(("broken.json", b'[{"strategy": "scan"}]', "application/json"))
+    at.run()
+    at.button(key="cmp_import_go").click().run()
+    assert any("Nothing imported" in e.value and "broken.json" in e.value for e in at.error)
+    assert store.list() == []
+    at.file_uploader(key="cmp_import").set_value(
+        ("runs.json", (tmp_path / "runs.json").read_bytes(), "application/json"))
+    at.run()
+    at.button(key="cmp_import_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("Imported 2 new runs" in s.value for s in at.success)
+    assert sorted(at.dataframe[0].value["strategy"]) == ["eager", "scan"]
+
+
+def test_scaling_page_uses_stored_runs_without_running(store):
+    for replicate, run_s in ((1, 0.02), (10, 0.2), (100, 2.0)):
+        store.add(fake_run("scan", replicate, run_s=run_s, compile_s=0.4))
+    at = open_app("pages/scaling/page.py")
+    assert len(at.get(CHART)) == 3
+    text = " ".join(m.value for m in at.markdown)
+    # compile 0.45 s; run 0.2 s at n = 1,160 and 2 s at 11,600: log-log crossing near 2,600.
+    assert "compilation stops mattering beyond n ≈ 2,6" in text and "between 1,160 and 11,600" in text
+    assert len(store.list()) == 3
+
+
+def device_sweep_page(iterations: int = 5) -> AppTest:
+    """Scaling page, More devices tab: devices 1 and 2, oaks x1 on each, x1 per device; tiny runs."""
+    at = open_app()
+    at.session_state["sb_iterations"], at.session_state["sb_repeats"] = iterations, 1
+    at.switch_page("pages/scaling/page.py").run()
+    at.pills(key="scl_dev_counts").set_value([1, 2])
+    at.selectbox(key="scl_dev_strong").set_value(1)
+    return at.selectbox(key="scl_dev_weak").set_value(1).run()
+
+
+def test_scaling_page_runs_each_device_count_in_its_own_process(store):
+    at = device_sweep_page()
+    assert at.button(key="scl_dev_go").label == "Run device sweep: 3 runs"  # x1 on 1 device is in both series
+    assert any("Simulated devices" in w.value and "share this machine's" in w.value for w in at.warning)
+    at.button(key="scl_dev_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = store.list()
+    assert sorted((r.devices, r.n) for r in runs) == [(1, 116), (2, 116), (2, 232)]
+    assert all(r.strategy == "sharded" and r.processes == 1 and r.iterations == 5 and r.status == "ok" for r in runs)
+    assert {r.spec.get("devices") for r in runs} == {1, 2}
+    # 2 devices compute the same fit as 1 (float32: rounding only).
+    strong = {r.devices: r.final_elbo for r in runs if r.n == 116}
+    assert strong[2] == pytest.approx(strong[1], rel=1e-4)
+    # Stored results are shown at once, and nothing is left to run.
+    again = device_sweep_page()
+    assert again.button(key="scl_dev_go").label == "Run device sweep" and again.button(key="scl_dev_go").disabled
+    assert len(again.get(CHART)) == 2
+    captions = " ".join(c.value for c in again.caption)
+    assert "n = 116:" in captions and "speed-up" in captions and "116 rows per device" in captions
+    assert len(store.list()) == 3
+
+
+def test_a_failed_device_count_is_shown_and_stops_the_sweep(store, monkeypatch):
+    from core.bench import device_sweep
+    from core.spec import SpecError
+
+    tried = []
+
+    def refused(spec, db_path, on_phase=None, timeout_s=None):
+        tried.append(spec.devices)
+        on_phase("data")
+        raise SpecError("devices = 1, but this process has 0 cpu devices")
+
+    at = device_sweep_page()
+    monkeypatch.setattr(device_sweep, "run_in_own_process", refused)
+    at.button(key="scl_dev_go").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("1 device · oaks ×1 (n = 116): devices = 1, but") for e in errors), errors
+    assert tried == [1] and store.list() == []  # the first failure stops the sweep
+    assert at.button(key="scl_dev_go").label == "Run device sweep: 3 runs"
+
+
+def test_bad_csv_upload_shows_the_error_and_stores_nothing(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    at.sidebar.file_uploader(key="sb_upload_counts").set_value(
+        ("bad.csv", b"a,b\n1,-2\n3,4\n", "text/csv"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert any("negative count" in e and "bad.csv" in e for e in errors), errors
+    assert not at.get("button") or "run_go" not in [b.key for b in at.button]
+    assert store.list() == []
+
+
+def test_good_csv_upload_is_fitted_from_memory(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    rows = "\n".join(f"{i % 3},{i % 5},{(i * 7) % 4}" for i in range(12))
+    at.sidebar.file_uploader(key="sb_upload_counts").set_value(
+        ("good.csv", f"a,b,c\n{rows}\n".encode(), "text/csv"))
+    at.sidebar.number_input(key="sb_iterations").set_value(5)
+    at.sidebar.number_input(key="sb_repeats").set_value(1)
+    at.run()
+    at.pills(key="run_strategies").set_value(["jit_step"]).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (run,) = store.list()
+    assert run.dataset == "csv good.csv" and (run.n, run.p) == (12, 3)
+    assert run.spec["dataset"]["content_hash"]
+
+
+def test_upload_validation_names_the_bad_cell():
+    from pages.ui import upload
+
+    with pytest.raises(DataError, match="line 3, column 2"):
+        upload.load_upload(b"a,b\n1,2\n3,-4\n", "counts.csv")
+    ok = upload.load_upload(b"1,2\n3,4\n", "counts.csv", b"0,0\n0,0\n", "offsets.csv")
+    assert (ok.data.n, ok.data.p, ok.offsets_name) == (2, 2, "offsets.csv")
+    assert ok.content_hash != upload.load_upload(b"1,2\n3,4\n", "counts.csv").content_hash
+
+
+# (counts bytes, offsets bytes or None, what the message must say)
+BAD_UPLOADS = [
+    (b"", None, "is empty"),
+    (b"a,b\n", None, "header but no data rows"),
+    (b"a,b\n1,x\n3,4\n", None, "non-numeric cell"),
+    (b"a,b\n1,-2\n3,4\n", None, "negative count"),
+    (b"a,b\n1,2.5\n3,4\n", None, "non-integer count"),
+    (b"a,b\n1,\n3,4\n", None, "missing value"),
+    (b"a,b\n1,NA\n3,4\n", None, "missing value"),
+    (b"a,b\n1,2\n", None, "has 1 row"),
+    (b"a\n1\n2\n3\n", None, "has 1 column"),
+    (b"a,b\n1,2,3\n4,5\n", None, "every row needs the same number"),
+    (b"1,2\n4,5,6\n", None, "not a readable comma-separated table"),
+    (b"\x00\xff\xfe", None, "not a readable comma-separated table"),
+    (b"1,2\n3,4\n", b"0,0,0\n0,0,0\n", "offsets have shape 2 x 3"),
+    (b"1,2\n3,4\n", b"0,inf\n0,0\n", "non-finite value"),
+    (b"1,2\n3,4\n", b"0,0\n", "has 1 row"),
+    (b"1,2\n3,4\n" * 40_000, None, "larger than the 0.2 MB accepted"),
+]
+
+
+def test_every_bad_upload_is_refused_with_its_reason_and_nothing_stored(store, monkeypatch):
+    monkeypatch.setenv("PLNLAB_MAX_CSV_MB", "0.2")
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    good = b"a,b,c\n" + b"".join(f"{i % 3},{i % 5},{i % 4}\n".encode() for i in range(12))
+    refused = 0
+    for counts, offsets, message in BAD_UPLOADS:
+        at.sidebar.file_uploader(key="sb_upload_counts").set_value(("good.csv", good, "text/csv")).run()
+        assert not at.error and "Using **good.csv**" in " ".join(c.value for c in at.sidebar.caption)
+        at.sidebar.file_uploader(key="sb_upload_counts").set_value(("bad.csv", counts, "text/csv"))
+        at.sidebar.file_uploader(key="sb_upload_offsets").set_value(
+            None if offsets is None else ("offsets.csv", offsets, "text/csv"))
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        errors = [e.value for e in at.error]
+        assert any(message in e for e in errors), (message, errors)
+        # The good file uploaded before is not fitted in the bad one's place.
+        assert "run_go" not in [b.key for b in at.button]
+        at.sidebar.file_uploader(key="sb_upload_offsets").set_value(None)
+        refused += 1
+    assert refused == len(BAD_UPLOADS) == 16
+    assert store.list() == []
+
+
+def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch):
+    monkeypatch.setenv("PLNLAB_PASSWORD", "s3cret")
+    kept, dropped = fake_run("scan"), fake_run("jit_step")
+    store.add(kept), store.add(dropped)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception and not at.sidebar.radio  # nothing but the password form
+    assert [t.value for t in at.title] == ["PLN JIT Lab"]
+    at.text_input(key="access_guess").input("wrong")
+    at.button[0].click().run()
+    assert [e.value for e in at.error] == ["Wrong password."] and not at.sidebar.radio
+    at.text_input(key="access_guess").input("s3cret")
+    at.button[0].click().run()
+    assert not at.exception and at.sidebar.radio(key="sb_dataset")
+    at.switch_page("pages/compare/page.py").run()
+    row = list(at.dataframe[0].value["id"]).index(dropped.id)
+    at.session_state["cmp_table_0"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    at.button(key="cmp_delete_ask").click().run()
+    at.text_input(key="cmp_delete_password").input("wrong")
+    at.button(key="cmp_delete_yes").click().run()
+    assert "Wrong password: nothing was deleted." in [e.value for e in at.error]
+    assert len(store.list()) == 2
+    at.text_input(key="cmp_delete_password").input("s3cret")
+    at.button(key="cmp_delete_yes").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [r.id for r in store.list()] == [kept.id]
+
+
+def test_an_interrupted_run_is_listed_but_neither_drawn_nor_taken_as_done(store):
+    import sqlite3
+    import subprocess
+    import sys
+
+    spec = FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan")
+    done = fake_run("jit_step")
+    store.add(done)
+    store.begin(spec.to_dict())
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    with sqlite3.connect(store.path) as conn:  # as if that (now dead) process had started it
+        conn.execute("UPDATE in_flight SET pid = ?", (int(gone),))
+    assert store.recover_interrupted() == 1  # what opening the store at the next start does
+    (interrupted,) = [r for r in store.list() if r.status == "interrupted"]
+    assert interrupted.spec_key == spec.key and interrupted.n == 116
+
+    at = open_app("pages/compare/page.py")
+    assert sorted(at.dataframe[0].value["status"]) == ["interrupted", "ok"]
+    assert any("1 interrupted run" in c.value for c in at.caption)
+    assert not at.exception
+    at.switch_page("pages/run/page.py").run()
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    assert at.button(key="run_go").label == "Run 1 strategy"  # not "Run again": it never finished
+
+
+def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("simulated").run()
+    at.sidebar.number_input(key="sb_sim_n").set_value(10_000_000)
+    at.sidebar.number_input(key="sb_sim_p").set_value(2_000)
+    at.sidebar.radio(key="sb_precision").set_value("float64")
+    at.pills(key="run_strategies").set_value(["scan"])
+    at.run()
+    at.button(key="run_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = " ".join(e.value for e in at.error)
+    assert "not enough memory: this fit needs about 1,920.08 GB" in errors and "GB free" in errors
+    assert store.list() == [] and store.in_flight() == []
+
+
+def test_the_sidebar_says_who_holds_the_device(store, tmp_path, monkeypatch):
+    from core.run.device_queue import DeviceQueue
+
+    monkeypatch.setenv("PLNLAB_QUEUE_DIR", str(tmp_path / "queue"))
+    at = open_app()
+    assert any("**cpu** is free" in c.value for c in at.sidebar.caption)
+    with DeviceQueue(tmp_path / "queue").hold("cpu", "scan · oaks x1000 · float32", "command line"):
+        at.run()
+    busy = [c.value for c in at.sidebar.caption if "busy" in c.value]
+    assert busy and "scan · oaks x1000 · float32 (command line, pid" in busy[0] and "running for" in busy[0]
+
+
+def test_settings_survive_other_pages_and_hidden_widgets(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("simulated").run()
+    at.sidebar.number_input(key="sb_sim_n").set_value(123)
+    at.sidebar.number_input(key="sb_iterations").set_value(77)
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    at.sidebar.radio(key="sb_dataset").set_value("oaks").run()
+    at.run()  # two whole runs without the simulated inputs
+    at.switch_page("pages/scaling/page.py").run()
+    at.run()  # nor the Run page's strategies
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/run/page.py").run()
+    at.sidebar.radio(key="sb_dataset").set_value("simulated").run()
+    assert at.sidebar.number_input(key="sb_sim_n").value == 123
+    assert at.sidebar.number_input(key="sb_iterations").value == 77
+    assert at.pills(key="run_strategies").value == ["scan"]
+
+    store.add(fake_run())
+    at.switch_page("pages/compare/page.py").run()
+    at.multiselect(key="cmp_group").set_value(["precision"]).run()
+    at.switch_page("pages/run/page.py").run()
+    at.run()
+    at.switch_page("pages/compare/page.py").run()
+    assert at.multiselect(key="cmp_group").value == ["precision"]
+
+
+def test_a_rerun_does_not_push_the_settings_back_to_the_browser(store):
+    # A value the script sends with set_value replaces the widget's in the browser: sent on
+    # every run, a run still drawing an old value would undo what was just typed or clicked.
+    at = open_app()
+    at.sidebar.number_input(key="sb_iterations").set_value(60).run()
+    at.sidebar.radio(key="sb_precision").set_value("float64").run()
+    at.run()
+    sent = {key: at.sidebar.number_input(key=key).proto.set_value for key in ("sb_iterations", "sb_repeats")}
+    sent |= {key: at.sidebar.radio(key=key).proto.set_value for key in ("sb_dataset", "sb_precision")}
+    sent["run_strategies"] = at.pills(key="run_strategies").proto.set_value
+    assert sent == dict.fromkeys(sent, False)

@@ -1,0 +1,158 @@
+"""The explaining pages (Under the hood, About) run in the real app without exceptions."""
+
+import os
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from project import APP
+
+
+@pytest.fixture
+def app(tmp_path, monkeypatch):
+    from core.inspect import roofline
+
+    monkeypatch.setenv("PLNLAB_DB", str(tmp_path / "runs.sqlite3"))
+    monkeypatch.setenv("PLNLAB_JAX_CACHE", str(tmp_path / "jax-cache"))
+    # The roofline's peaks: kernels of a few kilobytes, measured in milliseconds.
+    for name, value in {"_MATMUL_SIZE": 32, "_EXP_ELEMENTS": 1 << 10, "_STREAM_ELEMENTS": 1 << 12,
+                        "_REPEATS": 2}.items():
+        monkeypatch.setattr(roofline, name, value)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def tiny_problem(app) -> None:
+    """The sidebar's settings for a simulated 30 x 4 fit of 3 iterations.
+
+    Set through session state; the sidebar, drawn on every run, keeps them from then on.
+    """
+    for key, value in {"sb_dataset": "simulated", "sb_sim_n": 30, "sb_sim_p": 4, "sb_iterations": 3}.items():
+        app.session_state[key] = value
+
+
+def inspect(app, strategy: str) -> None:
+    """Open Under the hood on the tiny problem, inspect `strategy`, and check nothing raised."""
+    tiny_problem(app)
+    app.switch_page("pages/under_the_hood/page.py").run()
+    app.selectbox(key="uth_strategy").set_value(strategy)
+    app.button(key="uth_go").click().run()
+    assert not app.exception
+
+
+def test_about_page_explains_model_strategies_and_timing(app):
+    app.switch_page("pages/about/page.py").run()
+    assert not app.exception
+    assert len(app.latex) >= 6
+    headers = [h.value for h in app.header]
+    assert {"The model", "What each strategy compiles", "How timings are taken"} <= set(headers)
+    text = " ".join(m.value for m in app.markdown)
+    from core.fit import strategies
+
+    assert all(f"**{name}**" in text for name in strategies.names())
+    assert "570" in text
+
+
+def test_under_the_hood_inspects_a_tiny_fit_and_runs_a_pitfall(app):
+    tiny_problem(app)
+    app.switch_page("pages/under_the_hood/page.py").run()
+    assert not app.exception
+    app.selectbox(key="uth_strategy").set_value("jit_per_function")
+    app.button(key="uth_go").click().run()
+    assert not app.exception
+    assert any("simulated 30x4" in s.value for s in app.subheader)
+    labels = [e.label for e in app.expander]
+    for prefix in ("Python source", "jaxpr", "StableHLO", "Optimized HLO"):
+        assert any(label.startswith(prefix) for label in labels), prefix
+    assert len(app.tabs) >= 10  # five executables, twice (StableHLO and optimized HLO)
+    assert any("func.func" in c.value for c in app.code) and any("HloModule" in c.value for c in app.code)
+    assert [m.value for m in app.metric if m.label == "Executables"] == ["5"]
+    app.button(key="uth_run_trace_precedence").click().run()
+    assert not app.exception
+    assert len(app.dataframe) >= 2  # the per-executable table and the pitfall's values
+    assert any("tr(Omega (M^T M + D))" in str(frame.value) for frame in app.dataframe)
+
+
+def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monkeypatch):
+    from core.inspect import roofline
+    from core.run import engine
+    from core.spec import DatasetSpec, FitSpec
+    from core.store.run_store import RunStore
+
+    # The sidebar's tiny problem, run once into the app's store (repeats differ: still a match).
+    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="scan",
+                   iterations=3, repeats=2)
+    run_id = RunStore(os.environ["PLNLAB_DB"]).add(engine.run(spec))
+    tiny_problem(app)
+    app.switch_page("pages/under_the_hood/page.py").run()
+    app.selectbox(key="uth_strategy").set_value("scan")
+    app.button(key="uth_go").click().run()
+    assert not app.exception
+    assert any(s.value.startswith("Roofline") for s in app.subheader)
+    assert any("optimistic" in m.value for m in app.markdown)
+    metrics = {m.label: m.value for m in app.metric}
+    assert {"Matmul GFLOP/s", "exp G/s", "Bandwidth GB/s",
+            "Floor / iteration", "Compute side", "Memory side"} <= set(metrics)
+    assert metrics["Binds"] in ("compute", "memory")
+    assert metrics["× floor"].endswith("×") and float(metrics["× floor"].rstrip("×").replace(",", "")) > 0
+    assert any(f"Run #{run_id}" in c.value for c in app.caption)
+    assert app.get("vega_lite_chart")  # the roofline chart (st.altair_chart's element type)
+    measured = []
+    monkeypatch.setattr(roofline, "measure_peaks",
+                        lambda *args, original=roofline.measure_peaks: measured.append(1) or original(*args))
+    app.button(key="uth_remeasure").click().run()
+    assert not app.exception
+    assert measured == [1]  # measured again once, then read back from the cache
+    assert "Floor / iteration" in {m.label for m in app.metric}
+
+
+def test_under_the_hood_roofline_warns_when_a_run_beats_the_floor(app):
+    import dataclasses
+
+    from core.run import engine
+    from core.spec import DatasetSpec, FitSpec
+    from core.store.run_store import RunStore
+
+    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="jit_step",
+                   iterations=3, repeats=1)
+    impossible = dataclasses.replace(engine.run(spec), per_iter_ms=1e-9)
+    RunStore(os.environ["PLNLAB_DB"]).add(impossible)
+    inspect(app, "jit_step")
+    assert any("Faster than the floor" in w.value for w in app.warning)
+
+
+def test_under_the_hood_roofline_without_runs_says_how_to_get_one(app):
+    inspect(app, "fori_loop")
+    assert "Floor / iteration" in {m.label for m in app.metric}
+    assert any("No stored run" in i.value for i in app.info)
+
+
+def test_under_the_hood_says_eager_compiles_nothing(app):
+    inspect(app, "eager")
+    assert any("Nothing is compiled ahead of time" in i.value for i in app.info)
+    assert not any(e.label.startswith("StableHLO") for e in app.expander)
+    assert "Matmul GFLOP/s" in {m.label for m in app.metric}  # the machine's peaks, but no floor
+    assert "Floor / iteration" not in {m.label for m in app.metric}
+    assert any("no floor" in i.value for i in app.info)
+
+
+def test_under_the_hood_shows_where_the_sharded_arrays_live(app):
+    inspect(app, "sharded")
+    assert "Where the arrays live" in [s.value for s in app.subheader]
+    table = next(frame.value for frame in app.dataframe if "per-device shape" in frame.value)
+    rows = table.set_index("array")
+    # One device in this process: the row blocks are the whole arrays (simulated 30 x 4, float32).
+    assert rows.loc["data.counts", "global shape"] == rows.loc["data.counts", "per-device shape"] == "30 × 4"
+    assert rows.loc["data.counts", "sharding"].endswith("over mesh rows=1") and "'rows'" in rows.loc[
+        "data.counts", "sharding"]
+    assert rows.loc["data.counts", "bytes per device"] == 30 * 4 * 4
+    assert rows.loc["state.precision", "global shape"] == "4 × 4"
+    assert {"data.row_mask", "state.params.latent_mean", "state.params.coef"} <= set(rows.index)
+    assert any("1 device" in c.value for c in app.caption)
+
+
+def test_under_the_hood_shows_no_sharding_table_for_other_strategies(app):
+    inspect(app, "scan")
+    assert "Where the arrays live" not in [s.value for s in app.subheader]

@@ -1,0 +1,113 @@
+"""End to end: the real app served over HTTP, driven in a real headless chromium.
+
+Visits every page, starts a run from the Run page, waits for the Vega charts to render and
+fails on any Streamlit exception box. Skipped where chromium is absent, except under CI.
+"""
+
+import os
+import re
+import time
+
+import pytest
+
+from served_app import CHROMIUM, PAGES, launch_browser, served_app, wait_painted
+
+pytestmark = pytest.mark.browser
+
+if not os.path.exists(CHROMIUM):
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+RUN_TIMEOUT_MS = 240_000
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    scratch = tmp_path_factory.mktemp("served")
+    env = {"PLNLAB_DB": str(scratch / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(scratch / "jax"),
+           "PLNLAB_QUEUE_DIR": str(scratch / "queue")}
+    with served_app(env) as (base, _):
+        yield base, env
+
+
+@pytest.fixture(scope="module")
+def app(served):
+    return served[0]
+
+
+@pytest.fixture(scope="module")
+def page():
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        yield context.new_page()
+        browser.close()
+
+
+def _no_exception(page):
+    boxes = page.locator("[data-testid='stException']")
+    assert boxes.count() == 0, boxes.first.inner_text()
+
+
+@pytest.mark.parametrize("title,path", PAGES.items())
+def test_every_page_renders(app, page, title, path):
+    page.goto(f"{app}/{path}")
+    wait_painted(page)
+    _no_exception(page)
+
+
+def test_a_run_renders_its_charts_and_appears_on_compare(app, page):
+    page.goto(app)
+    wait_painted(page)
+    iterations = page.get_by_role("spinbutton", name="Iterations")
+    iterations.fill("20")
+    iterations.press("Enter")
+    repeats = page.get_by_role("spinbutton", name="Repeats")
+    repeats.fill("1")
+    repeats.press("Enter")
+    wait_painted(page)
+    page.get_by_role("button", name=re.compile(r"^Run \d+ strateg")).click()
+    # One chart per result view: timings, speed-up and the two ELBO plots.
+    page.wait_for_function("() => document.querySelectorAll('.vega-embed canvas, .vega-embed svg').length >= 3",
+                           timeout=RUN_TIMEOUT_MS)
+    wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)
+    _no_exception(page)
+    assert page.get_by_text(re.compile("agree", re.IGNORECASE)).count() >= 1
+
+    page.goto(f"{app}/compare")
+    wait_painted(page)
+    _no_exception(page)
+    # The table is drawn on a canvas; its caption counts the rows (waited for: under load the
+    # page may still be drawing when the status widget first reads idle).
+    page.get_by_text(re.compile(r"\b5 of 5 runs shown")).wait_for(timeout=60_000)
+
+
+def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page):
+    from core.store.run_store import RunStore
+
+    base, env = served
+    store = RunStore(env["PLNLAB_DB"])
+    before = len(store.list())
+    page.goto(base)
+    wait_painted(page)
+    iterations = page.get_by_role("spinbutton", name="Iterations")
+    iterations.fill("50000")  # eager first: minutes of work
+    iterations.press("Enter")
+    wait_painted(page)
+    page.get_by_role("button", name=re.compile(r"^Run \d+ strateg")).click()
+    page.get_by_text(re.compile(r"first call: iteration")).first.wait_for(timeout=RUN_TIMEOUT_MS)
+    assert store.in_flight(), "the run is under way"
+    page.get_by_role("button", name="Cancel").click()
+    clicked = time.perf_counter()
+    page.get_by_text(re.compile(r"cancelled\. Runs that had finished are stored")).wait_for(timeout=30_000)
+    wait_painted(page)
+    _no_exception(page)
+    # The page redraws at once; the stopped run's thread ends at its next progress report
+    # (at least one a second), releasing the device and removing its in-flight note.
+    while store.in_flight() and time.perf_counter() - clicked < 30:
+        time.sleep(0.1)
+    assert time.perf_counter() - clicked < 10
+    assert len(store.list()) == before and store.in_flight() == []

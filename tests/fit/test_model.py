@@ -1,0 +1,102 @@
+"""The ELBO and its identities, checked against the independent NumPy/SciPy implementation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+from core.data.datasets import load_oaks, simulate
+from core.fit import model
+from core.run.runtime import configure
+
+import reference_pln as ref
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _x64():
+    configure()
+
+
+def _random_point(rng, n, p, d):
+    B = rng.normal(size=(d, p)) * 0.3
+    M = rng.normal(size=(n, p))
+    S = rng.uniform(0.2, 1.2, size=(n, p))
+    root = rng.normal(size=(p, p))
+    Omega = root @ root.T / p + np.eye(p)
+    return B, M, S, Omega
+
+
+def test_elbo_matches_independent_numpy_at_any_point():
+    counts = simulate(60, 7, d=2, seed=3)
+    Y, O, X = counts.counts, counts.offsets, counts.covariates
+    data = model.make_data(Y, O, X, "float64")
+    B, M, S, Omega = _random_point(np.random.default_rng(0), 60, 7, 2)
+    ours = float(model.elbo(model.PLNParams(B, M, S), Omega, data))
+    theirs = ref.full_elbo(Y, O, X, B, M, S, Omega)
+    assert ours == pytest.approx(theirs, rel=1e-12)
+
+
+def test_profiled_equals_full_at_closed_forms_and_trace_is_np():
+    counts = load_oaks()
+    Y, O, X = counts.counts, counts.offsets, counts.covariates
+    n, p = Y.shape
+    data = model.make_data(Y, O, X, "float64")
+    rng = np.random.default_rng(1)
+    M = np.log(Y + (Y == 0)) + 0.1 * rng.normal(size=Y.shape)
+    S = rng.uniform(0.3, 0.8, size=Y.shape)
+
+    B_ref, Sigma_ref = ref.closed_forms(Y, X, M, S)
+    B = np.asarray(model.closed_form_coef(M, X))
+    Sigma = np.asarray(model.closed_form_covariance(model.PLNParams(B, M, S), data))
+    np.testing.assert_allclose(B, B_ref, rtol=1e-10)
+    np.testing.assert_allclose(Sigma, Sigma_ref, rtol=1e-9, atol=1e-12)
+
+    Omega = np.asarray(model.precision_from_covariance(Sigma))
+    R = M - X @ B
+    assert np.trace(Omega @ (R.T @ R + np.diag((S**2).sum(0)))) == pytest.approx(n * p, rel=1e-9)
+
+    full = float(model.elbo(model.PLNParams(B, M, S), Omega, data))
+    profiled = float(model.profiled_elbo(M, S, data))
+    reference_profiled = ref.profiled_elbo_and_grad(Y, O, X, M, S)[0]
+    assert full == pytest.approx(profiled, rel=1e-10)
+    assert profiled == pytest.approx(reference_profiled, rel=1e-10)
+    # The profiled ELBO is the maximum over Omega: any other Omega gives less.
+    assert float(model.elbo(model.PLNParams(B, M, S), 1.1 * Omega, data)) < full
+
+
+def test_exact_log_factorial_and_stirling_gap_on_oaks():
+    Y = load_oaks().counts
+    exact = model.exact_log_factorial_sum(Y)
+    assert exact == pytest.approx(gammaln(Y + 1).sum(), rel=1e-14)
+    assert exact == pytest.approx(1.286e6, rel=1e-3)
+    # pyPLNmodels' Stirling term differs from the exact one by a constant of about 570.
+    assert exact - model.stirling_log_factorial_sum(Y) == pytest.approx(570, abs=30)
+
+
+def test_log_det_stays_finite_in_float32_for_p_114():
+    # The seed's log(det(Omega)) overflows in float32 at p = 114; Cholesky does not.
+    Omega = jnp.eye(114, dtype=jnp.float32) * 3.0
+    assert not np.isfinite(float(jnp.log(jnp.linalg.det(Omega))))
+    assert float(model._logdet_spd(Omega)) == pytest.approx(114 * np.log(3.0), rel=1e-5)
+
+
+@pytest.mark.parametrize("init", ["seed", "log_counts"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_initialisations_and_dtypes(init, dtype):
+    counts = load_oaks()
+    data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, dtype))
+    params, precision = model.init_params(data, init)
+    for leaf in [*params, precision]:
+        assert leaf.dtype == np.dtype(dtype)
+    value = model.elbo(params, precision, data)
+    assert value.dtype == np.dtype(dtype) and np.isfinite(float(value))
+    if init == "seed":
+        assert float(jnp.max(jnp.abs(params.latent_mean))) == 0.0
+        np.testing.assert_array_equal(np.asarray(precision), np.eye(114))
+    else:
+        Y = counts.counts
+        np.testing.assert_allclose(np.asarray(params.latent_mean), np.log(Y + (Y == 0)), rtol=1e-6)
+        # Started at the closed forms, the full ELBO is the profiled one.
+        assert float(value) == pytest.approx(float(model.profiled_elbo(params.latent_mean, params.latent_sd, data)),
+                                             rel=1e-4 if dtype == "float32" else 1e-10)

@@ -1,0 +1,60 @@
+"""The seed tutorial's pitfalls: each demo shows the bug, and the right value is right."""
+
+import jaxlib
+import numpy as np
+import pytest
+
+from core.inspect import pitfalls
+
+
+def test_trace_precedence_differs_and_the_correct_term_is_np():
+    result = pitfalls.trace_precedence(n=20, p=3)
+    assert result.reproduced
+    (correct, n_p) = result.correct.values()
+    assert n_p == 60.0 and correct == pytest.approx(60.0, rel=1e-4)
+    (buggy,) = result.buggy.values()
+    assert np.isfinite(buggy) and abs(buggy - 60.0) > 1.0
+
+
+def test_logdet_overflows_in_float32_while_cholesky_stays_finite():
+    result = pitfalls.logdet_overflow()
+    assert result.reproduced
+    (buggy,) = result.buggy.values()
+    assert np.isinf(buggy)
+    reference = result.correct["slogdet, float64 (reference)"]
+    assert reference > 88.8  # past float32's largest exponent: det() must overflow
+    for value in result.correct.values():
+        assert np.isfinite(value) and value == pytest.approx(reference, rel=1e-4)
+
+
+def test_seed_pytree_class_never_updates_omega():
+    result = pitfalls.pytree_class(iterations=4)
+    assert result.reproduced
+    (buggy,) = result.buggy.values()
+    (correct,) = result.correct.values()
+    assert buggy == 0.0 and correct > 0.0
+    assert pitfalls.pln is None  # the leaked tracers are dropped
+
+
+def test_fused_reduction_agrees_on_the_installed_jaxlib_and_says_which():
+    result = pitfalls.fused_reduction()
+    reference = result.correct["NumPy Stirling sum, float64"]
+    assert reference == pytest.approx(1.286e6, rel=1e-3)
+    for value in result.buggy.values():
+        assert value == pytest.approx(reference, rel=1e-6)
+    assert jaxlib.__version__ in result.note and jaxlib.__version__ in result.explanation
+    assert not result.reproduced
+    assert "0.10.2" in result.explanation and "1.114e6" in result.explanation
+
+
+def test_catalogue_lists_runnable_pitfalls_with_their_code():
+    items = pitfalls.catalogue()
+    assert [p.key for p in items] == ["trace_precedence", "logdet_overflow", "pytree_class", "fused_reduction"]
+    for item in items:
+        assert item.title == pitfalls.TITLES[item.key] and item.summary
+        code = pitfalls.source(item.key)
+        assert f"def {item.run.__name__}(" in code
+    assert "class SeedPLN" in pitfalls.source("pytree_class")
+    with pytest.raises(KeyError, match="known: trace_precedence"):
+        pitfalls.run("nope")
+    assert pitfalls.run("trace_precedence").key == "trace_precedence"

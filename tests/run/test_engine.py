@@ -1,0 +1,110 @@
+"""The engine: timings reported apart, executables cached, divergence caught, devices checked."""
+
+import os
+
+import numpy as np
+import pytest
+
+from core.data.counts import CountData
+from core.data.datasets import simulate
+from core.run import engine, prepared
+from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
+
+TINY = DatasetSpec(kind="simulated", n=40, p=6, d=2, seed=0)
+
+
+def _spec(**changes):
+    values = dict(dataset=TINY, strategy="scan", iterations=30, precision="float64", repeats=2)
+    values.update(changes)
+    return FitSpec(**values)
+
+
+def test_run_reports_every_timing_and_the_environment():
+    result = engine.run(_spec(), cache=prepared.ExecutableCache())
+    assert result.status == "ok" and result.error is None
+    assert (result.n, result.p, result.d) == (40, 6, 2)
+    assert len(result.elbo) == result.iterations_run == 30
+    assert np.all(np.isfinite(result.elbo)) and result.final_elbo == result.elbo[-1]
+    for field in ("transfer_s", "trace_lower_s", "compile_s", "first_call_s", "run_s"):
+        assert getattr(result, field) > 0, field
+    assert result.run_s_min <= result.run_s <= result.run_s_max
+    assert result.per_iter_ms == pytest.approx(1e3 * result.run_s / 30)
+    assert result.cache == "compiled" and result.compile_count >= 1 and result.recompile_count == 0
+    assert result.versions["jax"] and result.versions["jaxlib"] == "0.10.1"
+    assert result.versions["cpu_count"] >= 1 and result.device_kind
+    assert result.spec_key == _spec().key and FitSpec.from_dict(result.spec) == _spec()
+
+
+@pytest.mark.parametrize("strategy", ["jit_per_function", "jit_step", "scan", "scan_namedtuple",
+                                      "scan_pytree_class", "fori_loop", "while_loop"])
+def test_second_run_reuses_executables_without_recompiling(strategy):
+    cache = prepared.ExecutableCache()
+    first = engine.run(_spec(strategy=strategy), cache=cache)
+    second = engine.run(_spec(strategy=strategy), cache=cache)
+    assert first.cache in ("compiled", "disk") and first.recompile_count == 0
+    assert second.cache == "memory"
+    assert second.compile_count == 0 and second.recompile_count == 0
+    assert second.trace_lower_s == 0 and second.compile_s == 0
+    assert second.elbo == first.elbo
+
+
+def test_eager_compiles_nothing_ahead():
+    result = engine.run(_spec(strategy="eager", iterations=5, repeats=1))
+    assert result.cache == "none" and result.compile_s == 0 and result.trace_lower_s == 0
+    assert result.recompile_count == 0
+
+
+def test_float32_run_stays_float32():
+    result = engine.run(_spec(precision="float32"))
+    # A float32 ELBO of this size carries about 7 significant digits.
+    values = np.asarray(result.elbo)
+    assert np.array_equal(values, values.astype(np.float32).astype(np.float64))
+
+
+def test_divergence_is_reported_with_the_curve_up_to_it():
+    # Counts of a million against log-offsets of -30: Rprop's growing steps overshoot
+    # until exp(O + M) overflows float32.
+    counts = np.full((20, 5), 1e6)
+    counts[::2] = 3
+    data = CountData(counts, np.full((20, 5), -30.0), np.ones((20, 1)), "overflow")
+    spec = _spec(precision="float32", iterations=100, optimizer=OptimizerSpec("rprop", 10.0), repeats=1)
+    result = engine.run(spec, counts=data)
+    assert result.status == "diverged"
+    assert 0 < result.diverged_at < 100
+    assert len(result.elbo) == result.iterations_run == result.diverged_at
+    assert np.all(np.isfinite(result.elbo))
+    assert result.final_elbo == result.elbo[-1]
+    assert str(result.diverged_at) in result.error
+
+
+def test_absent_device_is_a_clear_error():
+    with pytest.raises(SpecError, match="device 'tpu' is not available here; available: cpu"):
+        engine.run(_spec(device="tpu"))
+
+
+def test_counts_given_directly_match_loading_from_the_spec():
+    from_spec = engine.run(_spec(iterations=10))
+    given = engine.run(_spec(iterations=10), counts=simulate(40, 6, d=2, seed=0))
+    assert given.elbo == from_spec.elbo
+
+
+def test_executable_cache_is_bounded():
+    cache = prepared.ExecutableCache(size=2)
+    for key in "abc":
+        cache.put((key,), {})
+    assert len(cache) == 2 and cache.get(("a",)) is None and cache.get(("c",)) == {}
+
+
+def test_peers_run_through_the_engine_into_the_same_result():
+    from core.store.run_store import RunStore
+
+    result = engine.run(_spec(strategy="torch_eager", iterations=10))
+    jax_result = engine.run(_spec(iterations=10))
+    assert result.status == "ok" and result.cache == "none" and len(result.elbo) == 10
+    assert result.final_elbo == pytest.approx(jax_result.final_elbo, rel=1e-9)
+    assert result.versions["torch"]
+    stored = RunStore(os.environ["PLNLAB_DB"])
+    assert stored.get(stored.add(result)).strategy == "torch_eager"
+    plnmodels = engine.run(_spec(strategy="pyplnmodels", iterations=10, repeats=1))
+    # pyPLNmodels runs its own algorithm, and the row says so.
+    assert (plnmodels.optimizer, plnmodels.init) == ("rprop", "log_counts")

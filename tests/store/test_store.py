@@ -1,0 +1,315 @@
+"""The run store: round trips, ordering, export/import, atomic imports, concurrency."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from core.run.result import RunResult
+from core.spec import FitSpec
+from core.store.run_store import DEFAULT_DB_ENV, RunStore, StoreError, default_db_path
+from core.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+
+def make_run(strategy: str = "scan", created_at: float = 0.0, iterations: int = 5,
+             host: str = "test-host", **changes) -> RunResult:
+    """A plausible stored run of the default spec (with `strategy` and `iterations`)."""
+    spec = FitSpec(strategy=strategy, iterations=iterations)
+    elbo = [-1000.0 + 10.0 * i + 0.1 / (i + 3) for i in range(iterations)]
+    values = dict(
+        spec=spec.to_dict(), spec_key=spec.key, strategy=strategy, dataset="oaks x1",
+        n=116, p=114, d=1, precision="float32", device="cpu", iterations=iterations,
+        optimizer="seed", lr=0.01, init="seed", repeats=3, tol=0.0, status="ok", error=None,
+        diverged_at=None, iterations_run=iterations, transfer_s=0.001, trace_lower_s=0.02,
+        compile_s=0.3, first_call_s=0.05, run_s=0.04, run_s_min=0.039, run_s_max=0.041,
+        per_iter_ms=8.0, compile_count=1, disk_cache_hits=0, recompile_count=0,
+        cache="compiled", final_elbo=elbo[-1], elbo=elbo, devices=1, device_kind="cpu",
+        versions={"jax": "0.4.35", "jaxlib": "0.4.35", "optax": "0.2.4", "numpy": "2.1",
+                  "python": "3.11.7", "platform": "cpu", "cpu_count": 16, "host": host},
+        created_at=created_at,
+    )
+    values.update(changes)
+    return RunResult(**values)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return RunStore(tmp_path / "runs.sqlite3")
+
+
+def test_add_get_round_trip_keeps_every_field(store):
+    run = make_run(final_elbo=float("nan"), run_s_max=float("inf"), error=None, diverged_at=None)
+    run.elbo = [-1234.5678901234567, 1e-300, -float("inf")]
+    run_id = store.add(run)
+    assert run.id == run_id > 0 and run.created_at > 0
+    back = store.get(run_id)
+    assert math.isnan(back.final_elbo) and back.run_s_max == float("inf")
+    assert back.error is None and back.diverged_at is None
+    assert back.elbo == run.elbo  # exact float64 round trip
+    assert back.to_dict() | {"final_elbo": 0} == run.to_dict() | {"final_elbo": 0}
+
+
+def test_get_absent_raises_key_error(store):
+    with pytest.raises(KeyError):
+        store.get(42)
+
+
+def test_add_rejects_a_bad_record_and_keeps_explicit_created_at(store):
+    with pytest.raises(StoreError, match="status"):
+        store.add(make_run(status="great"))
+    run = make_run(created_at=1234.5)
+    store.add(run)
+    assert run.created_at == 1234.5 and store.list() and store.list()[0].created_at == 1234.5
+
+
+def test_list_is_newest_first_without_elbo_and_limited(store):
+    ids = [store.add(make_run(created_at=t)) for t in (10.0, 30.0, 20.0)]
+    runs = store.list()
+    assert [r.id for r in runs] == [ids[1], ids[2], ids[0]]
+    assert all(r.elbo == [] for r in runs)
+    assert [r.id for r in store.list(limit=2)] == [ids[1], ids[2]]
+    assert store.list(with_elbo=True)[0].elbo == make_run().elbo
+
+
+def test_find_by_spec_key(store):
+    scan = [store.add(make_run("scan", created_at=t)) for t in (1.0, 2.0)]
+    store.add(make_run("eager", created_at=3.0))
+    found = store.find_by_spec_key(FitSpec(strategy="scan", iterations=5).key)
+    assert [r.id for r in found] == scan[::-1]
+    assert all(r.elbo for r in found)
+    assert store.find_by_spec_key("no-such-key") == []
+
+
+def test_find_by_spec_key_limited_and_without_interrupted(store):
+    key = FitSpec(strategy="scan", iterations=5).key
+    shown = store.add(make_run("scan", created_at=1.0))
+    newer = store.add(make_run("scan", created_at=2.0))
+    interrupted = store.add(make_run("scan", created_at=3.0, status="interrupted", elbo=[], iterations_run=0))
+    assert [r.id for r in store.find_by_spec_key(key, limit=1)] == [interrupted]
+    assert [r.id for r in store.find_by_spec_key(key, limit=1, interrupted=False)] == [newer]
+    assert [r.id for r in store.find_by_spec_key(key, interrupted=False)] == [newer, shown]
+    assert store.find_by_spec_key(key, limit=1, interrupted=False)[0].elbo
+
+
+def test_count_matches_the_runs_stored(store):
+    assert store.count() == 0
+    ids = [store.add(make_run(created_at=t)) for t in (1.0, 2.0, 3.0)]
+    assert store.count() == 3 == len(store.list())
+    store.delete(ids[:1])
+    assert store.count() == 2
+
+
+def test_find_filters_on_columns_in_sqlite(store):
+    scan_here = store.add(make_run("scan", created_at=1.0))
+    store.add(make_run("scan", created_at=2.0, host="elsewhere"))
+    store.add(make_run("scan", created_at=3.0, precision="float64"))
+    store.add(make_run("eager", created_at=4.0))
+    store.add(make_run("scan", created_at=5.0, status="diverged", error="ELBO not finite at 3", diverged_at=3))
+    found = store.find(strategy="scan", precision="float32", status="ok", host="test-host", iterations=5)
+    assert [r.id for r in found] == [scan_here] and found[0].elbo == []
+    assert len(store.find()) == 5
+    assert store.find(strategy="no-such-strategy") == []
+    with pytest.raises(ValueError, match="not a run column: nope"):
+        store.find(strategy="scan", nope=1)
+
+
+def test_frame_has_one_flat_row_per_run(store):
+    assert len(store.frame()) == 0
+    for t in (1.0, 2.0, 3.0):
+        store.add(make_run(created_at=t))
+    frame = store.frame()
+    assert len(frame) == 3
+    for column in ("id", "created", "created_at", "spec_key", "strategy", "compile_s", "run_s",
+                   "final_elbo", "jax_version", "jaxlib_version", "device_kind", "cpu_count", "host"):
+        assert column in frame.columns
+    assert not {"elbo", "spec", "versions"} & set(frame.columns)
+    assert frame["jax_version"].tolist() == ["0.4.35"] * 3
+    assert frame["created_at"].tolist() == [3.0, 2.0, 1.0]
+
+
+def test_frame_holds_what_the_stored_runs_hold(store):
+    """Every cell of frame() against the same run read back as a RunResult: NaN and
+    infinities, absent optional values, diverged and interrupted runs, and a row written
+    before a column existed (NULL there: the field's default)."""
+    store.add(make_run(created_at=1.0))
+    store.add(make_run("eager", created_at=2.0, final_elbo=float("nan"), run_s_max=float("inf"),
+                       status="diverged", error="ELBO not finite at 3", diverged_at=3, iterations_run=3))
+    store.add(make_run("jit_step", created_at=3.0, status="interrupted", elbo=[], iterations_run=0))
+    old = store.add(make_run("scan", created_at=4.0, iterations=7, chunk_iterations=7))
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE runs SET chunk_iterations = NULL WHERE id = ?", (old,))
+    frame = store.frame()
+    runs = store.list()
+    assert frame["id"].tolist() == [r.id for r in runs]
+    for row, run in zip(frame.to_dict("records"), runs):
+        for name, value in row.items():
+            expected = {"created": pd.Timestamp(run.created_at, unit="s", tz="UTC"),
+                        **{f"{key}_version": run.versions[key] for key in ("jax", "jaxlib", "optax", "numpy", "python")},
+                        **{key: run.versions[key] for key in ("platform", "cpu_count", "host")},
+                        }.get(name, getattr(run, name, None))
+            if expected is None:
+                assert value is None or pd.isna(value), (run.strategy, name, value)
+            elif isinstance(expected, float) and math.isnan(expected):
+                assert math.isnan(value), (run.strategy, name, value)
+            else:
+                assert value == expected and isinstance(value, str) == isinstance(expected, str), \
+                    (run.strategy, name, value, expected)
+    assert frame.loc[frame["id"] == old, "chunk_iterations"].item() == 0
+    assert frame["final_elbo"].dtype == float and frame["diverged_at"].isna().tolist() == [True, True, False, True]
+
+
+def test_elbo_frame_is_long_format(store):
+    a = store.add(make_run(iterations=4))
+    b = store.add(make_run(iterations=6))
+    frame = store.elbo_frame([b, a, 999])
+    assert list(frame.columns) == ["run_id", "iteration", "elbo"]
+    assert len(frame) == 10
+    assert frame[frame.run_id == a]["iteration"].tolist() == [0, 1, 2, 3]
+    assert frame[frame.run_id == a]["elbo"].tolist() == make_run(iterations=4).elbo
+    assert frame["run_id"].iloc[0] == b
+    assert len(store.elbo_frame([])) == 0
+
+
+def test_delete_removes_runs_and_traces(store):
+    ids = [store.add(make_run(created_at=t)) for t in (1.0, 2.0, 3.0)]
+    assert store.delete([ids[0], ids[2], 12345]) == 2
+    assert [r.id for r in store.list()] == [ids[1]]
+    assert store.elbo_frame(ids)["run_id"].unique().tolist() == [ids[1]]
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM elbo_traces").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv", ".parquet"])
+def test_export_import_round_trip(tmp_path, store, suffix):
+    runs = [make_run("scan", created_at=1.5, final_elbo=float("nan"), status="diverged",
+                     error="ELBO is nan at iteration 3", diverged_at=3),
+            make_run("eager", created_at=2.5, run_s_max=float("inf")),
+            make_run("jit_step", created_at=3.25, iterations=1)]
+    for run in runs:
+        store.add(run)
+    path = tmp_path / f"runs{suffix}"
+    assert store.export(path) == 3
+    fresh = RunStore(tmp_path / "fresh.sqlite3")
+    assert fresh.import_file(path) == 3
+
+    def comparable(run):
+        out = run.to_dict()
+        out.pop("id")
+        return json.dumps(out, sort_keys=True)  # NaN == NaN as text
+
+    assert [comparable(r) for r in fresh.list(with_elbo=True)] == [
+        comparable(r) for r in store.list(with_elbo=True)]
+    assert fresh.import_file(path) == 0  # re-import adds nothing
+    assert len(fresh.list()) == 3
+
+
+def test_export_selected_ids(tmp_path, store):
+    ids = [store.add(make_run(created_at=t)) for t in (1.0, 2.0)]
+    path = tmp_path / "one.json"
+    assert store.export(path, [ids[1]]) == 1
+    assert [r["created_at"] for r in json.loads(path.read_text())] == [2.0]
+    with pytest.raises(KeyError):
+        store.export(path, [999])
+
+
+def test_import_is_all_or_nothing(tmp_path, store):
+    kept = store.add(make_run(created_at=1.0))
+    records = [make_run("eager", created_at=5.0).to_dict(), make_run(created_at=6.0).to_dict(),
+               make_run("jit_step", created_at=7.0).to_dict()]
+    records[1]["n"] = "many"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(records))
+    with pytest.raises(StoreError, match="record 2.*'n'"):
+        store.import_file(path)
+    assert [r.id for r in store.list()] == [kept]
+
+
+def test_import_rejects_missing_fields_and_bad_files(tmp_path, store):
+    record = make_run().to_dict()
+    del record["compile_s"]
+    (tmp_path / "missing.json").write_text(json.dumps([record]))
+    with pytest.raises(StoreError, match="missing field 'compile_s'"):
+        store.import_file(tmp_path / "missing.json")
+    (tmp_path / "broken.json").write_text("[{")
+    with pytest.raises(StoreError, match="cannot read"):
+        store.import_file(tmp_path / "broken.json")
+    with pytest.raises(StoreError, match="unknown format"):
+        store.import_file(tmp_path / "runs.xlsx")
+    assert store.list() == []
+
+
+def test_default_path_honours_env(monkeypatch, tmp_path):
+    monkeypatch.setenv(DEFAULT_DB_ENV, str(tmp_path / "env" / "db.sqlite3"))
+    assert default_db_path() == tmp_path / "env" / "db.sqlite3"
+    assert RunStore().path == tmp_path / "env" / "db.sqlite3"
+    assert (tmp_path / "env" / "db.sqlite3").exists()
+    monkeypatch.delenv(DEFAULT_DB_ENV)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_db_path() == tmp_path / "xdg" / "plnlab" / "runs.sqlite3"
+
+
+def test_schema_version_and_wal_recorded(store):
+    assert store.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert RunStore(store.path).schema_version == SCHEMA_VERSION  # reopening is a no-op
+
+
+def test_newer_schema_is_refused(store):
+    with sqlite3.connect(store.path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match="newer"):
+        RunStore(store.path)
+
+
+def _add_runs(path: str, worker: int, count: int) -> None:
+    store = RunStore(path)
+    for i in range(count):
+        store.add(make_run(created_at=worker * 1000.0 + i, iterations=3))
+
+
+def test_concurrent_writers(tmp_path):
+    path = str(tmp_path / "shared.sqlite3")
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_add_runs, args=(path, w, 25)) for w in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+    store = RunStore(path)
+    runs = store.list()
+    assert len(runs) == 100 and len({r.id for r in runs}) == 100
+    assert store.integrity_ok()
+    assert len(store.elbo_frame([r.id for r in runs])) == 300
+
+
+def test_corrupt_file_gives_clear_error(tmp_path):
+    path = tmp_path / "runs.sqlite3"
+    path.write_bytes(b"this is not a database, just garbage bytes\x00\xff" * 200)
+    with pytest.raises(StoreError, match="cannot open the run store .*not a database"):
+        RunStore(path)
+
+
+def test_frame_is_pandas(store):
+    store.add(make_run())
+    assert isinstance(store.frame(), pd.DataFrame)
+
+
+def test_a_store_from_before_the_process_count_gains_its_column(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    RunStore(path).add(make_run(processes=3))
+    with sqlite3.connect(path) as conn:  # as a store written before RunResult.processes existed
+        conn.execute("ALTER TABLE runs DROP COLUMN processes")
+    reopened = RunStore(path)
+    (old,) = reopened.list()
+    assert old.processes == 1  # the field's default: those runs ran in one process
+    new_id = reopened.add(make_run(processes=2))
+    assert sorted((run.id, run.processes) for run in reopened.list()) == [(old.id, 1), (new_id, 2)]
+    assert sorted(reopened.frame()["processes"]) == [1, 2]
