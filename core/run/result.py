@@ -15,10 +15,45 @@ from typing import Any
 
 import numpy as np
 
+from core.run import outcome
 from core.spec import FitSpec
 
 STATUSES = ("ok", "diverged", "interrupted")
+# Where a run's executables came from; a run whose executables came from more than one
+# place says how many from each, in this order: "compiled 1, disk 3".
 CACHE_STATES = ("compiled", "memory", "disk", "none")
+
+
+def cache_label(compiled: int, disk: int, memory: int) -> str:
+    """"compiled", "disk" or "memory" when every executable came from one place, else
+    "compiled 1, disk 3" (the counts of each place, zeros left out); "none" for no executable."""
+    counts = {"compiled": compiled, "disk": disk, "memory": memory}
+    places = [name for name, count in counts.items() if count > 0]
+    if not places:
+        return "none"
+    if len(places) == 1:
+        return places[0]
+    return ", ".join(f"{name} {counts[name]}" for name in places)
+
+
+def is_cache_label(text: str) -> bool:
+    """Whether `text` is a label `cache_label` can give."""
+    if text in CACHE_STATES:
+        return True
+    parts = [part.split(" ") for part in text.split(", ")]
+    names = [part[0] for part in parts]
+    order = ("compiled", "disk", "memory")  # as cache_label writes them
+    return (len(parts) > 1 and all(len(part) == 2 and part[1].isdigit() and int(part[1]) > 0 for part in parts)
+            and all(name in order for name in names) and len(set(names)) == len(names)
+            and names == sorted(names, key=order.index))
+
+
+def _with_advice(error: str | None, not_finite: bool, precision: str) -> str | None:
+    """A divergence message, with what to try when float32 itself may be the cause."""
+    if error and not_finite and precision == "float32":
+        return (error + "; float32 overflows exp above 88 and loses an ill-conditioned Sigma where float64 "
+                "does not: try float64 or a smaller learning rate")
+    return error
 
 
 @dataclasses.dataclass
@@ -32,6 +67,7 @@ class Measurement:
         times: seconds of each timed steady-state call.
         shape: (n, p, d) of the data fitted.
         optimizer, lr, init: what actually ran (pyplnmodels ignores the spec's).
+        warnings: what the runnable itself knows a reader of its numbers must be told.
     """
 
     elbo: np.ndarray
@@ -53,6 +89,7 @@ class Measurement:
     lr: float
     init: str
     chunk_iterations: int = 0
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -65,9 +102,10 @@ class RunResult:
         spec: the FitSpec as a dict (`FitSpec.to_dict()`); `spec_key` is its hash.
         strategy, dataset, n, p, d, precision, device, iterations, optimizer, lr, init,
         repeats, tol: the spec, flattened for tables ("dataset" is its label).
-        status: "ok", "diverged" (non-finite ELBO) or "interrupted" (killed mid-run).
+        status: "ok", "diverged" (an ELBO not finite, or ending orders of magnitude below
+            its start: see `core.run.outcome`) or "interrupted" (killed mid-run).
         error: for "diverged", where and what; else None.
-        diverged_at: first iteration whose ELBO is not finite, or None.
+        diverged_at: the iteration where a diverged fit went wrong, or None.
         iterations_run: iterations done (while_loop may stop early; diverged runs stop).
         transfer_s: host-to-device copy of the data, timed apart from the fit (for data
             drawn on the devices, the draw, its compilation included).
@@ -81,9 +119,10 @@ class RunResult:
         disk_cache_hits: executables loaded from the persistent compilation cache.
         recompile_count: compilations during the steady-state repeats (0 for jitted code).
         cache: "compiled" (built now), "memory" (reused in process), "disk" (loaded from
-            the persistent cache) or "none" (eager: nothing compiled ahead).
+            the persistent cache), "none" (eager: nothing compiled ahead), or where each
+            came from when they came from more than one place, e.g. "compiled 1, disk 3".
         final_elbo: last finite ELBO.
-        elbo: ELBO per iteration, up to divergence or the while_loop stop.
+        elbo: ELBO per iteration, up to the first non-finite value or the while_loop stop.
         log_factorial: "exact" (gammaln) for every ELBO here.
         devices: number of devices used.
         processes: processes that computed the fit together (`jax.process_count()`; 1
@@ -95,6 +134,11 @@ class RunResult:
             calls (so that a cancel lands within seconds); 0 when it ran in one call.
         timed_start, timed_end: epoch seconds of the timed section, while the run held
             the device; `to_dict()` also gives them as `timed_window` [start, end].
+        final_change: the last relative ELBO change |ELBO_k - ELBO_k-1| / |ELBO_k|, or None
+            (diverged, or one iteration); `converged` compares it with `tol`.
+        warnings: what a reader of this run's numbers must know, one sentence each: the data
+            were changed to be fitted (all-zero columns dropped), or float32 rounding may
+            move the ELBO by more than the lab promises. Empty for most runs.
     """
 
     spec: dict[str, Any]
@@ -141,23 +185,32 @@ class RunResult:
     timed_end: float = 0.0
     id: int = 0
     created_at: float = 0.0
+    final_change: float | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def converged(self) -> bool | None:
+        """Whether the last relative ELBO change is under `tol`; None when `tol` is 0 (a fixed
+        number of iterations was asked for) or the fit diverged (see `core.run.outcome`)."""
+        if self.tol <= 0 or self.final_change is None or self.status != "ok":
+            return None
+        return self.final_change < self.tol
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["timed_window"] = [self.timed_start, self.timed_end]
+        out["converged"] = self.converged
         if not with_elbo:
             out.pop("elbo")
         return out
 
     @classmethod
     def measured(cls, spec: FitSpec, measurement: Measurement, queue_wait_s: float,
-                 timed_window: tuple[float, float]) -> RunResult:
-        """The result of `spec`: its measurement, the time it queued and its timed window."""
-        trace = np.asarray(measurement.elbo, dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(trace))
-        diverged_at = int(bad[0]) if bad.size else None
-        if diverged_at is not None:
-            trace = trace[:diverged_at]
+                 timed_window: tuple[float, float], warnings: tuple[str, ...] = ()) -> RunResult:
+        """The result of `spec`: its measurement, the time it queued and its timed window,
+        with `warnings` (about the data and the precision) before the measurement's own."""
+        ended = outcome.judge(measurement.elbo, spec.tol)
+        trace = ended.elbo
         run_s = statistics.median(measurement.times)
         n, p, d = measurement.shape
         return cls(
@@ -165,9 +218,9 @@ class RunResult:
             n=n, p=p, d=d, precision=spec.precision, device=spec.device, iterations=spec.iterations,
             optimizer=measurement.optimizer, lr=measurement.lr, init=measurement.init, repeats=spec.repeats,
             tol=spec.tol,
-            status="ok" if diverged_at is None else "diverged",
-            error=None if diverged_at is None else f"ELBO not finite at iteration {diverged_at}",
-            diverged_at=diverged_at,
+            status=ended.status,
+            error=_with_advice(ended.error, ended.elbo.size < len(measurement.elbo), spec.precision),
+            diverged_at=ended.diverged_at,
             iterations_run=len(trace),
             transfer_s=measurement.transfer_s,
             trace_lower_s=measurement.trace_lower_s,
@@ -192,6 +245,8 @@ class RunResult:
             timed_start=timed_window[0],
             timed_end=timed_window[1],
             created_at=time.time(),
+            final_change=ended.final_change,
+            warnings=[*warnings, *measurement.warnings],
         )
 
     @classmethod

@@ -1,8 +1,8 @@
 """Runs files: what `RunStore.export` writes and `RunStore.import_file` reads.
 
 JSON: a list of `RunResult.to_dict()`. CSV and Parquet: one row per run, every field a
-column; `spec`, `versions` and `elbo` as JSON text. Reading validates every record, so
-that an import can be refused whole before anything is written.
+column; `spec`, `versions`, `elbo` and `warnings` as JSON text. Reading validates every
+record, so that an import can be refused whole before anything is written.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from core.run.result import RunResult
 from core.store.records import StoreError, field_kinds, validate_record
 
 FORMATS = (".json", ".csv", ".parquet")
-_JSON_COLUMNS = ("spec", "versions", "elbo")
+_JSON_COLUMNS = ("spec", "versions", "elbo", "warnings")
 
 
 def check_format(path: pathlib.Path) -> str:
