@@ -85,6 +85,25 @@ def test_float32_refuses_counts_it_cannot_hold_and_float64_fits_them():
     assert result.status == "ok" and result.warnings == []
 
 
+def _csv_bytes(table, names) -> bytes:
+    return (",".join(names) + "\n" + "\n".join(",".join(map(str, row)) for row in table) + "\n").encode()
+
+
+def test_an_all_zero_column_is_dropped_and_the_fit_is_that_of_the_data_without_it():
+    from core.data.csv_counts import read_csv_bytes
+
+    counts = simulate(40, 6, d=1, seed=0).counts.astype(int)
+    with_zero = np.insert(counts, 2, 0, axis=1)
+    names = [f"sp{j}" for j in range(7)]
+    kept = [name for j, name in enumerate(names) if j != 2]
+    spec = _spec(dataset=DatasetSpec(kind="csv", counts_path="c.csv"), iterations=30, repeats=1)
+    dropped = engine.run(spec, counts=read_csv_bytes(_csv_bytes(with_zero, names), None, "c.csv"))
+    without = engine.run(spec, counts=read_csv_bytes(_csv_bytes(counts, kept), None, "c.csv"))
+    assert dropped.p == without.p == 6 and dropped.elbo == without.elbo
+    assert dropped.warnings[0].startswith("c.csv: dropped 1 all-zero column (column 3 ('sp2'))")
+    assert without.warnings == []
+
+
 def test_absent_device_is_a_clear_error():
     with pytest.raises(SpecError, match="device 'tpu' is not available here; available: cpu"):
         engine.run(_spec(device="tpu"))
