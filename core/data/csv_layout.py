@@ -105,8 +105,9 @@ def _auto_header(lines: list[str], rows: list[list[str]], separator: str, decima
     words = [cell for cell in first if cell and not _is_number(cell, decimal)]
     if words:
         return True, f"it holds words (e.g. {words[0]!r})"
-    if second and len(first) == len(second) - 1:
-        return True, "it has one cell fewer than line 2, as R's write.table writes a header over row names"
+    named_rows = second and (not _is_number(second[0], decimal) or lines[1].lstrip().startswith('"'))
+    if named_rows and {len(row) for row in rows[1:]} == {len(first) + 1}:
+        return True, "it has one cell fewer than the lines below, as R's write.table writes a header over row names"
     if second and first and first[0] == "" and second[0] and not _is_number(second[0], decimal):
         return True, "it starts with an empty cell over a column of row names, as R's write.csv writes them"
     if len(lines) > 1 and _quoted(lines[0], separator) and not _quoted(lines[1], separator):
@@ -143,11 +144,11 @@ def detect(data: bytes, label: str, header: str = "auto") -> Layout:
     else:
         has_header = header == "yes"
         notes.append(f"{label}: line 1 read as {'column names' if has_header else 'data'} (header: {header})")
-    first, second = rows[0], rows[1] if len(rows) > 1 else rows[0]
+    first = rows[0]
     # Row names: an empty corner cell (write.csv, pandas' to_csv) or a header one cell short
-    # (write.table); they go to the index rather than being skipped, so that a ragged row
-    # still fails to parse.
-    short = has_header and len(first) == len(second) - 1
+    # of every line below (write.table); they go to the index rather than being skipped, so
+    # that a ragged row still fails to parse.
+    short = has_header and len(rows) > 1 and {len(row) for row in rows[1:]} == {len(first) + 1}
     row_names = has_header and (short or first[0] == "")
     names = tuple(first if short else first[int(row_names):]) if has_header else None
     width = len(first) if short else len(first) - int(row_names)

@@ -37,7 +37,7 @@ def test_r_write_table_header_one_cell_short_over_row_names():
     # R's write.table(x, sep = "\t") writes the column names without a corner cell.
     got = _read("1001\t1002\t1003\ns1\t0\t12\t3\ns2\t5\t0\t1\ns3\t7\t8\t9\n")
     np.testing.assert_array_equal(got.counts, COUNTS)
-    assert any("one cell fewer than line 2" in note for note in got.notes)
+    assert any("one cell fewer than the lines below" in note for note in got.notes)
 
 
 def test_r_write_csv_numeric_names_quoted_over_row_names():
