@@ -16,17 +16,17 @@ import dataclasses
 import json
 import os
 import pathlib
-import socket
 import sqlite3
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from core.run import processes
 from core.run.result import RunResult
 from core.store import files as store_files
 from core.store import schema as store_schema
+from core.store.in_flight import Notes
 from core.store.records import StoreError, field_kinds, interrupted_result, scalar_fields, validate_record
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ class RunStore:
 
     def __init__(self, path: str | os.PathLike | None = None) -> None:
         self.path = pathlib.Path(path).expanduser() if path is not None else default_db_path()
+        self._notes = Notes(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
@@ -105,14 +106,13 @@ class RunStore:
             store_schema.migrate(conn)
         self.recover_interrupted()
 
-    def begin(self, spec_dict: dict) -> int:
+    def begin(self, spec_dict: dict, cancelled: threading.Event | None = None) -> int:
         """Notes that a run of `spec_dict` (`FitSpec.to_dict()`) has started in this process;
-        returns the note's id for `finish` or `abandon`."""
+        returns the note's id for `finish` or `abandon`. The note lives while this process
+        does (`core.store.in_flight`); `cancelled` is set when someone asks to cancel it
+        (`request_cancel`)."""
         with self._connect(write=True) as conn:
-            cursor = conn.execute(
-                "INSERT INTO in_flight (spec_json, host, pid, started_at) VALUES (?, ?, ?, ?)",
-                (json.dumps(spec_dict, sort_keys=True), socket.gethostname(), os.getpid(), time.time()))
-            return int(cursor.lastrowid)
+            return self._notes.begin(conn, spec_dict, cancelled)
 
     def finish(self, flight_id: int, result: RunResult) -> int:
         """Stores `result` and removes its in-flight note, in one transaction."""
@@ -121,34 +121,45 @@ class RunStore:
         with self._connect(write=True) as conn:
             conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
             run_id = self._insert(conn, record)
+        self._notes.release(flight_id)
         result.id, result.created_at = run_id, record.created_at
         return run_id
 
     def abandon(self, flight_id: int) -> None:
         """Removes an in-flight note whose run ended without a result (cancelled, failed)."""
-        with self._connect(write=True) as conn:
-            conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
+        try:
+            with self._connect(write=True) as conn:
+                conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
+        finally:
+            self._notes.release(flight_id)
 
     def in_flight(self) -> list[dict]:
-        """Runs started and not yet finished: id, spec (dict), host, pid, started_at."""
+        """Runs started and not yet finished: id, spec (dict), host, pid, started_at, lease."""
         with self._connect() as conn:
             rows = conn.execute("SELECT * FROM in_flight ORDER BY started_at").fetchall()
         return [{"id": r["id"], "spec": json.loads(r["spec_json"]), "host": r["host"], "pid": r["pid"],
-                 "started_at": r["started_at"]} for r in rows]
+                 "started_at": r["started_at"], "lease": r["lease"]} for r in rows]
+
+    def request_cancel(self, flight_id: int) -> bool:
+        """Asks the process running in-flight run `flight_id` to cancel it (it stops at its
+        next cancel check, within seconds, and stores nothing); False if no such run."""
+        note = next((n for n in self.in_flight() if n["id"] == int(flight_id)), None)
+        return note is not None and self._notes.request_cancel(note)
 
     def recover_interrupted(self) -> int:
-        """Stores every run whose process on this host died mid-run as "interrupted"; returns
-        how many. Runs of live processes, and of other hosts (whose processes this one
-        cannot see), are left alone."""
-        host = socket.gethostname()
-        dead = [note for note in self.in_flight() if note["host"] == host and not processes.alive(note["pid"])]
-        if not dead:
-            return 0
-        with self._connect(write=True) as conn:
-            for note in dead:
-                # Deleting first makes the recovery safe against two processes doing it at once.
-                if conn.execute("DELETE FROM in_flight WHERE id = ?", (note["id"],)).rowcount:
-                    self._insert(conn, interrupted_result(note["spec"], note["started_at"], host, note["pid"]))
+        """Stores every in-flight run whose process died as "interrupted"; returns how many.
+        Called by every listing, count and frame, so a run killed anywhere shows as
+        interrupted at the next look (see `core.store.in_flight`)."""
+        notes = self.in_flight()
+        dead = [note for note in notes if not self._notes.alive(note)]
+        if dead:
+            with self._connect(write=True) as conn:
+                for note in dead:
+                    # Deleting first makes the recovery safe against two processes doing it at once.
+                    if conn.execute("DELETE FROM in_flight WHERE id = ?", (note["id"],)).rowcount:
+                        self._insert(conn, interrupted_result(note["spec"], note["started_at"], note["host"],
+                                                              note["pid"]))
+        self._notes.sweep(notes)
         return len(dead)
 
     @property
@@ -177,6 +188,7 @@ class RunStore:
 
     def _select(self, where: str = "", params: tuple = (), with_elbo: bool = True,
                 limit: int | None = None) -> list[RunResult]:
+        self.recover_interrupted()
         elbo = ", elbo_traces.elbo FROM runs LEFT JOIN elbo_traces ON run_id = runs.id"
         sql = f"SELECT runs.*{elbo if with_elbo else ' FROM runs'} {where}"
         sql += " ORDER BY created_at DESC, runs.id DESC LIMIT ?"
@@ -199,14 +211,16 @@ class RunStore:
 
     def count(self) -> int:
         """How many runs are stored, counted by SQLite without reading them."""
+        self.recover_interrupted()
         with self._connect() as conn:
             return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
     def find_by_spec_key(self, spec_key: str, limit: int | None = None,
                          interrupted: bool = True) -> list[RunResult]:
         """Runs of one spec (`FitSpec.key`), newest first, ELBO curves included; at most
-        `limit`, and without the `interrupted` ones (no result to show) if `interrupted` is False."""
-        where = "WHERE spec_key = ?" + ("" if interrupted else " AND status != 'interrupted'")
+        `limit`, and without the runs that stopped before finishing ("interrupted",
+        "timed_out": no whole result to show) if `interrupted` is False."""
+        where = "WHERE spec_key = ?" + ("" if interrupted else " AND status NOT IN ('interrupted', 'timed_out')")
         return self._select(where, (spec_key,), limit=limit)
 
     def find(self, **equal: Any) -> list[RunResult]:
@@ -232,6 +246,7 @@ class RunStore:
         # store commands (list, export, import) start faster without it.
         import pandas as pd
 
+        self.recover_interrupted()
         names = scalar_fields()
         # SQLite flattens the rows (json_extract), so no RunResult is built per run: the
         # Compare page reads this on every click, however many runs the store holds.

@@ -350,19 +350,18 @@ def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch)
 
 
 def test_an_interrupted_run_is_listed_but_neither_drawn_nor_taken_as_done(store):
-    import sqlite3
     import subprocess
     import sys
+
+    from project import ROOT
 
     spec = FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan")
     done = fake_run("jit_step")
     store.add(done)
-    store.begin(spec.to_dict())
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
-    with sqlite3.connect(store.path) as conn:  # as if that (now dead) process had started it
-        conn.execute("UPDATE in_flight SET pid = ?", (int(gone),))
-    assert store.recover_interrupted() == 1  # what opening the store at the next start does
+    # A process that notes a run and dies before it finishes.
+    code = (f"import sys, os; sys.path.insert(0, {str(ROOT)!r}); from core.store.run_store import RunStore; "
+            f"RunStore({str(store.path)!r}).begin({spec.to_dict()!r}); os._exit(0)")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     (interrupted,) = [r for r in store.list() if r.status == "interrupted"]
     assert interrupted.spec_key == spec.key and interrupted.n == 116
 
