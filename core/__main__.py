@@ -245,7 +245,8 @@ def _command_run(args) -> int:
     else:
         print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {result.status}; "
               f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
-              f"steady {result.run_s:.4f} s = {result.per_iter_ms:.3f} ms/iteration; final ELBO {result.final_elbo}")
+              f"steady {result.run_s:.4f} s = {result.per_iter_ms:.3f} ms/iteration; final ELBO {result.final_elbo}"
+              + (f"; {result.error}" if result.error else ""))
     return EXIT_OK
 
 

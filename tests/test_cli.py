@@ -92,6 +92,8 @@ BAD_INPUTS = [
     (["run", "--dataset", "simulated", "--n", "5", "--d", "5"], "d must be smaller than n"),
     (["run", "--dataset", "simulated", "--seed", "-1"], "seed must be between"),
     (["run", "--iterations", "2000000"], "iterations must be between 1 and 1,000,000"),
+    (["run", "--strategy", "eager", "--iterations", "1000000", "--repeats", "100"],
+     "too long for this server: 1,000,000 iterations x 101 calls of eager would hold the cpu for at least"),
     (["run", "--db", "/proc/version"], "cannot open the run store"),
     (["list", "--limit", "-1"], "--limit must be a whole number"),
     (["export", "runs.txt"], "unknown format"),
