@@ -204,6 +204,7 @@ class _StderrProgress:
 
 
 def _command_run(args) -> int:
+    from core.data import datasets
     from core.run import distributed, engine
     from core.store import stored_run
     from core.store.run_store import RunStore
@@ -219,6 +220,9 @@ def _command_run(args) -> int:
     spans_devices = args.devices > 1 or args.dataset == "simulated_on_device"
     args.strategy = args.strategy or ("sharded" if spans_devices else "scan")
     spec = _fit_spec(args)
+    # A CSV is read before the run so that its caps, memory and time are checked before it
+    # queues for the device (its shape is unknown until read).
+    counts = datasets.load(spec.dataset) if spec.dataset.kind == "csv" else None
     if args.distributed:
         # Before anything touches a JAX backend (engine.run is the first thing that does).
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
@@ -229,11 +233,11 @@ def _command_run(args) -> int:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
     progress = _StderrProgress(label)
     if primary:
-        result = stored_run.run_and_store(store, spec, on_progress=progress, owner="command line")
+        result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
     else:
         # Process 0 holds its host's device queue for the whole distributed run; the
         # others join its collectives rather than queue (they would wait for each other).
-        result = engine.run(spec, on_progress=progress, hold_device=False)
+        result = engine.run(spec, counts, on_progress=progress, hold_device=False)
     if not primary:
         # Every process computed the same fit; process 0 alone writes it.
         sys.stderr.write(f"{label}: not stored (process 0 stores the run); final ELBO {result.final_elbo}\n")

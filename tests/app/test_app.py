@@ -293,6 +293,8 @@ BAD_UPLOADS = [
     (b"1,2\n3,4\n", b"0,inf\n0,0\n", "non-finite value"),
     (b"1,2\n3,4\n", b"0,0\n", "has 1 row"),
     (b"1,2\n3,4\n" * 40_000, None, "larger than the 0.2 MB accepted"),
+    (b"".join(b"1," * 9_999 + b"0\n" for _ in range(4)), None,
+     "10,000 columns; this server fits at most 2,000 (PLNLAB_MAX_COLUMNS)"),
 ]
 
 
@@ -316,7 +318,7 @@ def test_every_bad_upload_is_refused_with_its_reason_and_nothing_stored(store, m
         assert "run_go" not in [b.key for b in at.button]
         at.sidebar.file_uploader(key="sb_upload_offsets").set_value(None)
         refused += 1
-    assert refused == len(BAD_UPLOADS) == 16
+    assert refused == len(BAD_UPLOADS) == 17
     assert store.list() == []
 
 
@@ -385,7 +387,7 @@ def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
     at.button(key="run_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
     errors = " ".join(e.value for e in at.error)
-    assert "not enough memory: this fit needs about 1,920.08 GB" in errors and "GB free" in errors
+    assert "not enough memory: this fit needs about 3,520.38 GB" in errors and "GB free" in errors
     assert store.list() == [] and store.in_flight() == []
 
 
