@@ -294,8 +294,10 @@ def _command_import(args) -> int:
 
     if not os.path.isfile(args.path):
         raise SpecError(f"no such file: {args.path}")
-    count = RunStore(args.db).import_file(args.path)
-    print(f"imported {count} runs from {args.path}")
+    done = RunStore(args.db).import_file(args.path)
+    print(done.summary().replace("Imported", "imported", 1))
+    if done.refused:  # the others are stored; bad input all the same
+        raise SpecError(done.refusals())
     return EXIT_OK
 
 

@@ -12,7 +12,6 @@ The tables and migrations are in `core.store.schema`, record checks in
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import pathlib
@@ -25,21 +24,17 @@ import numpy as np
 
 from core.run.result import RunResult
 from core.store import files as store_files
+from core.store import frames
 from core.store import schema as store_schema
 from core.store.in_flight import Notes
-from core.store.records import StoreError, field_kinds, interrupted_result, scalar_fields, validate_record
+from core.store.records import StoreError, interrupted_result, scalar_fields, validate_record
 
 if TYPE_CHECKING:
     import pandas
 
 DEFAULT_DB_ENV = "PLNLAB_DB"
 BUSY_TIMEOUT_S = 30.0
-_CHUNK = 500  # below SQLite's bound-parameter limit on old builds (999)
-# frame() column -> its key in `versions`.
-_VERSION_COLUMNS = {
-    "jax_version": "jax", "jaxlib_version": "jaxlib", "optax_version": "optax", "numpy_version": "numpy",
-    "python_version": "python", "platform": "platform", "cpu_count": "cpu_count", "host": "host",
-}
+_CHUNK = frames.CHUNK
 
 
 def default_db_path() -> pathlib.Path:
@@ -116,8 +111,7 @@ class RunStore:
 
     def finish(self, flight_id: int, result: RunResult) -> int:
         """Stores `result` and removes its in-flight note, in one transaction."""
-        record = validate_record(result.to_dict(), "run")
-        record.created_at = result.created_at or time.time()
+        record = validate_record({**result.to_dict(), "created_at": result.created_at or time.time()}, "run")
         with self._connect(write=True) as conn:
             conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
             run_id = self._insert(conn, record)
@@ -179,8 +173,7 @@ class RunStore:
 
     def add(self, result: RunResult) -> int:
         """Stores `result` in one transaction; sets its `id` (and `created_at` if 0)."""
-        record = validate_record(result.to_dict(), "run")
-        record.created_at = result.created_at or time.time()
+        record = validate_record({**result.to_dict(), "created_at": result.created_at or time.time()}, "run")
         with self._connect(write=True) as conn:
             run_id = self._insert(conn, record)
         result.id, result.created_at = run_id, record.created_at
@@ -241,52 +234,24 @@ class RunStore:
 
     def frame(self) -> pandas.DataFrame:
         """One row per run, newest first: `id`, `created` (UTC), the scalar fields, and
-        `versions` flattened to the columns of `_VERSION_COLUMNS`. No ELBO curves."""
-        # Deferred, here and in elbo_frame: only frames need pandas, and the command line's
-        # store commands (list, export, import) start faster without it.
-        import pandas as pd
-
+        `versions` flattened to columns (`core.store.frames.runs_frame`). No ELBO curves."""
         self.recover_interrupted()
-        names = scalar_fields()
-        # SQLite flattens the rows (json_extract), so no RunResult is built per run: the
-        # Compare page reads this on every click, however many runs the store holds.
-        versions = [f"json_extract(versions_json, '$.{key}') AS {column}" for column, key in _VERSION_COLUMNS.items()]
-        sql = (f"SELECT {', '.join(f'runs.{name}' for name in names)}, {', '.join(versions)} FROM runs"
-               " ORDER BY created_at DESC, runs.id DESC")
         with self._connect() as conn:
-            frame = pd.read_sql_query(sql, conn)
-        for field in dataclasses.fields(RunResult):
-            if field.name not in names:
-                continue
-            base, optional = field_kinds()[field.name]
-            if not optional and field.default is not dataclasses.MISSING:
-                # A column added after these rows were written holds NULL: the field's default.
-                frame[field.name] = frame[field.name].fillna(field.default)
-            if base is float:  # NaN is stored as the text 'nan' (SQLite turns NaN into NULL)
-                frame[field.name] = frame[field.name].astype(float)
-        frame.insert(1, "created", pd.to_datetime(frame["created_at"].astype(float), unit="s", utc=True))
-        return frame
+            return frames.runs_frame(conn)
 
     def elbo_frame(self, run_ids: list[int]) -> pandas.DataFrame:
         """ELBO curves in long format: `run_id`, `iteration` (from 0), `elbo`, in the order
         of `run_ids`; ids not in the store are left out."""
-        # Deferred: see frame().
-        import pandas as pd
-
-        ids = list(dict.fromkeys(int(i) for i in run_ids))
-        blobs: dict[int, bytes] = {}
         with self._connect() as conn:
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start:start + _CHUNK]
-                sql = f"SELECT run_id, elbo FROM elbo_traces WHERE run_id IN ({', '.join(['?'] * len(chunk))})"
-                blobs.update((r["run_id"], r["elbo"]) for r in conn.execute(sql, chunk))
-        curves = [(i, np.frombuffer(blobs[i], store_schema.ELBO_DTYPE)) for i in ids if i in blobs]
-        no_ids = [np.zeros(0, np.int64)]  # np.concatenate refuses an empty list
-        return pd.DataFrame({
-            "run_id": np.concatenate([np.full(len(c), i, np.int64) for i, c in curves] or no_ids),
-            "iteration": np.concatenate([np.arange(len(c), dtype=np.int64) for _, c in curves] or no_ids),
-            "elbo": np.concatenate([c for _, c in curves] or [np.zeros(0)]),
-        })
+            return frames.elbo_frame(self.curves(run_ids, conn))
+
+    def curves(self, run_ids: list[int], conn: sqlite3.Connection | None = None) -> dict[int, np.ndarray]:
+        """ELBO curves as float64 arrays by run id, in the order of `run_ids` (absent ids
+        left out): read-only views of the stored bytes, no Python float per point."""
+        if conn is None:
+            with self._connect() as conn:
+                return frames.curves(conn, run_ids)
+        return frames.curves(conn, run_ids)
 
     def delete(self, run_ids: list[int]) -> int:
         """Deletes these runs (one transaction); returns how many existed."""
@@ -313,24 +278,42 @@ class RunStore:
         store_files.write_runs(path, runs)
         return len(runs)
 
-    def import_file(self, path: str | os.PathLike) -> int:
-        """Adds the runs of an exported file, all or none; returns how many were new.
+    def import_file(self, path: str | os.PathLike) -> store_files.Imported:
+        """Adds the runs of an exported file (see `import_bytes`)."""
+        path = pathlib.Path(path)
+        return self._import(store_files.read_file(path), path.name)
 
-        Every record is validated before anything is written. A run already stored (same
-        spec_key, created_at and host) is skipped, so importing twice adds nothing.
+    def import_bytes(self, data: bytes, name: str) -> store_files.Imported:
+        """Adds the runs of an exported file's bytes; `name` is its file name (its suffix says
+        the format, and messages name the file by it alone).
+
+        Every record meets the checks a fresh run meets (`core.store.records`) before
+        anything is written; those that fail are refused and listed, the others are added
+        in one transaction. A run already stored (same spec_key, created_at and host) is
+        skipped, so importing twice adds nothing.
+
+        Raises:
+            StoreError: the file is not a runs file at all; nothing is imported.
         """
-        records = store_files.read_runs(pathlib.Path(path))
-        imported = 0
+        return self._import(store_files.read_bytes(data, name), name)
+
+    def _import(self, raw: list, name: str) -> store_files.Imported:
+        records, refused = [], []
+        for number, values in enumerate(raw, 1):
+            try:
+                records.append(validate_record(values, f"record {number}"))
+            except StoreError as exc:
+                refused.append(str(exc))
+        added = 0
         with self._connect(write=True) as conn:
             for record in records:
-                record.created_at = record.created_at or time.time()
                 exists = conn.execute(
                     "SELECT 1 FROM runs WHERE spec_key = ? AND created_at = ? AND host IS ? LIMIT 1",
                     (record.spec_key, record.created_at, store_schema.host_of(record))).fetchone()
                 if not exists:
                     self._insert(conn, record)
-                    imported += 1
-        return imported
+                    added += 1
+        return store_files.Imported(name, added, len(records) - added, tuple(refused))
 
     def integrity_ok(self) -> bool:
         """True when SQLite's integrity_check finds the file sound."""
