@@ -209,12 +209,12 @@ class RunStore:
             return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
     def find_by_spec_key(self, spec_key: str, limit: int | None = None,
-                         interrupted: bool = True) -> list[RunResult]:
-        """Runs of one spec (`FitSpec.key`), newest first, ELBO curves included; at most
-        `limit`, and without the runs that stopped before finishing ("interrupted",
-        "timed_out": no whole result to show) if `interrupted` is False."""
+                         interrupted: bool = True, with_elbo: bool = True) -> list[RunResult]:
+        """Runs of one spec (`FitSpec.key`), newest first, ELBO curves included unless
+        `with_elbo` is False; at most `limit`, and without the runs that stopped before
+        finishing ("interrupted", "timed_out": no whole result to show) if `interrupted` is False."""
         where = "WHERE spec_key = ?" + ("" if interrupted else " AND status NOT IN ('interrupted', 'timed_out')")
-        return self._select(where, (spec_key,), limit=limit)
+        return self._select(where, (spec_key,), with_elbo=with_elbo, limit=limit)
 
     def find(self, **equal: Any) -> list[RunResult]:
         """Runs whose columns equal these values (e.g. `strategy="scan", status="ok"`, or

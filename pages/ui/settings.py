@@ -12,6 +12,7 @@ import streamlit as st
 
 from core.data.counts import CountData
 from core.spec import OAKS_COLUMNS, DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from pages.ui.text import md
 from pages.ui.upload import Upload, current_upload
 
 KEY_PREFIX = "sb_"
@@ -78,11 +79,11 @@ class Problem:
 
     @property
     def label(self) -> str:
-        """`spec_summary` of these settings, or what is missing."""
+        """`spec_summary` of these settings, or what is missing (markdown)."""
         try:
             return spec_summary(self.fit_spec("scan"))
         except SpecError as exc:
-            return str(exc)
+            return md(exc)
 
 
 DEFAULTS = Problem()
@@ -101,10 +102,10 @@ def current() -> Problem:
 
 
 def spec_summary(spec: FitSpec) -> str:
-    """One line naming the settings of a spec, strategy aside."""
+    """One line naming the settings of a spec, strategy aside (markdown; a file's name escaped)."""
     shape = spec.dataset.shape if spec.dataset.kind == "oaks" else None
     size = f"(n = {shape[0]:,}, p = {OAKS_COLUMNS})" if shape else ""
-    parts = [f"**{spec.dataset.label}** {size}".strip(), spec.precision, spec.device,
+    parts = [f"**{md(spec.dataset.label)}** {size}".strip(), spec.precision, spec.device,
              f"{spec.iterations:,} iterations", f"first call + {spec.repeats} timed repeat{'s' * (spec.repeats > 1)}",
              f"optimizer {spec.optimizer.label}", f"init {spec.init}"]
     return " · ".join(parts)

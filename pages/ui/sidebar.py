@@ -15,6 +15,7 @@ from core.spec import INITS, OAKS_REPLICATES, OAKS_ROWS, OPTIMIZERS, PRECISIONS,
 from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
 from pages.ui.settings import DEFAULTS, key
+from pages.ui.text import md, public
 
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
@@ -49,13 +50,13 @@ def _queue_caption(platform: str) -> None:
     try:
         entries = default_queue().entries(platform)
     except OSError as exc:  # an unwritable queue folder: runs will say so too
-        st.caption(f":material/error: device queue unreadable: {exc}")
+        st.caption(f":material/error: device queue unreadable: {public(exc)}")
         return
     if not entries:
         st.caption(f":material/check_circle: **{platform}** is free")
         return
     waiting = len(entries) - entries[0].running
-    st.caption(f":material/hourglass_top: **{platform}** busy: " + entries[0].describe()
+    st.caption(f":material/hourglass_top: **{platform}** busy: " + md(entries[0].describe())
                + (f"; {waiting} waiting" if waiting else ""))
 
 
@@ -64,7 +65,7 @@ def _cap(name: str, key: str) -> int:
     try:
         high = cap(name)
     except SpecError as exc:  # a bad PLNLAB_MAX_* on the server: say so, use the built-in cap
-        st.error(str(exc), icon=":material/error:")
+        st.error(public(exc), icon=":material/error:")
         high = default_cap(name)
     if isinstance(st.session_state.get(key), int) and st.session_state[key] > high:
         st.session_state[key] = high
@@ -72,7 +73,8 @@ def _cap(name: str, key: str) -> int:
 
 
 def refresh_store_caption() -> None:
-    """Redraws the sidebar's store line (path and run count), e.g. after runs were added."""
+    """Redraws the sidebar's store line (its run count; never its path, which is the
+    server's business), e.g. after runs were added."""
     slot = st.session_state.get("sb_store_slot")
     if slot is None:
         return
@@ -80,9 +82,9 @@ def refresh_store_caption() -> None:
         store = resources.run_store()
         count = store.count()
     except StoreError as exc:
-        slot.error(f"Run store unusable: {exc}")
+        slot.error(f"Run store unusable: {public(exc)}")
         return
-    slot.caption(f":material/database: {count:,} stored run{'s' if count != 1 else ''} in `{store.path}`")
+    slot.caption(f":material/database: {count:,} stored run{'s' if count != 1 else ''}")
 
 
 def _dataset_inputs() -> None:

@@ -18,6 +18,7 @@ from core.run.result import RunResult
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
 
+from pages.ui.text import plain
 from project import APP
 
 TIMEOUT = 120
@@ -157,10 +158,17 @@ def test_compare_imports_a_runs_file_or_says_why_not(store, tmp_path):
     other.add(fake_run("scan")), other.add(fake_run("eager", run_s=2.0))
     other.export(tmp_path / "runs.json")
     at = open_app("pages/compare/page.py")
-    at.file_uploader(key="cmp_import").set_value(("broken.json", b'[{"strategy": "scan"}]', "application/json"))
+    at.file_uploader(key="cmp_import").set_value(("broken.json", b'[{"strategy": "scan"', "application/json"))
     at.run()
     at.button(key="cmp_import_go").click().run()
-    assert any("Nothing imported" in e.value and "broken.json" in e.value for e in at.error)
+    assert any(plain(e.value).startswith("Nothing imported: cannot read broken.json: ") for e in at.error)
+    assert not any("/" in e.value for e in at.error)  # no server folder in the message
+    at.file_uploader(key="cmp_import").set_value(("partial.json", b'[{"strategy": "scan"}]', "application/json"))
+    at.run()
+    at.button(key="cmp_import_go").click().run()
+    assert [plain(s.value) for s in at.success] == ["Imported 0 new runs from partial.json."]
+    assert [plain(w.value) for w in at.warning] == [
+        "Refused 1 of 1 record of partial.json: record 1: missing field 'spec'"]
     assert store.list() == []
     at.file_uploader(key="cmp_import").set_value(
         ("runs.json", (tmp_path / "runs.json").read_bytes(), "application/json"))
@@ -229,7 +237,7 @@ def test_a_failed_device_count_is_shown_and_stops_the_sweep(store, monkeypatch):
     monkeypatch.setattr(device_sweep, "run_in_own_process", refused)
     at.button(key="scl_dev_go").click().run()
     assert not at.exception
-    errors = [e.value for e in at.error]
+    errors = [plain(e.value) for e in at.error]
     assert any(e.startswith("1 device · oaks ×1 (n = 116): devices = 1, but") for e in errors), errors
     assert tried == [1] and store.list() == []  # the first failure stops the sweep
     assert at.button(key="scl_dev_go").label == "Run device sweep: 3 runs"
@@ -242,7 +250,7 @@ def test_bad_csv_upload_shows_the_error_and_stores_nothing(store):
         ("bad.csv", b"a,b\n1,-2\n3,4\n", "text/csv"))
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    errors = [e.value for e in at.error]
+    errors = [plain(e.value) for e in at.error]
     assert any("negative count" in e and "bad.csv" in e for e in errors), errors
     assert not at.get("button") or "run_go" not in [b.key for b in at.button]
     assert store.list() == []
@@ -312,7 +320,7 @@ def test_every_bad_upload_is_refused_with_its_reason_and_nothing_stored(store, m
             None if offsets is None else ("offsets.csv", offsets, "text/csv"))
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-        errors = [e.value for e in at.error]
+        errors = [plain(e.value) for e in at.error]
         assert any(message in e for e in errors), (message, errors)
         # The good file uploaded before is not fitted in the bad one's place.
         assert "run_go" not in [b.key for b in at.button]
@@ -369,7 +377,7 @@ def test_an_interrupted_run_is_listed_but_neither_drawn_nor_taken_as_done(store)
 
     at = open_app("pages/compare/page.py")
     assert sorted(at.dataframe[0].value["status"]) == ["interrupted", "ok"]
-    assert any("1 interrupted run" in c.value for c in at.caption)
+    assert any("1 interrupted or timed-out run" in c.value for c in at.caption)
     assert not at.exception
     at.switch_page("pages/run/page.py").run()
     at.pills(key="run_strategies").set_value(["scan"]).run()
@@ -386,7 +394,7 @@ def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
     at.run()
     at.button(key="run_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    errors = " ".join(e.value for e in at.error)
+    errors = " ".join(plain(e.value) for e in at.error)
     assert "not enough memory: this fit needs about 3,520.38 GB" in errors and "GB free" in errors
     assert store.list() == [] and store.in_flight() == []
 
@@ -399,7 +407,7 @@ def test_the_sidebar_says_who_holds_the_device(store, tmp_path, monkeypatch):
     assert any("**cpu** is free" in c.value for c in at.sidebar.caption)
     with DeviceQueue(tmp_path / "queue").hold("cpu", "scan · oaks x1000 · float32", "command line"):
         at.run()
-    busy = [c.value for c in at.sidebar.caption if "busy" in c.value]
+    busy = [plain(c.value) for c in at.sidebar.caption if "busy" in c.value]
     assert busy and "scan · oaks x1000 · float32 (command line, pid" in busy[0] and "running for" in busy[0]
 
 
