@@ -200,11 +200,12 @@ if rows:
     else:
         st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} from the shared store, for every user? "
                    "This cannot be undone (export them first to keep a copy).", icon=":material/warning:")
-        allowed = access.delete_allowed("cmp_delete_password")
+        guess = access.password_field("cmp_delete_password", "delete runs")
         yes, no = st.columns([1, 5])
         clicked = yes.button("Yes, delete", type="primary", key="cmp_delete_yes")
-        if clicked and not allowed:
-            st.error("Wrong password: nothing was deleted.", icon=":material/lock:")
+        refused = access.refusal(guess) if clicked else None
+        if refused:
+            st.error(f"{refused} Nothing was deleted.", icon=":material/lock:")
         elif clicked:
             deleted = store.delete(ids)
             st.session_state["cmp_delete"] = None

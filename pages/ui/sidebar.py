@@ -25,20 +25,26 @@ INIT_LABELS = {"seed": "seed: M = 0, S = 1 (the tutorial's)",
                "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')"}
 
 
+# Whole-number settings, typed in float boxes (see `_whole_number_input`).
+WHOLE_NUMBERS = ("replicate", "sim_n", "sim_p", "sim_d", "sim_seed", "iterations", "repeats")
+
+
 def sidebar() -> None:
     """The problem settings shared by Run, Scaling and Under the hood."""
     for field in dataclasses.fields(DEFAULTS):
-        if field.name != "upload":
+        if field.name in WHOLE_NUMBERS and field.name != "replicate":
+            state.default(key(field.name), float(getattr(DEFAULTS, field.name)))
+        elif field.name != "upload":
             state.default(key(field.name), getattr(DEFAULTS, field.name))
     with st.sidebar:
         st.header("Problem")
         _dataset_inputs()
         _device_inputs()
         left, right = st.columns(2)
-        left.number_input("Iterations", 1, _cap("iterations", "sb_iterations"), key="sb_iterations",
-                          persist_state="session", step=50, help="gradient steps per fit")
-        right.number_input("Repeats", 1, _cap("repeats", "sb_repeats"), key="sb_repeats", persist_state="session",
-                           help="timed steady-state calls after the first call; the median is reported")
+        _whole_number_input(left, "Iterations", 1, _cap("iterations", "sb_iterations"), "sb_iterations", step=50,
+                            help="gradient steps per fit")
+        _whole_number_input(right, "Repeats", 1, _cap("repeats", "sb_repeats"), "sb_repeats",
+                            help="timed steady-state calls after the first call; the median is reported")
         _optimizer_inputs()
         _queue_caption(st.session_state["sb_device"])
         st.session_state["sb_store_slot"] = st.empty()
@@ -60,6 +66,20 @@ def _queue_caption(platform: str) -> None:
                + (f"; {waiting} waiting" if waiting else ""))
 
 
+def _whole_number_input(container, label: str, low: int, high: int, key: str, step: int = 1, **options) -> None:
+    """A box for a whole number that refuses what it cannot take, with a message.
+
+    Streamlit's integer box reads "1e9" as 1 (its browser side stops at the first
+    non-digit) without a word; a float box reads it as 1e9 and refuses it there as out of
+    range, saying so. A fraction gets through and is refused by the page
+    (`settings.whole`), naming the setting.
+    """
+    if isinstance(st.session_state.get(key), int):  # set by a test or an older session: the box's own type
+        st.session_state[key] = float(st.session_state[key])
+    container.number_input(label, float(low), float(high), key=key, persist_state="session", step=float(step),
+                           format="%.0f", **options)
+
+
 def _cap(name: str, key: str) -> int:
     """The widget's maximum, `core.spec.cap(name)`; a value above a lowered cap is clamped."""
     try:
@@ -67,8 +87,9 @@ def _cap(name: str, key: str) -> int:
     except SpecError as exc:  # a bad PLNLAB_MAX_* on the server: say so, use the built-in cap
         st.error(public(exc), icon=":material/error:")
         high = default_cap(name)
-    if isinstance(st.session_state.get(key), int) and st.session_state[key] > high:
-        st.session_state[key] = high
+    value = st.session_state.get(key)
+    if isinstance(value, (int, float)) and value > high:
+        st.session_state[key] = type(value)(high)
     return high
 
 
@@ -101,12 +122,11 @@ def _dataset_inputs() -> None:
                      help="np.repeat(Y, k, axis=0), as the seed tutorial grows the data; p = 114")
     elif kind == "simulated":
         left, right = st.columns(2)
-        left.number_input("n (rows)", 2, _cap("rows", "sb_sim_n"), key="sb_sim_n", persist_state="session", step=100)
-        right.number_input("p (columns)", 1, _cap("columns", "sb_sim_p"), key="sb_sim_p", persist_state="session",
-                           step=10)
-        left.number_input("d (covariates)", 1, _cap("covariates", "sb_sim_d"), key="sb_sim_d", persist_state="session",
-                          help="columns of X, intercept included")
-        right.number_input("seed", 0, 2**31 - 1, key="sb_sim_seed", persist_state="session")
+        _whole_number_input(left, "n (rows)", 2, _cap("rows", "sb_sim_n"), "sb_sim_n", step=100)
+        _whole_number_input(right, "p (columns)", 1, _cap("columns", "sb_sim_p"), "sb_sim_p", step=10)
+        _whole_number_input(left, "d (covariates)", 1, _cap("covariates", "sb_sim_d"), "sb_sim_d",
+                            help="columns of X, intercept included")
+        _whole_number_input(right, "seed", 0, 2**31 - 1, "sb_sim_seed")
     else:
         upload.csv_inputs()
 

@@ -351,12 +351,30 @@ def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch)
     at.button(key="cmp_delete_ask").click().run()
     at.text_input(key="cmp_delete_password").input("wrong")
     at.button(key="cmp_delete_yes").click().run()
-    assert "Wrong password: nothing was deleted." in [e.value for e in at.error]
+    assert "Wrong password. Nothing was deleted." in [e.value for e in at.error]
     assert len(store.list()) == 2
     at.text_input(key="cmp_delete_password").input("s3cret")
     at.button(key="cmp_delete_yes").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert [r.id for r in store.list()] == [kept.id]
+
+
+def test_password_guesses_are_slowed_after_a_few_wrong_ones(store, monkeypatch):
+    from core import access
+
+    monkeypatch.setenv("PLNLAB_PASSWORD", "s3cret")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    errors = []
+    for _ in range(10):  # 1 + 2 + ... + 32 + 60 s of waits: the last one lasts a minute
+        at.text_input(key="access_guess").input("guess")
+        at.button[0].click().run()
+        errors.append(at.error[0].value)
+    assert errors[:access.FREE_GUESSES - 1] == ["Wrong password."] * (access.FREE_GUESSES - 1)
+    assert all("the next try is possible in" in e for e in errors[access.FREE_GUESSES:]), errors
+    at.text_input(key="access_guess").input("s3cret")  # right, but too soon: not even checked
+    at.button[0].click().run()
+    assert not at.sidebar.radio and "the next try is possible in" in at.error[0].value
 
 
 def test_an_interrupted_run_is_listed_but_neither_drawn_nor_taken_as_done(store):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pytest
@@ -129,3 +130,26 @@ def test_compare_visits_with_long_curves_leave_the_server_memory_flat(served, br
         visit()
     grown = _rss_mb(process.pid) - settled
     assert grown < GROWTH_BOUND_MB, f"the server grew by {grown:.0f} MB over {VISITS} Compare visits"
+
+
+def test_iterations_typed_as_1e9_are_refused_with_a_message_not_truncated(served, browser):
+    base, _ = served
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(base)
+    wait_painted(page, 120_000)
+    box = page.get_by_role("spinbutton", name="Iterations")
+    box.fill("1e9")
+    box.press("Enter")
+    page.get_by_text("Number is outside the allowed range").wait_for(timeout=30_000)
+    wait_painted(page, 120_000)
+    assert page.get_by_text("150 iterations").count() == 1  # the setting kept its value, not 1
+    box.fill("12.5")
+    box.press("Enter")
+    wait_painted(page, 120_000)
+    page.get_by_text("iterations must be a whole number; got 12.5").first.wait_for(timeout=30_000)
+    assert page.get_by_role("button", name=re.compile(r"^Run ")).count() == 0  # nothing can run meanwhile
+    box.fill("2e3")  # exponent notation that is a whole number is taken as typed
+    box.press("Enter")
+    wait_painted(page, 120_000)
+    page.get_by_text("2,000 iterations").wait_for(timeout=30_000)
+    page.close()
