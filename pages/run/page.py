@@ -35,6 +35,7 @@ if not specs:
     st.stop()
 
 store = resources.store_or_stop()
+running.runs_under_way(store)
 # An interrupted run (its process died mid-run) has no result to show: run that spec again.
 stored = {spec.strategy: found[0] for spec in specs
           if (found := store.find_by_spec_key(spec.key, limit=1, interrupted=False, with_elbo=False))}

@@ -14,7 +14,7 @@ from core.run.result import RunResult
 from core.spec import FitSpec, SpecError
 from core.store import stored_run
 from core.store.run_store import StoreError
-from pages.ui import resources
+from pages.ui import access, resources
 from pages.ui.sidebar import refresh_store_caption
 from pages.ui.text import md, public
 
@@ -97,6 +97,35 @@ def cancel_button(title: str):
     slot.button("Cancel", key="run_cancel", icon=":material/stop_circle:", on_click=_note_cancelled,
                 args=(title,), help="stop now: a compiled loop stops when its current call returns")
     return slot
+
+
+def runs_under_way(store) -> None:
+    """With a password configured, the runs under way in the shared store (any session,
+    the command line) with a Cancel each, for whoever gives the password: the run's own
+    process stops it within seconds (`RunStore.request_cancel`) and stores nothing.
+    Without a password only the session that started a run can cancel it."""
+    if access.password() is None:
+        return
+    notes = store.in_flight()
+    if not notes:
+        return
+    with st.expander(f"Runs under way on this server ({len(notes)})", icon=":material/stop_circle:"):
+        guess = access.password_field("run_cancel_any_password", "cancel a run")
+        for note in notes:
+            spec = note["spec"]
+            dataset = spec.get("dataset", {})
+            what = (f"{spec.get('strategy', '?')} · {dataset.get('kind', '?')} · {spec.get('precision', '?')} · "
+                    f"{spec.get('iterations', '?')} iterations, started {time.time() - note['started_at']:.0f} s ago "
+                    f"on {note['host']}")
+            left, right = st.columns([5, 1], vertical_alignment="center")
+            left.caption(md(what))
+            if right.button("Cancel", key=f"run_cancel_any_{note['id']}", icon=":material/stop_circle:"):
+                refused = access.refusal(guess)
+                if refused:
+                    st.error(f"{refused} Nothing was cancelled.", icon=":material/lock:")
+                elif store.request_cancel(note["id"]):
+                    st.toast("Cancel asked: the run stops within seconds and stores nothing.",
+                             icon=":material/stop_circle:")
 
 
 def show_cancelled() -> None:

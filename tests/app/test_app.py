@@ -377,6 +377,42 @@ def test_password_guesses_are_slowed_after_a_few_wrong_ones(store, monkeypatch):
     assert not at.sidebar.radio and "the next try is possible in" in at.error[0].value
 
 
+def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(store, monkeypatch):
+    import threading
+
+    from core.run.progress import Cancelled
+    from core.store import stored_run
+
+    monkeypatch.setenv("PLNLAB_PASSWORD", "s3cret")
+    outcome = []
+
+    def someone_elses_run():
+        try:
+            stored_run.run_and_store(RunStore(store.path), FitSpec(strategy="eager", iterations=100_000, repeats=1))
+            outcome.append("finished")
+        except Cancelled:
+            outcome.append("cancelled")
+
+    thread = threading.Thread(target=someone_elses_run)
+    thread.start()
+    while not store.in_flight() and thread.is_alive():
+        time.sleep(0.05)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    at.text_input(key="access_guess").input("s3cret")
+    at.button[0].click().run()
+    (note,) = store.in_flight()
+    at.text_input(key="run_cancel_any_password").input("wrong")
+    at.button(key=f"run_cancel_any_{note['id']}").click().run()
+    assert "Wrong password. Nothing was cancelled." in [e.value for e in at.error]
+    assert thread.is_alive()
+    at.text_input(key="run_cancel_any_password").input("s3cret")
+    at.button(key=f"run_cancel_any_{note['id']}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    thread.join(120)
+    assert outcome == ["cancelled"] and store.list() == [] and store.in_flight() == []
+
+
 def test_an_interrupted_run_is_listed_but_neither_drawn_nor_taken_as_done(store):
     import subprocess
     import sys
