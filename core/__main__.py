@@ -335,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.run.host import native_settings
 
     native_settings()  # before anything loads numpy, scipy or jax
+    from core.run.progress import Cancelled
     from core.store.run_store import StoreError
 
     try:
@@ -346,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("python -m core: interrupted; nothing was stored\n")
+        return 130
+    except Cancelled:  # asked through the run store, e.g. from the dashboard's Runs under way
+        sys.stderr.write("python -m core: cancelled; nothing was stored\n")
         return 130
     except Exception as error:  # noqa: BLE001 - the last line of defence of a CLI
         if os.environ.get("PLNLAB_DEBUG"):

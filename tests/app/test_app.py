@@ -81,6 +81,19 @@ def test_pages_render_with_an_empty_store(store, page):
         assert at.get("page_link"), "an empty store points to the Run page"
 
 
+def test_no_message_shows_a_server_path(store, tmp_path, monkeypatch):
+    at = open_app()
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "0 stored runs" in captions and str(tmp_path) not in captions
+    # A store that cannot be opened: the message says why, not where.
+    monkeypatch.setenv("PLNLAB_DB", str(tmp_path / "not-a-folder" / "runs.sqlite3"))
+    (tmp_path / "not-a-folder").write_text("a file where a folder should be")
+    st.cache_resource.clear()
+    at = open_app("pages/compare/page.py")
+    shown = " ".join(e.value for e in [*at.error, *at.sidebar.error])
+    assert "cannot open the run store" in plain(shown) and str(tmp_path) not in plain(shown)
+
+
 def test_pages_render_with_stored_runs(store):
     for strategy in ("eager", "scan"):
         store.add(fake_run(strategy, run_s=2.0 if strategy == "eager" else 0.05))
