@@ -117,7 +117,7 @@ def runs_under_way(store) -> None:
             what = (f"{spec.get('strategy', '?')} · {dataset.get('kind', '?')} · {spec.get('precision', '?')} · "
                     f"{spec.get('iterations', '?')} iterations, started {time.time() - note['started_at']:.0f} s ago "
                     f"on {note['host']}")
-            left, right = st.columns([5, 1], vertical_alignment="center")
+            left, right = st.columns([3, 1], vertical_alignment="center")
             left.caption(md(what))
             if right.button("Cancel", key=f"run_cancel_any_{note['id']}", icon=":material/stop_circle:"):
                 refused = access.refusal(guess)

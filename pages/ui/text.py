@@ -19,16 +19,17 @@ import re
 # maths, Streamlit's :directives[...] and :icons:, and entities.
 _MARKUP = re.compile(r"([\\`*_\[\]<>#|~$:&@!{}])")
 # GFM also links bare addresses ("https://...", "www.", "name@host"), and it finds them in
-# the text after escapes are undone: an invisible zero-width space breaks each pattern.
+# the text after escapes are undone: an invisible word joiner breaks each pattern (and,
+# unlike a zero-width space, never a line).
 _BARE_LINK = re.compile(r"(?i)(://|\bwww\.|@)")
-_BREAK = "\u200b"
+_BREAK = "\u2060"
 # An absolute path: a slash that starts a word (not the middle of a/b or of a URL's //).
 _PATH = re.compile(r"(?<![\w.:/\\~-])/(?:[^\s/'\"`,;()\[\]<>]+/)+([^\s/'\"`,;()\[\]<>]*)")
 
 
 def md(value: object) -> str:
     """`value` as text that markdown shows literally, character for character (bare web
-    and mail addresses hold an invisible zero-width space, so that none becomes a link)."""
+    and mail addresses hold an invisible word joiner, so that none becomes a link)."""
     unlinked = _BARE_LINK.sub(lambda found: found.group(1)[0] + _BREAK + found.group(1)[1:], str(value))
     return _MARKUP.sub(r"\\\1", unlinked)
 
@@ -44,6 +45,6 @@ def public(message: object) -> str:
 
 
 def plain(markdown: str) -> str:
-    """What `md` escaped, unescaped: the text a reader sees, without the zero-width spaces
+    """What `md` escaped, unescaped: the text a reader sees, without the word joiners
     (for tests and logs)."""
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace(_BREAK, "")
