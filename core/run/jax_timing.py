@@ -57,7 +57,7 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
                        if between_steps is not None else None)
             output, seconds = timed(
                 lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between))
-            if int(output.iterations_run) < int(np.asarray(elbo).size) and budget is not None and budget.passed:
+            if budget is not None and budget.passed and int(output.iterations_run) < elbo.size:
                 break  # stopped partway by the budget: not a whole repeat
             del output
             times.append(seconds)
