@@ -209,6 +209,7 @@ class _StderrProgress:
 
 
 def _command_run(args) -> int:
+    from core.data import datasets
     from core.run import distributed, engine
     from core.store import stored_run
     from core.store.run_store import RunStore
@@ -224,6 +225,9 @@ def _command_run(args) -> int:
     spans_devices = args.devices > 1 or args.dataset == "simulated_on_device"
     args.strategy = args.strategy or ("sharded" if spans_devices else "scan")
     spec = _fit_spec(args)
+    # A CSV is read before the run so that its caps, memory and time are checked before it
+    # queues for the device (its shape is unknown until read).
+    counts = datasets.load(spec.dataset) if spec.dataset.kind == "csv" else None
     if args.distributed:
         # Before anything touches a JAX backend (engine.run is the first thing that does).
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
@@ -315,8 +319,10 @@ def _command_import(args) -> int:
 
     if not os.path.isfile(args.path):
         raise SpecError(f"no such file: {args.path}")
-    count = RunStore(args.db).import_file(args.path)
-    print(f"imported {count} runs from {args.path}")
+    done = RunStore(args.db).import_file(args.path)
+    print(done.summary().replace("Imported", "imported", 1))
+    if done.refused:  # the others are stored; bad input all the same
+        raise SpecError(done.refusals())
     return EXIT_OK
 
 
@@ -354,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.run.host import native_settings
 
     native_settings()  # before anything loads numpy, scipy or jax
+    from core.run.progress import Cancelled
     from core.store.run_store import StoreError
 
     try:
@@ -365,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("python -m core: interrupted; nothing was stored\n")
+        return 130
+    except Cancelled:  # asked through the run store, e.g. from the dashboard's Runs under way
+        sys.stderr.write("python -m core: cancelled; nothing was stored\n")
         return 130
     except Exception as error:  # noqa: BLE001 - the last line of defence of a CLI
         if os.environ.get("PLNLAB_DEBUG"):

@@ -16,6 +16,7 @@ import threading
 from core.data.counts import CountData
 from core.fit import peers, strategies
 from core.run import jax_timing
+from core.run.budget import Budget
 from core.run.prepared import ExecutableCache
 from core.run.progress import ProgressCallback
 from core.run.result import Measurement
@@ -52,8 +53,10 @@ class Runnable(abc.ABC):
 
     @abc.abstractmethod
     def measure(self, spec: FitSpec, counts: CountData | None, report: ProgressCallback,
-                cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool) -> Measurement:
-        """Time one fit of `spec` (already checked); `watched` asks for live ELBO reports."""
+                cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool,
+                budget: Budget | None = None) -> Measurement:
+        """Time one fit of `spec` (already checked); `watched` asks for live ELBO reports;
+        past `budget` the fit stops where a cancel would and is marked `timed_out`."""
 
 
 class JaxRunnable(Runnable):
@@ -69,8 +72,8 @@ class JaxRunnable(Runnable):
         self.donates_state = strategy.donates_state
         self.tag = "Python loop" if strategy.python_loop else "loop compiled"
 
-    def measure(self, spec, counts, report, cancel, cache, watched):
-        return jax_timing.measure(spec, counts, report, cancel, cache, watched)
+    def measure(self, spec, counts, report, cancel, cache, watched, budget=None):
+        return jax_timing.measure(spec, counts, report, cancel, cache, watched, budget)
 
 
 class PeerRunnable(Runnable):
@@ -86,11 +89,11 @@ class PeerRunnable(Runnable):
         # pyPLNmodels' loop is its own `fit`; the PyTorch twins run ours from Python.
         self.python_loop = name != "pyplnmodels"
 
-    def measure(self, spec, counts, report, cancel, cache, watched):
+    def measure(self, spec, counts, report, cancel, cache, watched, budget=None):
         # Deferred: torch and pyPLNmodels take seconds to import, and only a peer's run needs them.
         from core.run import peer_timing
 
-        return peer_timing.measure(spec, counts, report, cancel, watched)
+        return peer_timing.measure(spec, counts, report, cancel, watched, budget)
 
 
 @functools.cache

@@ -16,7 +16,7 @@ import time
 from core.data import datasets
 from core.data.counts import CountData
 from core.fit import precision_guard
-from core.run import catalog, device_queue, memory_estimate
+from core.run import budget, catalog, device_queue, memory_estimate
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.run.result import RunResult
@@ -67,14 +67,19 @@ def run(
         hold_device: False skips the queue: for the non-primary processes of a
             distributed run, which join the primary's collectives (it holds the queue).
 
+    A run may hold the device for `core.run.budget.max_run_seconds()`: one that cannot
+    finish within it is refused, one that passes it stops and returns as "timed_out".
+
     Raises:
         SpecError: the device is absent, the data are invalid (`core.data.DataError`),
-            the fit would not fit in the device's free memory, or float32 cannot hold the
-            data's ELBO (the message names float64).
+            the fit would not fit in the device's free memory or in the time budget, or
+            float32 cannot hold the data's ELBO (the message names float64).
         core.run.progress.Cancelled: `cancel` was set.
     """
     runnable = catalog.get(spec.strategy)
     memory_estimate.check(spec, counts)
+    budget.check(spec, memory_estimate.shape_of(spec, counts))
+    allowed = budget.Budget(budget.max_run_seconds())
     report = on_progress or ignore
     counts = _host_data(spec, counts, report)
     warnings = _data_warnings(spec, counts)
@@ -83,22 +88,24 @@ def run(
             if hold_device else contextlib.nullcontext(0.0))
     with turn as waited:
         window_start = time.time()
+        allowed.start()
         measurement = runnable.measure(spec, counts, report, cancel, cache,
-                                       watched=on_progress is not None or cancel is not None)
+                                       watched=on_progress is not None or cancel is not None, budget=allowed)
         window = (window_start, time.time())
-    return RunResult.measured(spec, measurement, waited, window, warnings)
+    return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
 
 
 def _host_data(spec: FitSpec, counts: CountData | None, report: ProgressCallback) -> CountData | None:
     """The data on the host, loaded now (outside the queue) unless the caller holds it or
     the sharded strategy draws it on the devices; a CSV's shape is checked against memory
-    once it is known."""
+    and the time budget once it is known."""
     if counts is not None or spec.dataset.kind == "simulated_on_device":
         return counts
     report(Progress("data"))
     counts = datasets.load(spec.dataset)
     if spec.dataset.shape is None:
         memory_estimate.check(spec, counts)
+        budget.check(spec, memory_estimate.shape_of(spec, counts))
     return counts
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from core.run import outcome
 from core.spec import FitSpec
 
-STATUSES = ("ok", "diverged", "interrupted")
+STATUSES = ("ok", "diverged", "interrupted", "timed_out")
 # Where a run's executables came from; a run whose executables came from more than one
 # place says how many from each, in this order: "compiled 1, disk 3".
 CACHE_STATES = ("compiled", "memory", "disk", "none")
@@ -67,6 +67,8 @@ class Measurement:
         times: seconds of each timed steady-state call.
         shape: (n, p, d) of the data fitted.
         optimizer, lr, init: what actually ran (pyplnmodels ignores the spec's).
+        timed_out: the run passed its time budget (`core.run.budget`) and stopped early:
+            `elbo` is the curve so far and `times` the repeats that finished (maybe none).
         warnings: what the runnable itself knows a reader of its numbers must be told.
     """
 
@@ -89,6 +91,7 @@ class Measurement:
     lr: float
     init: str
     chunk_iterations: int = 0
+    timed_out: bool = False
     warnings: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -103,8 +106,10 @@ class RunResult:
         strategy, dataset, n, p, d, precision, device, iterations, optimizer, lr, init,
         repeats, tol: the spec, flattened for tables ("dataset" is its label).
         status: "ok", "diverged" (an ELBO not finite, or ending orders of magnitude below
-            its start: see `core.run.outcome`) or "interrupted" (killed mid-run).
-        error: for "diverged", where and what; else None.
+            its start: see `core.run.outcome`), "interrupted" (killed mid-run) or
+            "timed_out" (stopped past the server's time budget: the curve so far, the
+            repeats that finished; timings 0 when none did).
+        error: for "diverged" and "timed_out", where and what; else None.
         diverged_at: the iteration where a diverged fit went wrong, or None.
         iterations_run: iterations done (while_loop may stop early; diverged runs stop).
         transfer_s: host-to-device copy of the data, timed apart from the fit (for data
@@ -206,20 +211,30 @@ class RunResult:
 
     @classmethod
     def measured(cls, spec: FitSpec, measurement: Measurement, queue_wait_s: float,
-                 timed_window: tuple[float, float], warnings: tuple[str, ...] = ()) -> RunResult:
-        """The result of `spec`: its measurement, the time it queued and its timed window,
-        with `warnings` (about the data and the precision) before the measurement's own."""
+                 timed_window: tuple[float, float], budget_s: float | None = None,
+                 warnings: tuple[str, ...] = ()) -> RunResult:
+        """The result of `spec`: its measurement, the time it queued, its timed window, for
+        a run that timed out the budget it passed, and `warnings` (about the data and the
+        precision) before the measurement's own."""
         ended = outcome.judge(measurement.elbo, spec.tol)
         trace = ended.elbo
-        run_s = statistics.median(measurement.times)
+        times = measurement.times or [0.0]  # a run stopped by its budget may have timed no repeat
+        run_s = statistics.median(times)
         n, p, d = measurement.shape
+        status = ended.status
+        error = _with_advice(ended.error, ended.elbo.size < len(measurement.elbo), spec.precision)
+        if status == "ok" and measurement.timed_out:
+            status = "timed_out"
+            error = (f"stopped past this server's time budget of {budget_s or 0:,.0f} s per run "
+                     f"(PLNLAB_MAX_RUN_SECONDS): {len(trace):,} of {spec.iterations:,} iterations in the first "
+                     f"call, {len(measurement.times)} of {spec.repeats} timed repeats")
         return cls(
             spec=spec.to_dict(), spec_key=spec.key, strategy=spec.strategy, dataset=spec.dataset.label,
             n=n, p=p, d=d, precision=spec.precision, device=spec.device, iterations=spec.iterations,
             optimizer=measurement.optimizer, lr=measurement.lr, init=measurement.init, repeats=spec.repeats,
             tol=spec.tol,
-            status=ended.status,
-            error=_with_advice(ended.error, ended.elbo.size < len(measurement.elbo), spec.precision),
+            status=status,
+            error=error,
             diverged_at=ended.diverged_at,
             iterations_run=len(trace),
             transfer_s=measurement.transfer_s,
@@ -227,8 +242,8 @@ class RunResult:
             compile_s=measurement.compile_s,
             first_call_s=measurement.first_call_s,
             run_s=run_s,
-            run_s_min=min(measurement.times),
-            run_s_max=max(measurement.times),
+            run_s_min=min(times),
+            run_s_max=max(times),
             per_iter_ms=1e3 * run_s / max(1, len(measurement.elbo)),
             compile_count=measurement.compile_count,
             disk_cache_hits=measurement.disk_cache_hits,

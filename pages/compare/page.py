@@ -11,6 +11,7 @@ import streamlit as st
 from core.charts import bars, lines
 from core.store.run_store import StoreError
 from pages.ui import access, display, resources, state
+from pages.ui.text import md, public
 
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
            "status": "Status"}
@@ -51,23 +52,21 @@ def import_section() -> None:
                      icon=":material/upload:"):
         upload = st.file_uploader("Runs file", type=["json", "csv", "parquet"], key="cmp_import")
         if st.button("Import", key="cmp_import_go", disabled=upload is None):
-            # Under its own name, so that error messages name the file the user picked.
-            with tempfile.TemporaryDirectory(prefix="plnlab-import-") as folder:
-                path = pathlib.Path(folder) / pathlib.Path(upload.name).name
-                path.write_bytes(upload.getvalue())
-                try:
-                    count = store.import_file(path)
-                except StoreError as exc:
-                    count = None
-                    st.error(f"Nothing imported: {exc}", icon=":material/error:")
-            if count is not None:  # redraw, so that the table and the sidebar count show the new runs
-                st.session_state["cmp_flash"] = (f"Imported {count} new run{'s' * (count != 1)} from {upload.name}"
-                                                 + (" (all were already stored)" if count == 0 else "") + ".")
-                st.rerun()
+            try:  # from memory, under the name the user picked: no server path in any message
+                done = store.import_bytes(upload.getvalue(), pathlib.Path(upload.name).name)
+            except StoreError as exc:
+                st.error(f"Nothing imported: {public(exc)}", icon=":material/error:")
+                return
+            # Redraw, so that the table and the sidebar count show the new runs.
+            st.session_state["cmp_flash"] = (md(done.summary()) + ".", md(done.refusals()))
+            st.rerun()
 
 
 if flash := st.session_state.pop("cmp_flash", None):
-    st.success(flash, icon=":material/check_circle:")
+    imported, refused = flash
+    st.success(imported, icon=":material/check_circle:")
+    if refused:
+        st.warning(refused[0].upper() + refused[1:], icon=":material/block:")
 frame = store.frame()
 if frame.empty:
     st.info("No runs stored yet. Run some strategies first, or import a runs file below.",
@@ -109,12 +108,12 @@ st.caption(f"{shown}; click a column header to sort. "
 if rows and "warning_count" in picked:
     for run_id in picked.loc[picked["warning_count"] > 0, "id"].head(10):
         for warning in store.get(int(run_id)).warnings:
-            st.warning(f"#{int(run_id)}: {warning}", icon=":material/warning:")
-interrupted = picked["status"] == "interrupted"
-if count := int(interrupted.sum()):
-    st.caption(f"{count} interrupted run{'s' * (count != 1)} (stopped before finishing: no timings, no curve) "
-               "left out of the charts.")
-    picked = picked[~interrupted]
+            st.warning(f"#{int(run_id)}: {md(warning)}", icon=":material/warning:")
+unfinished = picked["status"].isin(["interrupted", "timed_out"])
+if count := int(unfinished.sum()):
+    st.caption(f"{count} interrupted or timed-out run{'s' * (count != 1)} (stopped before finishing: no whole "
+               "timings) left out of the charts.")
+    picked = picked[~unfinished]
 if picked.empty:
     st.info("No finished run matches these filters.", icon=":material/filter_alt_off:")
     st.stop()
@@ -122,9 +121,11 @@ if picked.empty:
 # --- charts --------------------------------------------------------------------------------
 st.header("ELBO curves")
 newest = picked.sort_values("created_at", ascending=False).head(MAX_CURVES)
-results = [store.get(int(i)) for i in newest["id"]]
+# Rows of the frame and the curves as arrays: a long curve costs one read, not a Python
+# float per point, and is thinned before it is drawn.
+results = list(newest.itertuples())
 labels = [f"#{r.id} {r.strategy}" for r in results]
-curves = display.elbo_long(results, labels)
+curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in newest["id"]]))
 by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
 with by_iteration:
     display.chart(lines.elbo_curves(curves, x="iteration").properties(height=340),
@@ -206,11 +207,12 @@ if rows:
     else:
         st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} from the shared store, for every user? "
                    "This cannot be undone (export them first to keep a copy).", icon=":material/warning:")
-        allowed = access.delete_allowed("cmp_delete_password")
+        guess = access.password_field("cmp_delete_password", "delete runs")
         yes, no = st.columns([1, 5])
         clicked = yes.button("Yes, delete", type="primary", key="cmp_delete_yes")
-        if clicked and not allowed:
-            st.error("Wrong password: nothing was deleted.", icon=":material/lock:")
+        refused = access.refusal(guess) if clicked else None
+        if refused:
+            st.error(f"{refused} Nothing was deleted.", icon=":material/lock:")
         elif clicked:
             deleted = store.delete(ids)
             st.session_state["cmp_delete"] = None

@@ -11,9 +11,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core.charts import decimate
 from core.run import agreement
 from core.run.result import RunResult
 from core.spec import SpecError
+from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
 TABLE_COLUMNS = {
@@ -38,7 +40,7 @@ TABLE_COLUMNS = {
                                                   help="relative ELBO change over the last iteration"),
     "status": st.column_config.TextColumn("status", width="small",
                                           help="ok, diverged (not finite, or ending orders of magnitude below its "
-                                               "start) or interrupted"),
+                                               "start), interrupted or timed_out"),
 }
 
 
@@ -51,8 +53,16 @@ def runs_frame(results: list[RunResult]) -> pd.DataFrame:
     return frame
 
 
-def elbo_long(results: list[RunResult], labels: list[str] | None = None) -> pd.DataFrame:
-    """ELBO curves in long format for `core.charts.lines.elbo_curves`.
+def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, np.ndarray] | None = None,
+              max_points: int = decimate.DISPLAY_POINTS) -> pd.DataFrame:
+    """ELBO curves in long format for `core.charts.lines.elbo_curves`, each thinned to at
+    most `max_points` points that keep its shape (`core.charts.decimate`).
+
+    Args:
+        results: runs (RunResults, or rows of the store's frame) with id, strategy,
+            trace_lower_s, compile_s and per_iter_ms.
+        labels: legend text per run (default: the strategy).
+        curves: ELBO curves by run id (`RunStore.curves`); default: each result's `elbo`.
 
     `wall_s` is an estimate, not a measurement: trace+lower and compile time plus
     (iteration + 1) steady-state iterations, so that compilation shows as a late start.
@@ -60,11 +70,12 @@ def elbo_long(results: list[RunResult], labels: list[str] | None = None) -> pd.D
     labels = labels or [r.strategy for r in results]
     parts = []
     for result, label in zip(results, labels):
-        iteration = np.arange(len(result.elbo))
+        values = curves.get(int(result.id), np.zeros(0)) if curves is not None else np.asarray(result.elbo, float)
+        iteration = decimate.envelope(values, max_points)
         start = result.trace_lower_s + result.compile_s
         parts.append(pd.DataFrame({
             "run_id": result.id, "strategy": result.strategy, "label": label, "iteration": iteration,
-            "elbo": np.asarray(result.elbo, dtype=float),
+            "elbo": values[iteration].astype(float),
             "wall_s": start + (iteration + 1) * result.per_iter_ms / 1e3}))
     if not parts:
         return pd.DataFrame(columns=["run_id", "strategy", "label", "iteration", "elbo", "wall_s"])
@@ -81,13 +92,13 @@ def show_run_notes(results: list[RunResult]) -> None:
     """What a reader of these runs' numbers must know: divergence, warnings, convergence."""
     for result in results:
         if result.error:
-            st.warning(f"{result.strategy}: {result.error}", icon=":material/warning:")
+            st.warning(f"{md(result.strategy)}: {md(result.error)}", icon=":material/warning:")
         for warning in result.warnings:
-            st.warning(f"{result.strategy}: {warning}", icon=":material/warning:")
+            st.warning(f"{md(result.strategy)}: {md(warning)}", icon=":material/warning:")
     unsettled = [r for r in results if r.converged is False]
     if unsettled:
         st.info("Not converged: the last relative ELBO change is above the tolerance for "
-                + ", ".join(f"{r.strategy} ({r.final_change:.1e} > {r.tol:g})" for r in unsettled)
+                + ", ".join(f"{md(r.strategy)} ({r.final_change:.1e} > {r.tol:g})" for r in unsettled)
                 + ". More iterations would move the ELBO further.", icon=":material/trending_up:")
 
 
@@ -155,9 +166,9 @@ def guarded(work, what: str):
     try:
         return work()
     except SpecError as exc:  # data or device not available here
-        st.error(f"{what}: {exc}", icon=":material/error:")
+        st.error(f"{what}: {public(exc)}", icon=":material/error:")
     except Exception as exc:  # noqa: BLE001 - logged in full, shown in one line
         log.exception("%s failed", what)
-        st.error(f"{what} failed with an internal error ({type(exc).__name__}: {exc}); see the server log",
+        st.error(f"{what} failed with an internal error ({type(exc).__name__}: {public(exc)}); see the server log",
                  icon=":material/error:")
     return None

@@ -16,6 +16,7 @@ from core.data import csv_counts
 from core.data.counts import CountData, DataError, content_hash
 from core.fit import precision_guard
 from core.spec import HEADER_CHOICES
+from pages.ui.text import md, public
 
 HEADER_LABELS = {"auto": "auto", "yes": "yes: column names", "no": "no: data"}
 # Tab-separated tables are often saved as .tsv or .txt.
@@ -61,7 +62,7 @@ def csv_inputs() -> None:
     if counts_file is not None and _upload_ids() != st.session_state.get("sb_csv_ids"):
         _parse_upload()
     if st.session_state.get("sb_csv_error"):
-        st.error(st.session_state["sb_csv_error"], icon=":material/error:")
+        st.error(public(st.session_state["sb_csv_error"]), icon=":material/error:")
     elif st.session_state.get("sb_csv"):
         _describe(st.session_state["sb_csv"])
     else:
@@ -70,16 +71,16 @@ def csv_inputs() -> None:
 
 def _describe(upload: Upload) -> None:
     """What is fitted: its size, how the files were read and changed, and what float32 cannot do."""
-    st.caption(f"Using **{upload.name}**: n = {upload.data.n:,} rows, p = {upload.data.p:,} "
+    st.caption(f"Using **{md(upload.name)}**: n = {upload.data.n:,} rows, p = {upload.data.p:,} "
                f"columns{', with log-offsets' if upload.offsets_name else ''}.")
     for note in upload.data.notes:
-        st.caption(note)
+        st.caption(md(note))
     for warning in upload.data.warnings:
-        st.warning(warning, icon=":material/warning:")
+        st.warning(md(warning), icon=":material/warning:")
     if st.session_state.get("sb_precision") == "float32":
         check = precision_guard.check_float32(upload.data.counts)
         if check.refusal or check.warning:
-            st.warning(check.refusal or check.warning, icon=":material/warning:")
+            st.warning(md(check.refusal or check.warning), icon=":material/warning:")
 
 
 def load_upload(counts_bytes: bytes, counts_name: str, offsets_bytes: bytes | None = None,

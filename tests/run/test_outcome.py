@@ -64,7 +64,8 @@ def _measurement(elbo):
 
 def test_the_result_carries_the_outcome_warnings_and_advice():
     spec = FitSpec(tol=1e-3, precision="float32")
-    result = RunResult.measured(spec, _measurement([-10.0, -9.0, -8.999]), 0.0, (0.0, 1.0), ("data changed",))
+    result = RunResult.measured(spec, _measurement([-10.0, -9.0, -8.999]), 0.0, (0.0, 1.0),
+                                 warnings=("data changed",))
     assert result.status == "ok" and result.converged is True and result.to_dict()["converged"] is True
     assert result.final_change == pytest.approx(0.001 / 8.999) and result.warnings == ["data changed"]
     broken = RunResult.measured(spec, _measurement([-10.0, NAN]), 0.0, (0.0, 1.0))
