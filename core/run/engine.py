@@ -81,7 +81,7 @@ def run(
     budget.check(spec, memory_estimate.shape_of(spec, counts))
     allowed = budget.Budget(budget.max_run_seconds())
     report = on_progress or ignore
-    counts = _host_data(spec, counts, report)
+    counts = _host_data(spec, counts)
     warnings = _data_warnings(spec, counts)
     label = f"{spec.strategy} · {spec.dataset.label} · {spec.precision}"
     turn = (device_queue.default_queue().hold(spec.device, label, owner, _queue_reporter(report), cancel)
@@ -95,13 +95,12 @@ def run(
     return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
 
 
-def _host_data(spec: FitSpec, counts: CountData | None, report: ProgressCallback) -> CountData | None:
+def _host_data(spec: FitSpec, counts: CountData | None) -> CountData | None:
     """The data on the host, loaded now (outside the queue) unless the caller holds it or
     the sharded strategy draws it on the devices; a CSV's shape is checked against memory
     and the time budget once it is known."""
     if counts is not None or spec.dataset.kind == "simulated_on_device":
         return counts
-    report(Progress("data"))
     counts = datasets.load(spec.dataset)
     if spec.dataset.shape is None:
         memory_estimate.check(spec, counts)
