@@ -23,11 +23,13 @@ import pandas as pd
 
 from core.data.counts import DataError
 from core.spec import HEADER_CHOICES
+
 SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs"}
 ACCEPTED = "a table of counts with cells separated by commas, semicolons or tabs"
-# Enough lines to see the separator agree, not so many that a large file is decoded whole.
+# Enough lines to see the separator agree (a line of 2,000 columns fits many times), not so
+# many that a large file is decoded whole.
 _SAMPLE_LINES = 20
-_SAMPLE_BYTES = 1 << 16
+_SAMPLE_BYTES = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +102,7 @@ def _quoted(line: str, separator: str) -> bool:
 
 
 def _auto_header(lines: list[str], rows: list[list[str]], separator: str, decimal: str) -> tuple[bool, str]:
-    """(line 1 names the columns, why), from line 1 and the line below it."""
+    """(line 1 names the columns, why), from line 1 and the sampled lines below it."""
     first, second = rows[0], rows[1] if len(rows) > 1 else []
     words = [cell for cell in first if cell and not _is_number(cell, decimal)]
     if words:

@@ -20,7 +20,7 @@ from core.spec import FitSpec
 
 STATUSES = ("ok", "diverged", "interrupted", "timed_out")
 # Where a run's executables came from; a run whose executables came from more than one
-# place says how many from each, in this order: "compiled 1, disk 3".
+# place says how many from each (`cache_label`): "compiled 1, disk 3".
 CACHE_STATES = ("compiled", "memory", "disk", "none")
 
 
