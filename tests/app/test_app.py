@@ -502,7 +502,7 @@ def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
     at.button(key="run_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
     errors = " ".join(plain(e.value) for e in at.error)
-    assert "not enough memory: this fit needs about 3,520.38 GB" in errors and "GB free" in errors
+    assert "not enough memory: this fit needs about 3,520.32 GB" in errors and "GB free" in errors
     assert store.list() == [] and store.in_flight() == []
 
 

@@ -166,6 +166,10 @@ def test_pyplnmodels_peer_reports_its_own_algorithm_with_the_exact_log_factorial
     seen = []
     result = engine.run(spec, counts, on_progress=seen.append)
     assert (result.optimizer, result.lr, result.init) == ("rprop", 0.01, "log_counts")
+    assert result.warnings == []
+    # Its float32 ELBO is its own code's, summed in float32: the run says so.
+    single = engine.run(dataclasses.replace(spec, precision="float32", repeats=1), counts)
+    assert any("its own float32 sums" in warning for warning in single.warnings)
     assert result.cache == "none" and result.compile_s == 0 and result.run_s_min <= result.run_s <= result.run_s_max
     assert result.iterations_run == iterations and result.versions["pyPLNmodels"]
     assert [p.phase for p in seen][-1] == "done" and any(p.elbo is not None for p in seen)
