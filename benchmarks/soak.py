@@ -206,6 +206,7 @@ def import_poisoned_run(db: str, scratch: str) -> None:
         "cache": "compiled", "final_elbo": -1.9e5, "elbo": [-2.0e5, -1.9e5], "devices": 1,
         "device_kind": POISON["device_kind"], "versions": {"platform": "cpu", "host": POISON["host"]},
         "created_at": now - 3600, "timed_start": now - 3601, "timed_end": now - 3600.5,
+        "warnings": [POISON["error"]],
     }
     path = os.path.join(scratch, "poisoned.json")
     with open(path, "w") as handle:
