@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeats", type=int, default=3)
     run.add_argument("--tol", type=float, default=0.0)
     run.add_argument("--json", action="store_true", help="print the stored run as one JSON line")
+    run.add_argument("--cold", action="store_true",
+                     help="compile from scratch: skip the in-memory and persistent compilation caches for this "
+                          "run (the new executables are cached afterwards)")
     run.add_argument("--distributed", action="store_true",
                      help="join a jax.distributed run of the sharded strategy over every process's devices; "
                           "process 0 stores the run")
@@ -124,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--precision", choices=PRECISIONS, default="float32")
     bench.add_argument("--device", choices=DEVICES, default="cpu")
     bench.add_argument("--repeats", type=int, default=5)
+    bench.add_argument("--cold", action="store_true", help="compile every run from scratch (see run --cold)")
     _add_db(bench)
 
     imported = sub.add_parser("import", help="import runs from .json, .csv or .parquet")
@@ -229,11 +233,11 @@ def _command_run(args) -> int:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
     progress = _StderrProgress(label)
     if primary:
-        result = stored_run.run_and_store(store, spec, on_progress=progress, owner="command line")
+        result = stored_run.run_and_store(store, spec, on_progress=progress, owner="command line", cold=args.cold)
     else:
         # Process 0 holds its host's device queue for the whole distributed run; the
         # others join its collectives rather than queue (they would wait for each other).
-        result = engine.run(spec, on_progress=progress, hold_device=False)
+        result = engine.run(spec, on_progress=progress, hold_device=False, cold=args.cold)
     if not primary:
         # Every process computed the same fit; process 0 alone writes it.
         sys.stderr.write(f"{label}: not stored (process 0 stores the run); final ELBO {result.final_elbo}\n")
@@ -312,7 +316,7 @@ def _command_bench(args) -> int:
     def progress(result) -> None:
         sys.stderr.write(f"  {result.strategy} on {result.dataset}: {result.per_iter_ms:.3f} ms/iteration\n")
 
-    rows = grid.run_grid(specs, store, progress)
+    rows = grid.run_grid(specs, store, progress, cold=args.cold)
     print(grid.table(rows))
     return EXIT_OK
 

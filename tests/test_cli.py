@@ -53,6 +53,25 @@ def test_run_json_then_disk_cache_in_a_second_process(store):
     assert REQUIRED - {"elbo"} <= set(listed[0])
 
 
+def test_cold_compiles_from_scratch_every_time_and_leaves_the_cache_filled(store):
+    args = ["run", "--dataset", "oaks", "--strategy", "scan", "--iterations", "10", "--repeats", "1", "--json"]
+    warm = json.loads(cli(*args, env=store).stdout.strip().splitlines()[-1])
+    assert warm["cache"] == "compiled" and warm["from_scratch"] == 0
+    # The executable is on disk now; --cold compiles anyway, twice in a row.
+    for _ in range(2):
+        done = cli(*args, "--cold", env=store)
+        assert done.returncode == 0, done.stderr
+        cold = json.loads(done.stdout.strip().splitlines()[-1])
+        assert cold["cache"] == "compiled" and cold["from_scratch"] == 1
+        assert cold["compile_count"] >= 1 and cold["disk_cache_hits"] == 0 and cold["compile_s"] > 0
+        assert cold["elbo"] == warm["elbo"]
+    # Without --cold the next process loads what the cold runs left in the cache.
+    after = json.loads(cli(*args, env=store).stdout.strip().splitlines()[-1])
+    assert after["cache"] == "disk" and after["compile_count"] == 0 and after["from_scratch"] == 0
+    text = cli(*args[:-1], "--cold", env=store).stdout
+    assert "(compiled)" in text
+
+
 def test_export_then_import_into_another_store(store, tmp_path):
     assert cli("run", "--dataset", "simulated", "--n", "30", "--p", "4", "--iterations", "5", "--repeats", "1",
                env=store).returncode == 0

@@ -52,8 +52,11 @@ class Runnable(abc.ABC):
 
     @abc.abstractmethod
     def measure(self, spec: FitSpec, counts: CountData | None, report: ProgressCallback,
-                cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool) -> Measurement:
-        """Time one fit of `spec` (already checked); `watched` asks for live ELBO reports."""
+                cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool,
+                cold: bool = False) -> Measurement:
+        """Time one fit of `spec` (already checked); `watched` asks for live ELBO reports, `cold`
+        for compiling from scratch (`core.run.cold_compile`; runnables with no cache of their
+        own to skip ignore it)."""
 
 
 class JaxRunnable(Runnable):
@@ -69,8 +72,8 @@ class JaxRunnable(Runnable):
         self.donates_state = strategy.donates_state
         self.tag = "Python loop" if strategy.python_loop else "loop compiled"
 
-    def measure(self, spec, counts, report, cancel, cache, watched):
-        return jax_timing.measure(spec, counts, report, cancel, cache, watched)
+    def measure(self, spec, counts, report, cancel, cache, watched, cold=False):
+        return jax_timing.measure(spec, counts, report, cancel, cache, watched, cold)
 
 
 class PeerRunnable(Runnable):
@@ -86,7 +89,9 @@ class PeerRunnable(Runnable):
         # pyPLNmodels' loop is its own `fit`; the PyTorch twins run ours from Python.
         self.python_loop = name != "pyplnmodels"
 
-    def measure(self, spec, counts, report, cancel, cache, watched):
+    def measure(self, spec, counts, report, cancel, cache, watched, cold=False):
+        # torch.compile's caches are process-wide settings with no per-thread bypass: a peer
+        # ignores `cold`, and its result says so (from_scratch 0).
         # Deferred: torch and pyPLNmodels take seconds to import, and only a peer's run needs them.
         from core.run import peer_timing
 

@@ -43,6 +43,7 @@ def run(
     cancel: threading.Event | None = None,
     owner: str = "command line",
     hold_device: bool = True,
+    cold: bool = False,
 ) -> RunResult:
     """Fit `spec` and time it; the result is not stored (see `core.store.stored_run`).
 
@@ -63,6 +64,9 @@ def run(
         owner: who is running, as shown to others in the device queue.
         hold_device: False skips the queue: for the non-primary processes of a
             distributed run, which join the primary's collectives (it holds the queue).
+        cold: compile from scratch, skipping the in-memory and the persistent compilation
+            caches for this run only (`core.run.cold_compile`); the run still stores its
+            executables in both. It compiles while holding the device queue.
 
     Raises:
         SpecError: the device is absent, the data are invalid (`core.data.DataError`) or
@@ -78,6 +82,6 @@ def run(
     with turn as waited:
         window_start = time.time()
         measurement = runnable.measure(spec, counts, report, cancel, cache,
-                                       watched=on_progress is not None or cancel is not None)
+                                       watched=on_progress is not None or cancel is not None, cold=cold)
         window = (window_start, time.time())
     return RunResult.measured(spec, measurement, waited, window)

@@ -15,6 +15,7 @@ import numpy as np
 
 from core.data.counts import CountData
 from core.run import progress, runtime
+from core.run.cold_compile import from_scratch
 from core.run.compilations import CompileCounter
 from core.run.prepared import ExecutableCache, prepare, timed
 from core.run.progress import Progress, ProgressCallback
@@ -23,9 +24,11 @@ from core.spec import FitSpec
 
 
 def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
-            cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool) -> Measurement:
-    """Prepare and time `spec`'s fit; `watched` asks for live reports from loops that can give them."""
-    prep = prepare(spec, counts, report, cache)
+            cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool,
+            cold: bool = False) -> Measurement:
+    """Prepare and time `spec`'s fit; `watched` asks for live reports from loops that can give them,
+    `cold` compiles from scratch (`core.run.cold_compile`), the first call's own compilations included."""
+    prep = prepare(spec, counts, report, cache, cold=cold)
     progress.check(cancel)
     strategy, problem = prep.strategy, prep.problem
     live = None
@@ -33,7 +36,7 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
     if (strategy.python_loop or chunked) and watched:
         live = progress.live_elbo_reporter(report, problem.iterations, cancel)
     report(Progress("first_call", 0, problem.iterations))
-    with CompileCounter() as first_counter, jax.default_device(prep.device):
+    with CompileCounter() as first_counter, jax.default_device(prep.device), from_scratch(cold):
         # Copied outside the timing: a run that donates its state consumes it.
         start = jax.block_until_ready(strategy.fresh_state(prep.state))
         output, first_call_s = timed(
@@ -64,4 +67,5 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
         device_kind=prep.device.device_kind, versions=runtime.environment(prep.device),
         optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init,
         chunk_iterations=problem.chunk,
+        from_scratch=cold and strategy.compiled_ahead,
     )

@@ -23,6 +23,7 @@ from core.data.counts import CountData
 from core.data.on_device import simulate_on_devices
 from core.fit import model, strategies
 from core.run import runtime
+from core.run.cold_compile import from_scratch
 from core.run.compilations import CompileCounter
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.spec import FitSpec
@@ -137,8 +138,14 @@ def prepare(
     counts: CountData | None = None,
     on_progress: ProgressCallback | None = None,
     cache: ExecutableCache | None = None,
+    cold: bool = False,
 ) -> PreparedFit:
-    """Load and place the data, build the initial state, and get the executables."""
+    """Load and place the data, build the initial state, and get the executables.
+
+    Args:
+        cold: compile from scratch: neither `cache` nor JAX's persistent cache is read
+            (`core.run.cold_compile`); the new executables are stored in both.
+    """
     runtime.configure()
     report = on_progress or ignore
     strategy = strategies.get(spec.strategy, devices=spec.devices)
@@ -170,13 +177,16 @@ def prepare(
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
            device.platform, device.id, devices_used)
     cache = DEFAULT_CACHE if cache is None else cache
-    executables = cache.get(key) if strategy.compiled_ahead else {}
+    if not strategy.compiled_ahead:
+        executables = {}
+    else:  # a cold run compiles again, whatever this process has
+        executables = None if cold else cache.get(key)
     if executables is not None:
         compilation = Compilation(0.0, 0.0, 0, 0, "memory" if strategy.compiled_ahead else "none")
     else:
         report(Progress("compile"))
         counter = CompileCounter()
-        with counter, jax.default_device(device):
+        with counter, jax.default_device(device), from_scratch(cold):
             lowered, trace_lower_s = _timed_host(lambda: strategy.lower(problem, state, data, tol))
             executables, compile_s = _timed_host(lambda: strategy.compile(lowered))
         cache.put(key, executables)

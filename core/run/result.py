@@ -53,6 +53,7 @@ class Measurement:
     lr: float
     init: str
     chunk_iterations: int = 0
+    from_scratch: bool = False
 
 
 @dataclasses.dataclass
@@ -95,6 +96,10 @@ class RunResult:
             calls (so that a cancel lands within seconds); 0 when it ran in one call.
         timed_start, timed_end: epoch seconds of the timed section, while the run held
             the device; `to_dict()` also gives them as `timed_window` [start, end].
+        from_scratch: 1 when the run was asked to compile from scratch and skipped the
+            in-memory and persistent compilation caches (`core.run.cold_compile`); 0 when
+            it could use them (its `cache` then says whether it did) or compiles nothing
+            ahead (eager, the peers).
     """
 
     spec: dict[str, Any]
@@ -141,6 +146,7 @@ class RunResult:
     timed_end: float = 0.0
     id: int = 0
     created_at: float = 0.0
+    from_scratch: int = 0
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -192,6 +198,7 @@ class RunResult:
             timed_start=timed_window[0],
             timed_end=timed_window[1],
             created_at=time.time(),
+            from_scratch=int(measurement.from_scratch),
         )
 
     @classmethod
