@@ -179,3 +179,36 @@ def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt
     order = list(per.sort_values("strategy", key=strategy_rank)["strategy"])
     return bars_from_one(per, "speedup", alt.Y("strategy:N", sort=order, title=None),
                           f"speed-up over {baseline} (×, log scale)", title, tips)
+
+
+def story_bars(rows: pd.DataFrame, steps: list[str], seconds: tuple[float, float] | None = None) -> alt.Chart | alt.LayerChart:
+    """The story's growing chart: one bar per step shown so far, in its strategy's colour.
+
+    Args:
+        rows: `core.bench.story.chart_rows` (step, strategy, run_s, run_s_min, run_s_max,
+            repeats, speedup: the label of the speed-up since the first step).
+        steps: every step's label, in order: the axis lists them all from the start, so that
+            each new bar appears in its place and nothing moves.
+        seconds: the x axis's (low, high) in seconds, fixed for the same reason; default:
+            the range of `rows`.
+
+    Returns:
+        Bars of seconds per fit (log x) with a whisker over the repeats' range, labelled
+        with the cumulative speed-up.
+    """
+    title = "Seconds per fit, step by step"
+    if rows.empty:
+        return note_chart("Press Next to run the first step.", title)
+    df = with_spread(rows, "run_s")
+    low, high = seconds or (float(df["low"].min()), float(df["high"].max()))
+    y = alt.Y("step:N", sort=steps, scale=alt.Scale(domain=steps), title=None)
+    x = alt.X("run_s:Q", title="seconds per fit, steady state (log scale)",
+              scale=alt.Scale(type="log", domain=[low / 2, high * 1.5], nice=False))
+    tips = ["step:N", "strategy:N", alt.Tooltip("run_s:Q", format=".4g", title="median (s)"),
+            alt.Tooltip("low:Q", format=".4g", title="fastest repeat (s)"),
+            alt.Tooltip("high:Q", format=".4g", title="slowest repeat (s)"), alt.Tooltip("speedup:N", title="since step 1")]
+    bars = alt.Chart(df).mark_bar().encode(x=x, y=y, color=color_by_strategy(df, legend=False), tooltip=tips)
+    ranged = df[df["spread_known"] & (df["high"] > df["low"])]
+    text = alt.Chart(df.assign(text_x=df["high"])).mark_text(align="left", dx=8, fontWeight=600).encode(
+        x="text_x:Q", y=y, text="speedup:N")
+    return alt.layer(bars, whiskers(ranged, "low", "high", y), text, title=title).properties(height=alt.Step(40))
