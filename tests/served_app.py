@@ -17,7 +17,7 @@ from project import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-PAGES = {"Run": "", "Compare": "compare", "Scaling": "scaling", "Under the hood": "under_the_hood", "About": "about"}
+PAGES = {"Run": "", "Story": "story", "Compare": "compare", "Scaling": "scaling", "Under the hood": "under_the_hood", "About": "about"}
 
 
 def free_port() -> int:

@@ -118,5 +118,6 @@ def chart_rows(runs: Sequence[RunResult | None], shown: int, steps: Sequence[Ste
             continue
         rows.append({"step": step_label(index, step), "strategy": step.strategy, "run_s": run.run_s,
                      "run_s_min": run.run_s_min, "run_s_max": run.run_s_max, "repeats": run.repeats,
-                     "id": run.id, "speedup": outcome.since_start.label if outcome.since_start else ""})
+                     "id": run.id,
+                     "speedup": "start" if index == 0 else outcome.since_start.brief if outcome.since_start else ""})
     return rows

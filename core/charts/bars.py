@@ -201,13 +201,16 @@ def story_bars(rows: pd.DataFrame, steps: list[str], seconds: tuple[float, float
         return note_chart("Press Next to run the first step.", title)
     df = with_spread(rows, "run_s")
     low, high = seconds or (float(df["low"].min()), float(df["high"].max()))
+    floor = low / 2  # a log axis has no zero: bars start at its left end
+    df["floor"] = floor
     y = alt.Y("step:N", sort=steps, scale=alt.Scale(domain=steps), title=None)
     x = alt.X("run_s:Q", title="seconds per fit, steady state (log scale)",
-              scale=alt.Scale(type="log", domain=[low / 2, high * 1.5], nice=False))
+              scale=alt.Scale(type="log", domain=[floor, high * 1.5], nice=False))
     tips = ["step:N", "strategy:N", alt.Tooltip("run_s:Q", format=".4g", title="median (s)"),
             alt.Tooltip("low:Q", format=".4g", title="fastest repeat (s)"),
             alt.Tooltip("high:Q", format=".4g", title="slowest repeat (s)"), alt.Tooltip("speedup:N", title="since step 1")]
-    bars = alt.Chart(df).mark_bar().encode(x=x, y=y, color=color_by_strategy(df, legend=False), tooltip=tips)
+    bars = alt.Chart(df).mark_bar().encode(x=x, x2="floor:Q", y=y, color=color_by_strategy(df, legend=False),
+                                           tooltip=tips)
     ranged = df[df["spread_known"] & (df["high"] > df["low"])]
     text = alt.Chart(df.assign(text_x=df["high"])).mark_text(align="left", dx=8, fontWeight=600).encode(
         x="text_x:Q", y=y, text="speedup:N")

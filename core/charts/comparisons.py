@@ -63,7 +63,7 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
         if by[0] == "strategy":  # strategies first: teaching order, not the alphabet
             out = out.assign(_r=strategy_rank(out["strategy"]), _k=out["group"].map(natural_key))
             out = out.sort_values(["_r", "_k"]).drop(columns=["_r", "_k"])
-        color = {"color": color_by_strategy(out)}
+        color = {"color": color_by_strategy(out, legend=False)}  # the axis names every group
     x_title = label(metric) + (", log scale" if log_x else "")
     y = alt.Y("group:N", sort=list(out["group"]), title=", ".join(by))
     tips = ["group:N", *[alt.Tooltip(f"{c}:Q", format=".4g") for c in ("median", "min", "max")],

@@ -90,16 +90,20 @@ class Ratio:
     significant: bool | None
 
     @property
+    def span(self) -> str:
+        """The range alone: "×21–×26"."""
+        return f"{times(self.low, short=True)}–{times(self.high, short=True)}"
+
+    @property
     def label(self) -> str:
         """"×23.5 (×21–×26)", "no significant difference (×0.97–×1.1)" or "×23.5 (1 repeat: no range)"."""
         if not math.isfinite(self.value):
             return "n/a"
         if self.significant is None:
             return f"{times(self.value)} (1 repeat: no range)"
-        span = f"{times(self.low, short=True)}–{times(self.high, short=True)}"
         if not self.significant:
-            return f"{NOT_SIGNIFICANT} ({span})"
-        return f"{times(self.value)} ({span})"
+            return f"{NOT_SIGNIFICANT} ({self.span})"
+        return f"{times(self.value)} ({self.span})"
 
     @property
     def brief(self) -> str:
@@ -110,7 +114,7 @@ class Ratio:
             return f"{times(self.value)} (1 repeat)"
         if not self.significant:
             return WITHIN_NOISE
-        return f"{times(self.value)} ({times(self.low, short=True)}–{times(self.high, short=True)})"
+        return f"{times(self.value)} ({self.span})"
 
 
 def _field(run: Any, name: str, default: Any = None) -> Any:

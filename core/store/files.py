@@ -54,7 +54,7 @@ def read_runs(path: pathlib.Path) -> list[RunResult]:
     except StoreError:
         raise
     except (OSError, ValueError, TypeError, csv.Error) as exc:
-        raise StoreError(f"cannot read {path}: {exc}") from exc
+        raise StoreError(f"cannot read {path.name}: {exc}") from exc
     return [validate_record(r, f"{path.name}: record {i}") for i, r in enumerate(raw, 1)]
 
 

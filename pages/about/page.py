@@ -22,20 +22,21 @@ st.latex(r"Z_i \sim \mathcal{N}(X_i B,\ \Sigma), \qquad "
          r"Y_{ij} \mid Z_{ij} \sim \mathcal{P}\!\left(\exp(O_{ij} + Z_{ij})\right)")
 st.markdown("The variational posterior is Gaussian with a diagonal covariance, and $M$ is **uncentred**:")
 st.latex(r"q(Z_i) = \mathcal{N}\!\left(M_i,\ \operatorname{diag}(S_i^2)\right)")
-st.latex(r"\Omega = \Sigma^{-1}, \quad A = \exp\!\left(O + M + \tfrac{1}{2} S^2\right), \quad "
-         r"R = M - XB, \quad D = \operatorname{diag}\Big(\sum_i S_i^2\Big)")
+# One definition a line: a single line overflows the column of a 1024 px projector.
+st.latex(r"\begin{gathered} \Omega = \Sigma^{-1}, \qquad A = \exp\!\left(O + M + \tfrac{1}{2} S^2\right), \\ "
+         r"R = M - XB, \qquad D = \operatorname{diag}\Big(\sum_i S_i^2\Big) \end{gathered}")
 st.markdown("The evidence lower bound (ELBO), with sums over all $n \\times p$ entries and products elementwise:")
-# Two lines: one line overflows the page's column on a 1024 px projector.
+# Three lines: a longer one overflows the column of a 1024 px projector.
 st.latex(r"\begin{aligned} \mathrm{ELBO} = {} & \frac{n}{2} \log\det\Omega "
-         r"+ \sum \Big(Y \odot (O + M) - A + \tfrac{1}{2} \log S^2\Big) \\ "
-         r"& - \frac{1}{2} \operatorname{tr}\!\big(\Omega\,(R^\top R + D)\big) "
-         r"- \sum \log Y! + \frac{np}{2} \end{aligned}")
+         r"- \frac{1}{2} \operatorname{tr}\!\big(\Omega\,(R^\top R + D)\big) \\ "
+         r"& + \sum \Big(Y \odot (O + M) - A + \tfrac{1}{2} \log S^2\Big) \\ "
+         r"& - \sum \log Y! + \frac{np}{2} \end{aligned}")
 st.markdown("For given $M$ and $S$, $B$ and $\\Sigma$ have closed forms:")
 st.latex(r"\hat B = (X^\top X)^{-1} X^\top M, \qquad \hat\Sigma = \frac{1}{n}\left(R^\top R + D\right)")
 st.markdown("At these the trace term equals $np$, and the ELBO becomes the **profiled ELBO** that "
             "pyPLNmodels maximises:")
-st.latex(r"\mathrm{ELBO}_{\text{profiled}}(M, S) = -\frac{n}{2} \log\det\hat\Sigma "
-         r"+ \sum \Big(Y \odot (O + M) - A + \tfrac{1}{2} \log S^2\Big) - \sum \log Y!")
+st.latex(r"\begin{aligned} \mathrm{ELBO}_{\text{profiled}}(M, S) = {} & -\frac{n}{2} \log\det\hat\Sigma "
+         r"- \sum \log Y! \\ & + \sum \Big(Y \odot (O + M) - A + \tfrac{1}{2} \log S^2\Big) \end{aligned}")
 st.markdown(
     "- **Reported values** are the ELBO itself (negative numbers) with the **exact** "
     "$\\log Y! = \\operatorname{gammaln}(Y + 1)$, computed once on the host in float64. Plots show "

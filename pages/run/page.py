@@ -5,7 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from core.charts import bars, lines
+from core.run import spread
 from core.spec import FitSpec, SpecError
+from core.store import cold_compiles
 from pages.ui import display, resources, running, settings, state
 
 st.title("Which JIT strategy is fastest?", anchor=False)
@@ -45,15 +47,19 @@ missing = [spec for spec in specs if spec.strategy not in stored]
 label = f"Run {len(missing)} strateg{'y' if len(missing) == 1 else 'ies'}" if missing else "Run again"
 clicked = go.button(label, type="primary", key="run_go", width="stretch",
                     icon=":material/play_arrow:" if missing else ":material/replay:")
-if not missing:
-    note_slot.caption("These exact settings are in the store: showing the stored runs. **Run again** re-times them.")
-elif stored:
-    note_slot.caption(f"{len(stored)} of these settings already ran and are shown below; "
-                      f"this runs {', '.join(s.strategy for s in missing)}.")
+with note_slot:
+    cold = st.toggle("Compile from scratch", key="run_cold", persist_state="session",
+                     help="skip the in-memory and on-disk compilation caches for this run, so the compile "
+                          "time is measured again; the new executables are cached afterwards")
+    if not missing:
+        st.caption("These exact settings are in the store: showing the stored runs. **Run again** re-times them.")
+    elif stored:
+        st.caption(f"{len(stored)} of these settings already ran and are shown below; "
+                   f"this runs {', '.join(s.strategy for s in missing)}.")
 
 if clicked:
     todo = missing or specs
-    results, error = running.run_specs(todo, counts=problem.counts,
+    results, error = running.run_specs(todo, counts=problem.counts, cold=cold,
                                        title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
     if results:
         st.session_state["run_last_ids"] = [r.id for r in results]
@@ -84,8 +90,7 @@ if not shown:
     st.stop()
 
 # --- results -----------------------------------------------------------------------------
-st.divider()
-st.header("Results")
+st.subheader("Results", divider="gray")
 if note:
     st.caption(note)
 else:
@@ -98,27 +103,44 @@ ok = frame[frame["status"] == "ok"]
 metrics = st.columns(4)
 if not ok.empty:
     fastest = ok.loc[ok["per_iter_ms"].idxmin()]
-    metrics[0].metric("Fastest steady state", f"{fastest['per_iter_ms']:.3g} ms/it", fastest["strategy"],
-                      delta_color="off", delta_arrow="off", help="steady-state time per iteration")
+    fastest_spread = spread.Spread.of_run(fastest, "per_iter_ms")
+    metrics[0].metric("Fastest steady state", f"{fastest['per_iter_ms']:.3g} ms/it",
+                      f"{fastest['strategy']} · " + (f"{fastest_spread.low:.3g}–{fastest_spread.high:.3g}"
+                                                     if fastest_spread.known else "1 repeat"),
+                      delta_color="off", delta_arrow="off",
+                      help="steady-state time per iteration: the median of the repeats, and the fastest to the "
+                           "slowest repeat")
     slowest = ok.loc[ok["per_iter_ms"].idxmax()]
-    metrics[1].metric(f"Speed-up over {slowest['strategy']}", f"×{slowest['run_s'] / fastest['run_s']:,.1f}",
-                      help="median steady-state run of the slowest strategy / that of the fastest")
+    ratio = spread.speedup(spread.Spread.of_run(slowest), spread.Spread.of_run(fastest))
+    value, delta = spread.times(ratio.value), ratio.span if ratio.significant else "1 repeat: no range"
+    if ratio.significant is False:  # within run-to-run noise: not a speed-up
+        value, delta = spread.WITHIN_NOISE, f"{value}: {spread.NOT_SIGNIFICANT}"
+    metrics[1].metric(f"Speed-up over {slowest['strategy']}", value, delta, delta_color="off", delta_arrow="off",
+                      help="median steady-state run of the slowest strategy / that of the fastest; the range "
+                           "goes from the slowest's fastest repeat over the fastest's slowest to the reverse; "
+                           "overlapping ranges are no significant difference")
     compiled = ok[ok["cache"] != "none"]
     if not compiled.empty:
         metrics[2].metric("Longest compile", f"{(compiled['trace_lower_s'] + compiled['compile_s']).max():.2f} s",
-                          help="trace + lower + XLA compile; 0 s when the executable came from the in-memory cache")
+                          help="trace + lower + XLA compile; 0 s when the executable came from the in-memory "
+                               "cache (see the dashed cold compile under a cached run)")
 with metrics[3]:
     st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
     display.agreement_badge(frame)
 
+cold_runs = display.runs_frame(cold_compiles.latest_for_each(store, shown))
 left, right = st.columns(2)
 with left:
-    display.chart(bars.timing_bars(frame),
-                  "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit.")
+    display.chart(bars.timing_bars(frame, cold_compiles=cold_runs),
+                  "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
+                  "its whisker the fastest to the slowest repeat."
+                  + (" A (cached) run loaded its executable; the dashed bar under it is the latest cold compile of "
+                     "the same problem here." if not cold_runs.empty else ""))
 with right:
     baseline = "eager" if "eager" in set(frame["strategy"]) else frame.loc[frame["run_s"].idxmax(), "strategy"]
     display.chart(bars.speedup_bars(frame, baseline=baseline),
-                  f"How many times faster than {baseline} one full fit runs once compiled (median of repeats).",
+                  f"How many times faster than {baseline} one full fit runs once compiled (median of repeats, "
+                  "whisker: the range the repeats allow; within noise: the ranges overlap).",
                   legend=None)
 
 curves = display.elbo_long(shown)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from core.charts import theme
 from core.run import agreement
 from core.run.result import RunResult
 from core.spec import SpecError
@@ -18,22 +19,21 @@ from core.spec import SpecError
 log = logging.getLogger(__name__)
 TABLE_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
-    "cache": st.column_config.TextColumn("cache", width="small",
-                                         help="compiled now, reused from memory or disk, or none (eager)"),
-    "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f", width="small",
+    "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or disk, or none (eager)"),
+    "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f",
                                                help="XLA compilation"),
-    "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f", width="small"),
-    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f", width="small",
+    "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f"),
+    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f",
                                            help="steady state: median of the timed repeats"),
-    "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f", width="small",
+    "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f",
                                                  help="steady-state time per iteration (ms)"),
-    "compile_count": st.column_config.NumberColumn("compiles", width="small",
+    "compile_count": st.column_config.NumberColumn("compiles",
                                                    help="XLA compilations during the run"),
-    "recompile_count": st.column_config.NumberColumn("recompiles", width="small",
+    "recompile_count": st.column_config.NumberColumn("recompiles",
                                                      help="compilations during the steady-state repeats"),
-    "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f", width="small",
+    "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f",
                                                 help="the ELBO itself, exact log Y! (gammaln)"),
-    "status": st.column_config.TextColumn("status", width="small"),
+    "status": st.column_config.TextColumn("status"),
 }
 
 
@@ -96,27 +96,50 @@ def when(created_at: float) -> str:
     return datetime.datetime.fromtimestamp(created_at).strftime("%Y-%m-%d %H:%M")
 
 
-def chart(figure, caption: str | None = None, legend: str | None = "bottom") -> None:
-    """An Altair chart across its column, with a one-line caption under it.
+def chart(figure, caption: str | None = None, legend: str | None = "bottom", slot=None) -> None:
+    """An Altair chart across its column, its title above it and a one-line caption under it.
+
+    The title is drawn as page text rather than by Vega, which cuts a title at the chart's
+    width: page text wraps, at 1024 px with the sidebar open as on a wide screen. Charts
+    are SVG, crisp on a projector, and take the dark theme's colours on a dark page.
 
     Args:
         figure: a chart from `core.charts`.
         caption: one line saying what the chart shows.
         legend: "bottom" (half-width charts keep their plotting area), "right", or None
             (no legend, where the axis already names every colour).
+        slot: where to draw (e.g. an `st.empty()` redrawn live); default: here.
     """
+    where = slot.container() if slot is not None else st.container()
+    title = figure.title
+    if title is not alt.Undefined and title:
+        text = title if isinstance(title, str) else getattr(title, "text", "")
+        where.markdown(f"**{_escape(text)}**")
+        figure = figure.copy(deep=False)
+        figure.title = alt.Undefined
     if legend is None:
         figure = figure.configure_legend(disable=True)
     elif legend == "bottom":
-        figure = figure.configure_legend(orient="bottom", columns=2, labelLimit=200)
+        # One column: a row of labels wider than a half-width chart would be cut.
+        figure = figure.configure_legend(orient="bottom", columns=1, labelLimit=0, titleLimit=0)
     else:
-        figure = figure.configure_legend(orient=legend, labelLimit=260)
+        figure = figure.configure_legend(orient=legend, labelLimit=0, titleLimit=0)
     # fit-x: the width follows the column, the height is the plot's own (Streamlit's
     # default "fit" squeezes the plot to leave room for a legend below it).
-    figure = figure.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    st.altair_chart(figure.configure_axis(labelLimit=240), width="stretch")
+    # The padding keeps text that Vega sizes by estimate (the last tick label, a bar's
+    # label) inside the chart rather than a pixel or two past its edge.
+    figure = figure.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
+                               padding={"left": 8, "right": 16, "top": 6, "bottom": 6},
+                               usermeta={"embedOptions": {"renderer": "svg"}})
+    figure = theme.for_page(figure.configure_axis(labelLimit=0), dark=st.context.theme.type == "dark")
+    where.altair_chart(figure, width="stretch")
     if caption:
-        st.caption(caption)
+        where.caption(caption)
+
+
+def _escape(text: str) -> str:
+    """Markdown's special characters shown as themselves (strategy names hold underscores)."""
+    return "".join("\\" + c if c in "\\*_[]`<>#" else c for c in str(text))
 
 
 def si(value: float | None, unit: str = "") -> str:
@@ -127,6 +150,15 @@ def si(value: float | None, unit: str = "") -> str:
         if abs(value) >= factor:
             return f"{value / factor:,.1f} {prefix}{unit}"
     return f"{value:,.0f} {unit}".strip()
+
+
+def store_error(exc: Exception) -> str:
+    """A store failure in words for a shared page: what went wrong, not where the server keeps
+    its files (the full message, path included, goes to the server's log)."""
+    log.error("run store: %s", exc)
+    cause = exc.__cause__
+    detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+    return f"The run store cannot be used{detail}; the server's log has the details."
 
 
 def guarded(work, what: str):

@@ -7,6 +7,7 @@ their choices come from `core.spec`.
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import streamlit as st
 
@@ -16,6 +17,7 @@ from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
 from pages.ui.settings import DEFAULTS, key
 
+log = logging.getLogger(__name__)
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
 OPTIMIZER_LABELS = {"seed": "seed: RAdam, clipped at 0.1 (the tutorial's)",
@@ -72,17 +74,19 @@ def _cap(name: str, key: str) -> int:
 
 
 def refresh_store_caption() -> None:
-    """Redraws the sidebar's store line (path and run count), e.g. after runs were added."""
+    """Redraws the sidebar's store line (its run count), e.g. after runs were added. The
+    store's path is the server's business: a shared page never shows it."""
     slot = st.session_state.get("sb_store_slot")
     if slot is None:
         return
     try:
         store = resources.run_store()
         count = store.count()
-    except StoreError as exc:
-        slot.error(f"Run store unusable: {exc}")
+    except StoreError:  # its message names the file: for the server's log, not the page
+        log.exception("run store unusable")
+        slot.error("The run store cannot be used; the server's log says why.")
         return
-    slot.caption(f":material/database: {count:,} stored run{'s' if count != 1 else ''} in `{store.path}`")
+    slot.caption(f":material/database: {count:,} stored run{'s' if count != 1 else ''} in the shared store")
 
 
 def _dataset_inputs() -> None:
