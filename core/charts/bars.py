@@ -61,7 +61,9 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
         color=color_by_strategy(df, legend=False), tooltip=tips)
     ranged = df[df["high"] > df["low"]]
     text = alt.Chart(df).mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N", tooltip=tips)
-    rule = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="one:Q")
+    # Named, so the stylesheet can give it the page's text colour (its marks' class is "reference_marks").
+    rule = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="one:Q").properties(
+        name="reference")
     return alt.layer(bars, whiskers(ranged, "low", "high", y), rule, text, title=title).properties(
         height=alt.Step(30))
 

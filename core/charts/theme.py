@@ -4,8 +4,10 @@ Registered once, at start-up (`register()`; nothing happens at import). Streamli
 its own chart theme under a chart's config, so what is set here wins: text at least 16 px
 (Streamlit's default is 13.5 px ticks, 15.75 px titles) in near-black, 18:1 on white,
 where Streamlit's grey axis text (#808495) is about 3.8:1. A dark room gets the same
-sizes with light text (`colours(dark=True)`), applied per chart by the pages, since the
-theme a browser shows is known only per session.
+sizes with light text: the pages draw charts as SVG and their stylesheet
+(pages/ui/projector.css) paints chart text in the page's text colour, so a chart follows
+a switch of theme at once; `colours(dark=True)` is that colour scheme, for checks and
+for charts drawn elsewhere (a PNG export).
 """
 
 from __future__ import annotations
@@ -64,11 +66,12 @@ def register() -> None:
     alt.theme.enable(NAME)
 
 
-def for_page(figure: alt.TopLevelMixin, dark: bool) -> alt.TopLevelMixin:
-    """`figure` with the dark theme's colours when the page is dark (the theme's otherwise)."""
-    if not dark:
-        return figure
-    parts = colours(dark=True)
-    return (figure.configure_axis(**parts["axis"]).configure_legend(**parts["legend"])
-            .configure_title(**parts["title"]).configure_header(**parts["header"])
-            .configure_text(**parts["text"]).configure_rule(**parts["rule"]))
+def configured(figure: alt.TopLevelMixin, axis: dict[str, Any] | None = None,
+               legend: dict[str, Any] | None = None) -> alt.TopLevelMixin:
+    """`figure` with a page's own `axis` and `legend` settings, each set in one call:
+    Altair's `configure_axis` replaces whatever a chart's axis config held before."""
+    if axis:
+        figure = figure.configure_axis(**axis)
+    if legend:
+        figure = figure.configure_legend(**legend)
+    return figure

@@ -101,7 +101,8 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
 
     The title is drawn as page text rather than by Vega, which cuts a title at the chart's
     width: page text wraps, at 1024 px with the sidebar open as on a wide screen. Charts
-    are SVG, crisp on a projector, and take the dark theme's colours on a dark page.
+    are SVG, crisp on a projector, and the stylesheet (projector.css) paints their text
+    in the page's colour, light or dark theme alike.
 
     Args:
         figure: a chart from `core.charts`.
@@ -118,20 +119,20 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
         figure = figure.copy(deep=False)
         figure.title = alt.Undefined
     if legend is None:
-        figure = figure.configure_legend(disable=True)
+        legend_config = {"disable": True}
     elif legend == "bottom":
         # One column: a row of labels wider than a half-width chart would be cut.
-        figure = figure.configure_legend(orient="bottom", columns=1, labelLimit=0, titleLimit=0)
+        legend_config = {"orient": "bottom", "columns": 1, "labelLimit": 0, "titleLimit": 0}
     else:
-        figure = figure.configure_legend(orient=legend, labelLimit=0, titleLimit=0)
+        legend_config = {"orient": legend, "labelLimit": 0, "titleLimit": 0}
     # fit-x: the width follows the column, the height is the plot's own (Streamlit's
-    # default "fit" squeezes the plot to leave room for a legend below it).
-    # The padding keeps text that Vega sizes by estimate (the last tick label, a bar's
-    # label) inside the chart rather than a pixel or two past its edge.
+    # default "fit" squeezes the plot to leave room for a legend below it). The padding
+    # keeps text that Vega sizes by estimate (the last tick label, a bar's label) inside
+    # the chart rather than a pixel or two past its edge.
     figure = figure.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
                                padding={"left": 8, "right": 16, "top": 6, "bottom": 6},
                                usermeta={"embedOptions": {"renderer": "svg"}})
-    figure = theme.for_page(figure.configure_axis(labelLimit=0), dark=st.context.theme.type == "dark")
+    figure = theme.configured(figure, axis={"labelLimit": 0}, legend=legend_config)
     where.altair_chart(figure, width="stretch")
     if caption:
         where.caption(caption)

@@ -3,12 +3,16 @@ reference line never share a colour, neighbours stay apart for colour-blind view
 chart text is large and dark enough."""
 
 import itertools
+import pathlib
+import tomllib
 
 import altair as alt
 import pytest
 
 from core.charts import colour_vision, style, theme
 from core.charts.colour_vision import contrast, difference
+
+from project import ROOT
 
 # Groups a page shows together by default: the tutorial's five levels (Run, Story), the
 # Scaling page's three, the faster ones, the peers.
@@ -77,11 +81,20 @@ def test_chart_text_is_projector_sized_and_passes_aaa(dark):
     assert min(contrast(c, background) for c in colours) >= 7.0
 
 
-def test_the_registered_theme_reaches_every_chart_and_dark_pages_swap_colours():
+def test_the_registered_theme_reaches_every_chart_and_page_settings_survive():
     theme.register()
     chart = alt.Chart().mark_point()
     assert alt.theme.active == theme.NAME
     assert chart.to_dict()["config"]["axis"]["labelFontSize"] == theme.LABEL_PX
-    dark = theme.for_page(chart, dark=True).to_dict()["config"]
-    assert dark["axis"]["labelColor"] == theme.DARK["text"] and dark["axis"]["labelFontSize"] == theme.LABEL_PX
-    assert theme.for_page(chart, dark=False) is chart
+    config = theme.configured(chart, axis={"labelLimit": 0}, legend={"orient": "bottom"}).to_dict()["config"]
+    assert config["axis"]["labelLimit"] == 0 and config["legend"]["orient"] == "bottom"
+    assert config["axis"]["labelColor"] == theme.LIGHT["text"] and config["legend"]["labelFontSize"] == theme.LABEL_PX
+    assert theme.configured(chart) is chart
+
+
+def test_both_streamlit_themes_keep_text_at_aaa_and_match_the_chart_theme():
+    settings = tomllib.loads((pathlib.Path(ROOT) / ".streamlit" / "config.toml").read_text())["theme"]
+    for name, scheme in (("light", theme.LIGHT), ("dark", theme.DARK)):
+        assert settings[name]["backgroundColor"].upper() == scheme["background"].upper()
+        assert contrast(settings[name]["textColor"], settings[name]["backgroundColor"]) >= 7.0
+        assert settings[name]["textColor"].upper() == scheme["text"].upper()
