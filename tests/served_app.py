@@ -17,7 +17,8 @@ from project import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-PAGES = {"Run": "", "Story": "story", "Compare": "compare", "Scaling": "scaling", "Under the hood": "under_the_hood", "About": "about"}
+PAGES = {"Run": "", "Story": "story", "Compare": "compare", "Scaling": "scaling", "Under the hood": "under_the_hood",
+         "About": "about"}
 
 
 def free_port() -> int:
@@ -77,11 +78,13 @@ TRUNCATED_TEXT_JS = """
   const shown = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
   for (const root of document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]')) {
     for (const el of root.querySelectorAll('*')) {
-      if (!shown(el) || !el.innerText || el.closest('.vega-embed, [data-testid="stDataFrame"], .katex-mathml')) continue;
+      const elsewhere = el.closest('.vega-embed, [data-testid="stDataFrame"], .katex-mathml');
+      if (!shown(el) || !el.innerText || elsewhere) continue;
       const style = getComputedStyle(el);
       const clips = ['hidden', 'clip'].includes(style.overflowX) || style.textOverflow === 'ellipsis';
       if (clips && el.scrollWidth > el.clientWidth + 1)
-        found.push(`${el.closest('[data-testid]')?.dataset.testid}: "${el.innerText.slice(0, 50)}" cut by ${el.scrollWidth - el.clientWidth} px`);
+        found.push(`${el.closest('[data-testid]')?.dataset.testid}: "${el.innerText.slice(0, 50)}" cut by `
+                   + `${el.scrollWidth - el.clientWidth} px`);
     }
   }
   for (const el of document.querySelectorAll('[data-testid="stMarkdownContainer"]')) {

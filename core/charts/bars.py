@@ -183,7 +183,8 @@ def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt
                           f"speed-up over {baseline} (×, log scale)", title, tips)
 
 
-def story_bars(rows: pd.DataFrame, steps: list[str], seconds: tuple[float, float] | None = None) -> alt.Chart | alt.LayerChart:
+def story_bars(rows: pd.DataFrame, steps: list[str],
+               seconds: tuple[float, float] | None = None) -> alt.Chart | alt.LayerChart:
     """The story's growing chart: one bar per step shown so far, in its strategy's colour.
 
     Args:
@@ -210,7 +211,8 @@ def story_bars(rows: pd.DataFrame, steps: list[str], seconds: tuple[float, float
               scale=alt.Scale(type="log", domain=[floor, high * 1.5], nice=False))
     tips = ["step:N", "strategy:N", alt.Tooltip("run_s:Q", format=".4g", title="median (s)"),
             alt.Tooltip("low:Q", format=".4g", title="fastest repeat (s)"),
-            alt.Tooltip("high:Q", format=".4g", title="slowest repeat (s)"), alt.Tooltip("speedup:N", title="since step 1")]
+            alt.Tooltip("high:Q", format=".4g", title="slowest repeat (s)"),
+            alt.Tooltip("speedup:N", title="since step 1")]
     bars = alt.Chart(df).mark_bar().encode(x=x, x2="floor:Q", y=y, color=color_by_strategy(df, legend=False),
                                            tooltip=tips)
     ranged = df[df["spread_known"] & (df["high"] > df["low"])]

@@ -12,8 +12,16 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.bars import bars_from_one, run_labels, whiskers
-from core.charts.style import LABELS, color_by_strategy, natural_key, not_diverged, note_chart, strategy_rank, with_spread
+from core.charts.bars import bars_from_one, run_labels
+from core.charts.style import (
+    LABELS,
+    color_by_strategy,
+    natural_key,
+    not_diverged,
+    note_chart,
+    strategy_rank,
+    with_spread,
+)
 from core.run import spread
 
 

@@ -140,7 +140,7 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
 
 def _escape(text: str) -> str:
     """Markdown's special characters shown as themselves (strategy names hold underscores)."""
-    return "".join("\\" + c if c in "\\*_[]`<>#" else c for c in str(text))
+    return "".join("\\" + c if c in "\\*_[]`<>$~" else c for c in str(text))
 
 
 def si(value: float | None, unit: str = "") -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.data.counts import DataError
@@ -22,16 +21,6 @@ from project import APP
 
 TIMEOUT = 120
 CHART = "vega_lite_chart"  # the element type of st.altair_chart in Streamlit 1.67
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch) -> RunStore:
-    """An empty store at $PLNLAB_DB, and an AppTest that routes like the server."""
-    monkeypatch.setenv("PLNLAB_DB", str(tmp_path / "runs.sqlite3"))
-    monkeypatch.setenv("PLNLAB_JAX_CACHE", str(tmp_path / "jax"))
-    st.cache_resource.clear()
-    yield RunStore(tmp_path / "runs.sqlite3")
-    st.cache_resource.clear()
 
 
 def open_app(page: str | None = None) -> AppTest:

@@ -11,7 +11,7 @@ from core.inspect import pitfalls
 from core.run import catalog
 from core.spec import FitSpec
 
-from store.test_store import make_run
+from fake_runs import make_run
 
 
 def test_steps_start_with_the_tutorial_levels_and_name_what_exists():

@@ -1,9 +1,10 @@
 """The cold compile shown beside a cached run: same spec, same environment, the newest."""
 
+
 from core.store import cold_compiles
 from core.store.run_store import RunStore
 
-from store.test_store import make_run
+from fake_runs import make_run
 
 
 def test_a_cached_run_finds_the_newest_compile_of_its_problem_in_its_environment(tmp_path):
