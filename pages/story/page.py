@@ -67,8 +67,13 @@ if todo:
                                  title="Warming up" if warm_up else f"Step {current + 1}")
     if error:
         st.error(error, icon=":material/error:")
-    runs = stored_runs()
+        runs = stored_runs()
+    else:  # redraw, so that the buttons count what is left to run
+        st.session_state["story_flash"] = f"{len(todo)} step{'s' * (len(todo) != 1)} run and stored."
+        st.rerun()
 running.show_cancelled()
+if flash := st.session_state.pop("story_flash", None):
+    st.toast(flash, icon=":material/check_circle:")
 
 step, run = steps[current], runs[current]
 outcome = story.outcomes(runs)[current]
