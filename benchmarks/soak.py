@@ -13,18 +13,24 @@ up, keeps busy:
   waiting for its charts, after which the session starts again from a fresh page load;
 - `--cli` command-line loops, each running `python -m core run` with a random strategy
   and small dataset into the same store, queueing for the same device.
+Before the sessions start, a run whose text fields are markdown (a link, an image, HTML)
+is imported, as a careless or hostile colleague could: every page a session draws must
+show it as text (no link or image from it), or it counts as an error.
 Every 30 s it samples the server's resident memory (VmRSS). At the end it reports the
-runs completed, the errors (exception or error boxes in a page, a typed value lost, a
-click that started nothing, failed commands), the store's size and integrity, and the
-server's memory over time with its growth per minute once warmed up. A browser session
-that meets an error keeps a screenshot and the page's text in the scratch folder (the
-server's log is there too), then goes on from a fresh page load.
+runs completed, the errors (exception or error boxes in a page, markup from the store, a
+typed value lost, a click that started nothing, failed commands), runs that did not
+finish (interrupted, timed out) or were left in flight, overlapping timed windows, the
+store's size and integrity, and the server's memory over time with its growth per minute
+once warmed up. A browser session that meets an error keeps a screenshot and the page's
+text in the scratch folder (the server's log is there too), then goes on from a fresh
+page load.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import re
@@ -45,6 +51,11 @@ CHARTS_RENDERED = "() => document.querySelectorAll('.vega-embed canvas, .vega-em
 PROBLEMS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 IDLE = "() => !document.querySelector(\"[data-testid='stStatusWidget']\")"  # no script running
 CLI_STRATEGIES = ("scan", "jit_step", "scan_analytic", "fori_loop", "while_loop", "jit_per_function")
+# Markup a stored run may carry; a page that renders any of it as a link or image fails.
+POISON = {"error": "[sign in again here](https://example.com/login)",
+          "host": "![pixel](https://example.com/pixel.png)",
+          "device_kind": "<b>bold</b> :red[alarm] www.example.com"}
+MARKUP_FROM_STORE = "a[href*='example.com'], img[src*='example.com']"
 
 
 class Tally:
@@ -86,6 +97,8 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
                 if fresh:
                     page.goto(base)
                     wait_painted(page, 120_000)
+                    if page.locator(MARKUP_FROM_STORE).count():  # the default settings show the poisoned run
+                        raise RuntimeError("text from the store was rendered as a link or an image")
                     _set_number(page, "Repeats", 1)
                     fresh = False
                 comparing = rng.random() < 0.2 and store.count() > 0  # an empty store has no charts
@@ -97,6 +110,8 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
                 problems = page.locator(PROBLEMS)
                 if problems.count():
                     raise RuntimeError(problems.first.inner_text()[:300])
+                if page.locator(MARKUP_FROM_STORE).count():
+                    raise RuntimeError("text from the store was rendered as a link or an image")
                 with tally.lock:
                     if comparing:
                         tally.compare_visits += 1
@@ -173,6 +188,33 @@ def cli_session(env: dict, deadline: float, tally: Tally, index: int) -> None:
             tally.commands += 1
 
 
+def import_poisoned_run(db: str, scratch: str) -> None:
+    """A diverged run of the sidebar's default scan whose text fields are markdown, imported
+    from a file as a colleague could; the Run page shows it at once."""
+    from core.spec import DatasetSpec, FitSpec
+    from core.store.run_store import RunStore
+
+    spec = FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan")
+    now = time.time()
+    record = {
+        "spec": spec.to_dict(), "spec_key": spec.key, "strategy": "scan", "dataset": spec.dataset.label,
+        "n": 116, "p": 114, "d": 1, "precision": spec.precision, "device": "cpu", "iterations": spec.iterations,
+        "optimizer": "seed", "lr": 0.01, "init": "seed", "repeats": spec.repeats, "tol": 0.0, "status": "diverged",
+        "error": POISON["error"], "diverged_at": 2, "iterations_run": 2, "transfer_s": 0.001,
+        "trace_lower_s": 0.05, "compile_s": 0.3, "first_call_s": 0.2, "run_s": 0.1, "run_s_min": 0.1,
+        "run_s_max": 0.1, "per_iter_ms": 0.7, "compile_count": 1, "disk_cache_hits": 0, "recompile_count": 0,
+        "cache": "compiled", "final_elbo": -1.9e5, "elbo": [-2.0e5, -1.9e5], "devices": 1,
+        "device_kind": POISON["device_kind"], "versions": {"platform": "cpu", "host": POISON["host"]},
+        "created_at": now - 3600, "timed_start": now - 3601, "timed_end": now - 3600.5,
+    }
+    path = os.path.join(scratch, "poisoned.json")
+    with open(path, "w") as handle:
+        json.dump([record], handle)
+    done = RunStore(db).import_file(path)
+    if done.added != 1:
+        raise RuntimeError(f"the poisoned run was not imported: {done.refusals()}")
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
@@ -207,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
     full_env = {**os.environ, **env}
     tally = Tally()
     samples: list[tuple[float, float, int]] = []
+    import_poisoned_run(env["PLNLAB_DB"], scratch)
     with served_app(env, log_path=os.path.join(scratch, "server.log")) as (base, server):
         start = time.time()
         deadline = start + 60 * args.minutes
@@ -225,9 +268,12 @@ def main(argv: list[str] | None = None) -> None:
         samples.append((time.time() - start, rss_mb(server.pid), store.count()))
     db_bytes = sum(os.path.getsize(p) for p in (env["PLNLAB_DB"], env["PLNLAB_DB"] + "-wal")
                    if os.path.exists(p))
-    runs = RunStore(env["PLNLAB_DB"]).list()
+    final = RunStore(env["PLNLAB_DB"])
+    runs = [r for r in final.list() if r.error != POISON["error"]]
+    left_in_flight = len(final.in_flight())
     statuses = {status: sum(r.status == status for r in runs) for status in {r.status for r in runs}}
-    windows = sorted((r.timed_start, r.timed_end) for r in runs)
+    unfinished = statuses.get("interrupted", 0) + statuses.get("timed_out", 0)
+    windows = sorted((r.timed_start, r.timed_end) for r in runs if r.timed_end)
     overlaps = sum(end > next_start for (_, end), (next_start, _) in zip(windows, windows[1:]))
     settled = [rss for t, rss, _ in samples if t >= 300] or [float("nan")]
     print("\nsoak summary")
@@ -238,6 +284,7 @@ def main(argv: list[str] | None = None) -> None:
     for error in tally.errors[:20]:
         print(f"    {error}")
     print(f"  timed windows overlap  {overlaps}")
+    print(f"  unfinished runs        {unfinished} interrupted or timed out, {left_in_flight} left in flight")
     print(f"  scratch                {scratch}")
     print(f"  store                  {db_bytes / 1e6:.2f} MB, integrity {'ok' if RunStore(env['PLNLAB_DB']).integrity_ok() else 'FAILED'}")
     print(f"  server RSS             first {samples[0][1]:.0f} MB, after 5 min {settled[0]:.0f} MB, "

@@ -208,6 +208,7 @@ class _StderrProgress:
 
 
 def _command_run(args) -> int:
+    from core.data import datasets
     from core.run import distributed, engine
     from core.store import stored_run
     from core.store.run_store import RunStore
@@ -223,6 +224,9 @@ def _command_run(args) -> int:
     spans_devices = args.devices > 1 or args.dataset == "simulated_on_device"
     args.strategy = args.strategy or ("sharded" if spans_devices else "scan")
     spec = _fit_spec(args)
+    # A CSV is read before the run so that its caps, memory and time are checked before it
+    # queues for the device (its shape is unknown until read).
+    counts = datasets.load(spec.dataset) if spec.dataset.kind == "csv" else None
     if args.distributed:
         # Before anything touches a JAX backend (engine.run is the first thing that does).
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
@@ -233,11 +237,11 @@ def _command_run(args) -> int:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
     progress = _StderrProgress(label)
     if primary:
-        result = stored_run.run_and_store(store, spec, on_progress=progress, owner="command line", cold=args.cold)
+        result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line", cold=args.cold)
     else:
         # Process 0 holds its host's device queue for the whole distributed run; the
         # others join its collectives rather than queue (they would wait for each other).
-        result = engine.run(spec, on_progress=progress, hold_device=False, cold=args.cold)
+        result = engine.run(spec, counts, on_progress=progress, hold_device=False, cold=args.cold)
     if not primary:
         # Every process computed the same fit; process 0 alone writes it.
         sys.stderr.write(f"{label}: not stored (process 0 stores the run); final ELBO {result.final_elbo}\n")
@@ -249,7 +253,8 @@ def _command_run(args) -> int:
     else:
         print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {result.status}; "
               f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
-              f"steady {result.run_s:.4f} s = {result.per_iter_ms:.3f} ms/iteration; final ELBO {result.final_elbo}")
+              f"steady {result.run_s:.4f} s = {result.per_iter_ms:.3f} ms/iteration; final ELBO {result.final_elbo}"
+              + (f"; {result.error}" if result.error else ""))
     return EXIT_OK
 
 
@@ -293,8 +298,10 @@ def _command_import(args) -> int:
 
     if not os.path.isfile(args.path):
         raise SpecError(f"no such file: {args.path}")
-    count = RunStore(args.db).import_file(args.path)
-    print(f"imported {count} runs from {args.path}")
+    done = RunStore(args.db).import_file(args.path)
+    print(done.summary().replace("Imported", "imported", 1))
+    if done.refused:  # the others are stored; bad input all the same
+        raise SpecError(done.refusals())
     return EXIT_OK
 
 
@@ -332,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.run.host import native_settings
 
     native_settings()  # before anything loads numpy, scipy or jax
+    from core.run.progress import Cancelled
     from core.store.run_store import StoreError
 
     try:
@@ -343,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("python -m core: interrupted; nothing was stored\n")
+        return 130
+    except Cancelled:  # asked through the run store, e.g. from the dashboard's Runs under way
+        sys.stderr.write("python -m core: cancelled; nothing was stored\n")
         return 130
     except Exception as error:  # noqa: BLE001 - the last line of defence of a CLI
         if os.environ.get("PLNLAB_DEBUG"):

@@ -2,13 +2,18 @@
 
 Off by default (local use). On a shared server, set $PLNLAB_PASSWORD, or `password` in
 Streamlit's secrets (.streamlit/secrets.toml); the dashboard then asks for it before
-showing anything, and again before deleting runs.
+showing anything, and again before deleting runs or cancelling someone else's. Wrong
+guesses slow the next ones down (`Throttle`).
 """
 
 from __future__ import annotations
 
+import collections
 import hmac
 import os
+import threading
+import time
+from typing import Callable
 
 PASSWORD_ENV = "PLNLAB_PASSWORD"
 
@@ -22,6 +27,54 @@ def configured(secrets_password: str | None = None) -> str | None:
 def matches(guess: str | None, password: str) -> bool:
     """Whether `guess` is `password`, compared in constant time (no timing hints)."""
     return hmac.compare_digest((guess or "").encode(), password.encode())
+
+
+# Guesses a client may get wrong before the next ones wait, the first wait, and the
+# longest: 1, 2, 4, ... 60 s after each wrong guess. 25 guesses then take about 20 minutes
+# instead of 2.5 s; a colleague with a typo waits a second or two.
+FREE_GUESSES = 3
+FIRST_WAIT_S = 1.0
+MAX_WAIT_S = 60.0
+# Clients remembered at once; the oldest are forgotten first (a bound on the server's memory).
+MAX_CLIENTS = 10_000
+
+
+class Throttle:
+    """Slows password guesses per client after a few wrong ones (thread-safe).
+
+    Args:
+        clock: monotonic seconds (a test passes its own).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._wrong: collections.OrderedDict[str, tuple[int, float]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def wait_s(self, client: str) -> float:
+        """Seconds before `client` may guess again (0: now)."""
+        with self._lock:
+            count, last = self._wrong.get(client, (0, 0.0))
+        if count < FREE_GUESSES:
+            return 0.0
+        wait = min(MAX_WAIT_S, FIRST_WAIT_S * 2 ** (count - FREE_GUESSES))
+        return max(0.0, last + wait - self._clock())
+
+    def check(self, client: str, guess: str | None, password: str) -> tuple[bool, float]:
+        """(whether `guess` is `password`, seconds to wait before the next guess). A guess
+        made while `client` must wait is not checked at all: it is refused."""
+        if self.wait_s(client) > 0:
+            return False, self.wait_s(client)
+        if matches(guess, password):
+            with self._lock:
+                self._wrong.pop(client, None)
+            return True, 0.0
+        with self._lock:
+            count, _ = self._wrong.pop(client, (0, 0.0))
+            self._wrong[client] = (count + 1, self._clock())
+            while len(self._wrong) > MAX_CLIENTS:
+                self._wrong.popitem(last=False)
+        return False, self.wait_s(client)
 
 
 ALLOW_DELETE_ENV = "PLNLAB_ALLOW_DELETE"

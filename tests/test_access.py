@@ -1,29 +1,42 @@
-"""Who may delete which runs on a shared server."""
+"""The shared password: compared in constant time, guesses slowed after a few wrong ones."""
 
 import pytest
 
 from core import access
 
 
-def test_own_runs_need_a_confirmation_only(monkeypatch):
-    monkeypatch.setenv(access.ALLOW_DELETE_ENV, "0")
-    assert access.deletion([1, 2], own_ids={1, 2, 3}, password="s3cret") == "confirm"
-    assert access.deletion([1, 2], own_ids={1, 2, 3}, password=None) == "confirm"
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
-def test_runs_of_others_need_the_password_when_one_is_set(monkeypatch):
-    monkeypatch.delenv(access.ALLOW_DELETE_ENV, raising=False)
-    assert access.deletion([1, 9], own_ids={1}, password="s3cret") == "password"
-    assert access.deletion([9], own_ids=set(), password=None) == "confirm others"
+def test_wrong_guesses_slow_the_next_ones_and_a_waiting_guess_is_not_even_checked():
+    clock = Clock()
+    throttle = access.Throttle(clock)
+    for _ in range(access.FREE_GUESSES - 1):
+        assert throttle.check("10.0.0.7", "guess", "s3cret") == (False, 0.0)
+    assert throttle.check("10.0.0.7", "guess", "s3cret") == (False, access.FIRST_WAIT_S)
+    assert throttle.check("10.0.0.7", "s3cret", "s3cret") == (False, access.FIRST_WAIT_S)  # too soon: refused
+    assert throttle.check("10.0.0.9", "s3cret", "s3cret") == (True, 0.0)  # another client is not slowed
+    clock.now += access.FIRST_WAIT_S
+    assert throttle.check("10.0.0.7", "again", "s3cret") == (False, 2 * access.FIRST_WAIT_S)  # doubled
+    waits = []
+    for _ in range(20):
+        clock.now += throttle.wait_s("10.0.0.7")
+        waits.append(throttle.check("10.0.0.7", "brute", "s3cret")[1])
+    assert waits[-1] == access.MAX_WAIT_S and sum(waits) > 15 * 60  # 22 guesses: well over a quarter of an hour
+    clock.now += throttle.wait_s("10.0.0.7")
+    assert throttle.check("10.0.0.7", "s3cret", "s3cret") == (True, 0.0)
+    assert throttle.check("10.0.0.7", "typo", "s3cret") == (False, 0.0)  # a right guess starts afresh
 
 
-@pytest.mark.parametrize("value,allowed", [("0", False), ("off", False), (" No ", False), ("1", True), ("yes", True)])
-def test_the_owner_can_turn_deleting_others_runs_off(monkeypatch, value, allowed):
-    monkeypatch.setenv(access.ALLOW_DELETE_ENV, value)
-    assert access.deletion([9], own_ids=set(), password=None) == ("confirm others" if allowed else "off")
-
-
-def test_a_mistyped_setting_is_refused_with_what_is_accepted(monkeypatch):
-    monkeypatch.setenv(access.ALLOW_DELETE_ENV, "maybe")
-    with pytest.raises(ValueError, match="must be 1 or 0"):
-        access.deletion([9], own_ids=set(), password=None)
+def test_the_throttle_forgets_the_oldest_clients_first(monkeypatch):
+    monkeypatch.setattr(access, "MAX_CLIENTS", 3)
+    throttle = access.Throttle(Clock())
+    for client in ("a", "b", "c", "d"):
+        for _ in range(access.FREE_GUESSES):
+            throttle.check(client, "x", "y")
+    assert throttle.wait_s("a") == 0.0 and throttle.wait_s("d") == pytest.approx(access.FIRST_WAIT_S)

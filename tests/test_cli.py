@@ -104,13 +104,15 @@ BAD_INPUTS = [
     (["import", "/nonexistent.json"], "no such file"),
     (["frobnicate"], "invalid choice"),
     (["run", "--dataset", "simulated", "--n", "10000000", "--p", "2000", "--precision", "float64"],
-     "not enough memory: this fit needs about 1,920.08 GB"),
+     "not enough memory: this fit needs about 3,520.38 GB"),
     (["run", "--optimizer", "adam", "--lr", "nan"], "lr must be in"),
     (["run", "--tol", "-0.1"], "tol must be in"),
     (["run", "--dataset", "simulated", "--p", "0"], "p must be between"),
     (["run", "--dataset", "simulated", "--n", "5", "--d", "5"], "d must be smaller than n"),
     (["run", "--dataset", "simulated", "--seed", "-1"], "seed must be between"),
     (["run", "--iterations", "2000000"], "iterations must be between 1 and 1,000,000"),
+    (["run", "--strategy", "eager", "--iterations", "1000000", "--repeats", "100"],
+     "too long for this server: 1,000,000 iterations x 101 calls of eager would hold the cpu for at least"),
     (["run", "--db", "/proc/version"], "cannot open the run store"),
     (["list", "--limit", "-1"], "--limit must be a whole number"),
     (["export", "runs.txt"], "unknown format"),
@@ -149,4 +151,13 @@ def test_bad_csv_is_refused_and_nothing_is_stored(store, tmp_path):
     counts.write_text("a,b,c\n1,2,3\n4,-5,6\n7,8,9\n")
     done = cli("run", "--dataset", "csv", "--counts", str(counts), env=store)
     assert done.returncode == 2 and "negative" in done.stderr.lower()
+    assert json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_wide_csv_is_refused_with_the_cap_named_and_nothing_is_stored(store, tmp_path):
+    counts = tmp_path / "wide.csv"
+    counts.write_text("".join(",".join(str((i + j) % 10) for j in range(10_000)) + "\n" for i in range(4)))
+    done = cli("run", "--dataset", "csv", "--counts", str(counts), "--strategy", "eager", env=store)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "10,000 columns; this server fits at most 2,000 (PLNLAB_MAX_COLUMNS)" in done.stderr
     assert json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1]) == []

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from core.data.counts import CountData, DataError, PathLike, validate
+from core.spec import cap
 
 MAX_CSV_BYTES = 50_000_000
 MAX_CSV_MB_ENV = "PLNLAB_MAX_CSV_MB"
@@ -121,6 +122,10 @@ def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool) -> np.nda
             f"{label} has {first.size - row_names} column; at least 2 variables (columns), "
             "separated by commas, are needed"
         )
+    _check_cap(label, "columns", first.size - row_names)
+    # Lines bound the rows from above: refused before parsing a file far past the cap.
+    if data.count(b"\n") - header > cap("rows") + 1:
+        _check_cap(label, "rows", data.count(b"\n") - header)
     floats = {j: np.float64 for j in range(1, first.size)} if row_names else np.float64
     options = dict(header=None, skiprows=header, index_col=0 if row_names else None, dtype=floats)
     names = [str(name) for name in first[row_names:]] if header else None
@@ -143,10 +148,22 @@ def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool) -> np.nda
         _diagnose(data, label, options, fail)
     if numbers.shape[0] < 2:
         raise DataError(f"{label} has 1 row; at least 2 samples (rows) are needed")
+    _check_cap(label, "rows", numbers.shape[0])
     if whole:
         fail(numbers < 0, numbers, "negative count; counts must be whole numbers >= 0")
         fail(numbers != np.round(numbers), numbers, "non-integer count; counts must be whole numbers")
     return numbers
+
+
+def _check_cap(label: str, name: str, count: int) -> None:
+    """The same caps as every other dataset (`core.spec.cap`): a small file can still hold
+    a fit too large for a shared server (4 x 10,000 is 139 KB and p x p matrices of 1e8)."""
+    most = cap(name)
+    if count > most:
+        raise DataError(
+            f"{label} has {count:,} {name}; this server fits at most {most:,} "
+            f"(PLNLAB_MAX_{name.upper()}); use fewer {name}"
+        )
 
 
 def _diagnose(data: bytes, label: str, options: dict, fail) -> None:

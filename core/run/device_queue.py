@@ -1,11 +1,14 @@
 """One timed section per device at a time on this host, first come first served, across
 every thread and process (dashboard sessions, command-line runs, benchmarks).
 
-Each waiter writes a ticket (a small JSON file) into the platform's folder under the
-queue directory; tickets are served in the order they were written. The one at the head
-then takes an exclusive `flock` on the platform's lock file, which the kernel releases
-when its process dies, however it dies, so a crashed holder never blocks the queue.
-Tickets of processes that no longer exist are removed by whoever lists the queue.
+Each waiter writes a ticket into the platform's folder under the queue directory;
+tickets are served in the order they were written. A ticket is a lease
+(`core.run.lease`): its owner holds a lock on the ticket file that the kernel releases
+when the owner dies, however it dies, so a ticket is alive exactly while its owner is,
+whatever its process id says (in a container every server is pid 1). Tickets written
+under another kernel (a queue folder shared between machines) are alive while their
+heartbeat moves. Dead tickets are removed by whoever lists the queue. The one at the
+head then takes an exclusive `flock` on the platform's lock file for the timed section.
 
 The queue directory is $PLNLAB_QUEUE_DIR, else `queue/` beside JAX's compilation cache
 (`core.run.host.default_cache_dir()`): every process of one user shares it; point
@@ -17,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import json
 import os
 import pathlib
 import socket
@@ -26,7 +28,7 @@ import time
 import uuid
 from typing import Callable, Iterator
 
-from core.run import processes
+from core.run import lease
 from core.run.host import default_cache_dir
 from core.run.progress import Cancelled
 
@@ -43,9 +45,10 @@ class Ticket:
         platform: the device platform queued for ("cpu", "gpu", "tpu").
         label: what will run, e.g. "scan · oaks x100 · float32".
         owner: who asked: "dashboard", "command line", "benchmark" ...
-        host, pid: the process that holds the ticket.
+        host, pid: the process that holds the ticket (shown, never used to judge it).
         enqueued_at: epoch seconds of arrival.
         started_at: epoch seconds the lock was taken, or None while waiting.
+        kernel: `core.run.lease.kernel_id()` of the holder's machine.
     """
 
     ticket: str
@@ -56,6 +59,7 @@ class Ticket:
     pid: int
     enqueued_at: float
     started_at: float | None = None
+    kernel: str = ""
 
     @property
     def running(self) -> bool:
@@ -81,10 +85,13 @@ class DeviceQueue:
 
     Args:
         directory: where tickets and lock files live (default: `default_queue_dir()`).
+        expiry_s: seconds the heartbeat of a ticket from another machine may stand
+            still before the ticket is taken for dead (`core.run.lease.Watcher`).
     """
 
-    def __init__(self, directory: str | os.PathLike | None = None) -> None:
+    def __init__(self, directory: str | os.PathLike | None = None, expiry_s: float = lease.EXPIRY_S) -> None:
         self.directory = pathlib.Path(directory) if directory is not None else default_queue_dir()
+        self.watcher = lease.Watcher(expiry_s)
 
     def _folder(self, platform: str) -> pathlib.Path:
         folder = self.directory / platform
@@ -93,26 +100,17 @@ class DeviceQueue:
 
     def entries(self, platform: str) -> list[Ticket]:
         """The live tickets for `platform` in service order (the holder, if any, first)."""
-        host = socket.gethostname()
         found = []
         for path in sorted(self._folder(platform).glob("*.json")):
-            try:
-                ticket = Ticket(**json.loads(path.read_text()))
-            except (OSError, ValueError, TypeError):
-                continue  # being written or removed right now
-            if ticket.host == host and not processes.alive(ticket.pid):
-                with contextlib.suppress(OSError):
-                    path.unlink()  # its process died: it will never run
+            info = lease.read(path)
+            if not self.watcher.alive(path, info):
+                self.watcher.reap(path)  # its owner died: it will never run
                 continue
-            found.append(ticket)
+            try:
+                found.append(Ticket(**{k: v for k, v in (info or {}).items() if k in _FIELDS}))
+            except TypeError:
+                continue  # being written, or not a ticket
         return found
-
-    def _write(self, ticket: Ticket) -> pathlib.Path:
-        path = self._folder(ticket.platform) / f"{ticket.ticket}.json"
-        partial = path.with_suffix(".part")
-        partial.write_text(json.dumps(dataclasses.asdict(ticket)))
-        partial.replace(path)  # atomic: readers see the whole ticket or none
-        return path
 
     @contextlib.contextmanager
     def hold(
@@ -134,9 +132,13 @@ class DeviceQueue:
         """
         now = time.time()
         ticket = Ticket(f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}", platform, label, owner,
-                        socket.gethostname(), os.getpid(), now)
-        path = self._write(ticket)
-        lock_file = open(self.directory / f"{platform}.lock", "a+")  # noqa: SIM115 - closed in finally
+                        socket.gethostname(), os.getpid(), now, kernel=lease.kernel_id())
+        held = lease.Lease(self._folder(platform) / f"{ticket.ticket}.json", dataclasses.asdict(ticket))
+        try:
+            lock_file = open(self.directory / f"{platform}.lock", "a+")  # noqa: SIM115 - closed in finally
+        except BaseException:
+            held.release()
+            raise
         try:
             start = time.monotonic()
             while True:
@@ -153,14 +155,14 @@ class DeviceQueue:
                     on_wait(ahead, time.monotonic() - start)
                 time.sleep(POLL_S)
             waited = time.monotonic() - start
-            self._write(dataclasses.replace(ticket, started_at=time.time()))
+            held.update(dataclasses.asdict(dataclasses.replace(ticket, started_at=time.time())))
             yield waited
         finally:
-            with contextlib.suppress(OSError):
-                path.unlink()
+            held.release()
             lock_file.close()  # releases the flock
 
 
+_FIELDS = {field.name for field in dataclasses.fields(Ticket)}
 _default: DeviceQueue | None = None
 
 

@@ -13,7 +13,7 @@ import threading
 import time
 
 from core.data.counts import CountData
-from core.run import catalog, device_queue, memory_estimate
+from core.run import budget, catalog, device_queue, memory_estimate
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.run.result import RunResult
@@ -68,20 +68,27 @@ def run(
             caches for this run only (`core.run.cold_compile`); the run still stores its
             executables in both. It compiles while holding the device queue.
 
+    A run may hold the device for `core.run.budget.max_run_seconds()`: one that cannot
+    finish within it is refused, one that passes it stops and returns as "timed_out".
+
     Raises:
-        SpecError: the device is absent, the data are invalid (`core.data.DataError`) or
-            the fit would not fit in the device's free memory.
+        SpecError: the device is absent, the data are invalid (`core.data.DataError`),
+            the fit would not fit in the device's free memory or in the time budget.
         core.run.progress.Cancelled: `cancel` was set.
     """
     runnable = catalog.get(spec.strategy)
     memory_estimate.check(spec, counts)
+    budget.check(spec, memory_estimate.shape_of(spec, counts))
+    allowed = budget.Budget(budget.max_run_seconds())
     report = on_progress or ignore
     label = f"{spec.strategy} · {spec.dataset.label} · {spec.precision}"
     turn = (device_queue.default_queue().hold(spec.device, label, owner, _queue_reporter(report), cancel)
             if hold_device else contextlib.nullcontext(0.0))
     with turn as waited:
         window_start = time.time()
+        allowed.start()
         measurement = runnable.measure(spec, counts, report, cancel, cache,
-                                       watched=on_progress is not None or cancel is not None, cold=cold)
+                                       watched=on_progress is not None or cancel is not None, budget=allowed,
+                                       cold=cold)
         window = (window_start, time.time())
-    return RunResult.measured(spec, measurement, waited, window)
+    return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds)

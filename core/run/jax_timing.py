@@ -15,6 +15,7 @@ import numpy as np
 
 from core.data.counts import CountData
 from core.run import progress, runtime
+from core.run.budget import Budget
 from core.run.cold_compile import from_scratch
 from core.run.compilations import CompileCounter
 from core.run.prepared import ExecutableCache, prepare, timed
@@ -25,32 +26,42 @@ from core.spec import FitSpec
 
 def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
             cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool,
-            cold: bool = False) -> Measurement:
-    """Prepare and time `spec`'s fit; `watched` asks for live reports from loops that can give them,
-    `cold` compiles from scratch (`core.run.cold_compile`), the first call's own compilations included."""
+            budget: Budget | None = None, cold: bool = False) -> Measurement:
+    """Prepare and time `spec`'s fit; `watched` asks for live reports from loops that can
+    give them. Past `budget`, the fit stops at the next iteration (Python loops) or call
+    (split compiled loops) and the measurement is marked `timed_out`. `cold` compiles from
+    scratch (`core.run.cold_compile`), the first call's own compilations included."""
     prep = prepare(spec, counts, report, cache, cold=cold)
     progress.check(cancel)
     strategy, problem = prep.strategy, prep.problem
-    live = None
+    between_steps = None
     chunked = problem.iterations_per_call < problem.iterations
-    if (strategy.python_loop or chunked) and watched:
-        live = progress.live_elbo_reporter(report, problem.iterations, cancel)
+    if strategy.python_loop or chunked:
+        between_steps = (progress.live_elbo_reporter(report, problem.iterations, cancel, budget) if watched
+                         else progress.stop_checker(cancel, budget))
     report(Progress("first_call", 0, problem.iterations))
     with CompileCounter() as first_counter, jax.default_device(prep.device), from_scratch(cold):
         # Copied outside the timing: a run that donates its state consumes it.
         start = jax.block_until_ready(strategy.fresh_state(prep.state))
         output, first_call_s = timed(
-            lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, live))
+            lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between_steps))
     elbo = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
     del output, start  # the final state is not needed: free its buffers before the repeats
     times = []
     with CompileCounter() as repeat_counter, jax.default_device(prep.device):
         for r in range(spec.repeats):
             progress.check(cancel)
+            if budget is not None and budget.over():
+                break
             report(Progress("repeat", r, spec.repeats))
             start = jax.block_until_ready(strategy.fresh_state(prep.state))
-            between = progress.repeat_reporter(report, r, spec.repeats, cancel) if live else None
-            _, seconds = timed(lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between))
+            between = (progress.repeat_reporter(report, r, spec.repeats, cancel, budget)
+                       if between_steps is not None else None)
+            output, seconds = timed(
+                lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between))
+            if budget is not None and budget.passed and int(output.iterations_run) < elbo.size:
+                break  # stopped partway by the budget: not a whole repeat
+            del output
             times.append(seconds)
     report(Progress("done", spec.repeats, spec.repeats))
     compilation = prep.compilation
@@ -67,5 +78,6 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
         device_kind=prep.device.device_kind, versions=runtime.environment(prep.device),
         optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init,
         chunk_iterations=problem.chunk,
+        timed_out=budget is not None and budget.passed,
         from_scratch=cold and strategy.compiled_ahead,
     )

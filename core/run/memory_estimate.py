@@ -1,12 +1,22 @@
 """Refuse a fit that would not fit: its memory estimated before anything is loaded.
 
-The estimate counts what a fit holds at its peak, in units of one n x p array:
-Y and O (2), M and S (2), the optimizer's two moments or step sizes for each (4),
-the new state written over the old one by the strategies that donate it (the compiled
-loops, jit_step) or beside it by the others (4 more), and the temporaries of one iteration
-(the rate matrix, the gradients and their products: 4, from XLA's memory analysis at
-oaks x1000, where they come to about 3.5 arrays). A shared server fails better with a
-clear refusal than with the device running out of memory halfway through a demo.
+The estimate counts what a fit holds at its peak on the device, fitted to XLA's own memory
+analysis (arguments + temporaries + outputs not written over the arguments) of the
+compiled fits at shapes from n >> p to p >> n (`tests/run/test_memory_estimate.py`
+compares the two), with a margin:
+
+- n x p arrays: Y and O (2), M and S (2), the optimizer's two moments or step sizes for
+  each (4), and the temporaries of one iteration (the rate matrix, gradients and their
+  products: XLA keeps 6 to 9 alive) -> 18 for the fits that write the new state over the
+  old (compiled loops, jit_step); the others keep both states and, op by op, more
+  temporaries -> 24;
+- p x p arrays: Omega, and Sigma, its Cholesky factor, the inverse and their products
+  in one iteration (XLA keeps 4.6 to 5.6 alive) -> 7;
+- n x d: X and its products (2); d x p: B, its moments and gradient (6).
+
+On the CPU the host is the device, so the data's host copies count too: Y and O in
+float64 as loaded and in the fit's precision as placed. A shared server fails better
+with a clear refusal than with the device running out of memory halfway through a demo.
 """
 
 from __future__ import annotations
@@ -17,10 +27,15 @@ from typing import NamedTuple
 from core.run import catalog, runtime
 from core.spec import FitSpec, SpecError
 
-# n x p arrays alive at the peak (see the module docstring).
-_ARRAYS_DONATING = 2 + 2 + 4 + 4
-_ARRAYS_NOT_DONATING = _ARRAYS_DONATING + 4
-# Headroom for what the estimate leaves out (p x p blocks, the runtime itself).
+# Arrays alive at the peak, by shape (see the module docstring).
+N_P_ARRAYS_DONATING = 18
+N_P_ARRAYS_NOT_DONATING = 24
+P_P_ARRAYS = 7
+N_D_ARRAYS = 2
+D_P_ARRAYS = 6
+# Bytes per cell of the data's host copies (Y and O as float64, then in the fit's precision).
+HOST_BYTES_PER_CELL = 2 * 8
+# Headroom for what the estimate leaves out (the runtime itself, the executables).
 USABLE_FRACTION = 0.9
 
 
@@ -38,12 +53,27 @@ def shape_of(spec: FitSpec, counts=None) -> tuple[int, int, int] | None:
     return (counts.n, counts.p, counts.d) if counts is not None else spec.dataset.shape
 
 
-def needed_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
-    """The estimated peak bytes of `spec`'s fit on data of `shape` (see the module docstring)."""
+def _itemsize(spec: FitSpec) -> int:
+    return 4 if spec.precision == "float32" else 8
+
+
+def device_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
+    """The estimated peak bytes of `spec`'s fit on the device, for data of `shape`."""
     n, p, d = shape
-    itemsize = 4 if spec.precision == "float32" else 8
-    arrays = _ARRAYS_DONATING if catalog.get(spec.strategy).donates_state else _ARRAYS_NOT_DONATING
-    return itemsize * (arrays * n * p + n * d)
+    arrays = N_P_ARRAYS_DONATING if catalog.get(spec.strategy).donates_state else N_P_ARRAYS_NOT_DONATING
+    return _itemsize(spec) * (arrays * n * p + P_P_ARRAYS * p * p + N_D_ARRAYS * n * d + D_P_ARRAYS * d * p)
+
+
+def host_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
+    """The data's copies on the host: Y and O as loaded (float64) and in the fit's precision."""
+    n, p, _ = shape
+    return (HOST_BYTES_PER_CELL + 2 * _itemsize(spec)) * n * p
+
+
+def needed_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
+    """The estimated peak bytes of `spec`'s fit where it runs: the device's, and on the CPU
+    (where host and device share the memory) the host copies of the data too."""
+    return device_bytes(spec, shape) + (host_bytes(spec, shape) if spec.device == "cpu" else 0)
 
 
 def free_bytes(platform: str) -> int | None:

@@ -36,6 +36,7 @@ from core.fit.peers import pyplnmodels_fit as peer
 from core.fit.peers import torch_fit
 from core.fit.peers.torch_optim import make_optimizer
 from core.run import progress
+from core.run.budget import Budget
 from core.run.progress import Progress, ProgressCallback
 from core.run.result import Measurement
 from core.spec import FitSpec, SpecError
@@ -55,9 +56,10 @@ def torch_device(platform_name: str) -> torch.device:
 
 
 def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
-            cancel: threading.Event | None, watched: bool) -> Measurement:
+            cancel: threading.Event | None, watched: bool, budget: Budget | None = None) -> Measurement:
     """Fit and time `spec` with the peer named `spec.strategy` (`tol` is ignored: every
-    iteration runs).
+    iteration runs). Past `budget` the fit stops after the current iteration and the
+    measurement is marked `timed_out`.
 
     Raises:
         SpecError: the device is not available to PyTorch, or the data are invalid.
@@ -65,10 +67,11 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
     device = torch_device(spec.device)
     report(Progress("data"))
     counts = counts if counts is not None else datasets.load(spec.dataset)
-    live = progress.live_elbo_reporter(report, spec.iterations, cancel) if watched else None
+    live = (progress.live_elbo_reporter(report, spec.iterations, cancel, budget) if watched
+            else progress.stop_checker(cancel, budget))
     if spec.strategy == "pyplnmodels":
-        return _measure_pyplnmodels(spec, counts, device, report, cancel, live)
-    return _measure_torch(spec, counts, device, report, cancel, live)
+        return _measure_pyplnmodels(spec, counts, device, report, cancel, live, budget)
+    return _measure_torch(spec, counts, device, report, cancel, live, budget)
 
 
 def _sync(device) -> Callable[[], None]:
@@ -89,7 +92,11 @@ def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {key: after[key] - before[key] for key in after}
 
 
-def _measure_torch(spec: FitSpec, counts, device, report, cancel, live) -> Measurement:
+def _over(budget: Budget | None) -> bool:
+    return budget is not None and budget.over()
+
+
+def _measure_torch(spec: FitSpec, counts, device, report, cancel, live, budget) -> Measurement:
     compiled = spec.strategy == "torch_compile"
     sync = _sync(device)
     host = torch_fit.host_data(counts.counts, counts.offsets, counts.covariates, spec.precision)
@@ -122,8 +129,13 @@ def _measure_torch(spec: FitSpec, counts, device, report, cancel, live) -> Measu
     times = []
     for r in range(spec.repeats):
         progress.check(cancel)
+        if _over(budget):
+            break
         report(Progress("repeat", r, spec.repeats))
-        times.append(timed()[1])
+        repeat_trace, seconds = timed(progress.repeat_reporter(report, r, spec.repeats, cancel, budget))
+        if len(repeat_trace) < len(trace):
+            break  # stopped partway by the budget: not a whole repeat
+        times.append(seconds)
     repeats = _delta(_dynamo_counts(), counts_before) if compiled else None
     report(Progress("done", spec.repeats, spec.repeats))
     if compiled:
@@ -132,7 +144,8 @@ def _measure_torch(spec: FitSpec, counts, device, report, cancel, live) -> Measu
         from_disk = first["fx_hits"] and not first["fx_misses"]
         cache = "memory" if compile_count == 0 else ("disk" if from_disk else "compiled")
         # An estimate: torch.compile builds inside the first call (see the module docstring).
-        compile_s = max(0.0, first_call_s - statistics.median(times)) if compile_count else 0.0
+        # (None when a run stopped by its budget timed no repeat to subtract.)
+        compile_s = max(0.0, first_call_s - statistics.median(times)) if compile_count and times else 0.0
     else:
         compile_count = recompile_count = 0
         cache, compile_s = "none", 0.0
@@ -141,11 +154,11 @@ def _measure_torch(spec: FitSpec, counts, device, report, cancel, live) -> Measu
         transfer_s=transfer_s, trace_lower_s=0.0, compile_s=compile_s, first_call_s=first_call_s,
         compile_count=compile_count, disk_cache_hits=int(cache == "disk"), recompile_count=recompile_count,
         cache=cache, devices=1, processes=1, device_kind=_device_kind(device), versions=_versions(device),
-        optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init,
+        optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init, timed_out=bool(budget and budget.passed),
     )
 
 
-def _measure_pyplnmodels(spec: FitSpec, counts, device, report, cancel, live) -> Measurement:
+def _measure_pyplnmodels(spec: FitSpec, counts, device, report, cancel, live, budget) -> Measurement:
     sync = _sync(device)
     report(Progress("transfer"))
     start = time.perf_counter()
@@ -155,29 +168,36 @@ def _measure_pyplnmodels(spec: FitSpec, counts, device, report, cancel, live) ->
     report(Progress("first_call", 0, spec.iterations))
     done = [0]
 
-    def on_iteration(value) -> None:
-        live(done[0], value)
+    def on_iteration(value) -> bool:
         done[0] += 1
+        return live(done[0] - 1, value)
 
     model, first_call_s, diverged = peer.timed_fit(counts, device, spec.precision, spec.iterations, sync,
-                                                    on_iteration if live else None)
+                                                    on_iteration)
     stirling = diverged if diverged is not None else peer.recorded_elbo(model)
     times = []
-    # A diverged fit is not timed again: its steady state would be a different run.
+    # A diverged (or stopped) fit is not timed again: its steady state would be a different run.
     for r in range(spec.repeats if diverged is None else 0):
         progress.check(cancel)
+        if _over(budget):
+            break
         report(Progress("repeat", r, spec.repeats))
-        times.append(peer.timed_fit(counts, device, spec.precision, spec.iterations, sync)[1])
+        _, seconds, stopped = peer.timed_fit(counts, device, spec.precision, spec.iterations, sync,
+                                             lambda value: _over(budget))
+        if stopped is not None:
+            break  # stopped partway by the budget: not a whole repeat
+        times.append(seconds)
     report(Progress("done", spec.repeats, spec.repeats))
     # pyPLNmodels' own algorithm (torch.optim.Rprop on M, S; B and Sigma profiled; its
     # log-counts init inside the timed fit); a fit that stopped on a non-finite ELBO is not
-    # timed again, so its one time stands for the repeats.
+    # timed again, so its one time stands for the repeats; one stopped by its budget has none.
+    timed_out = bool(budget and budget.passed)
     return Measurement(
-        elbo=peer.exact_elbo(stirling, counts.counts), times=times or [first_call_s],
+        elbo=peer.exact_elbo(stirling, counts.counts), times=times if times or timed_out else [first_call_s],
         shape=(counts.n, counts.p, counts.d), transfer_s=transfer_s, trace_lower_s=0.0, compile_s=0.0,
         first_call_s=first_call_s, compile_count=0, disk_cache_hits=0, recompile_count=0, cache="none",
         devices=1, processes=1, device_kind=_device_kind(device), versions=_versions(device, pyplnmodels=True),
-        optimizer=peer.OPTIMIZER, lr=peer.LEARNING_RATE, init=peer.INIT,
+        optimizer=peer.OPTIMIZER, lr=peer.LEARNING_RATE, init=peer.INIT, timed_out=timed_out,
     )
 
 

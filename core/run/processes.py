@@ -1,4 +1,5 @@
-"""Whether a process of this host still exists: how dead queue tickets and runs are told."""
+"""Whether a process of this host still exists, by its pid: kept only to judge in-flight notes
+written before leases (`core.run.lease`), which need no pid."""
 
 from __future__ import annotations
 

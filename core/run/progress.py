@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Any, Callable, NamedTuple
 
+from core.run.budget import Budget
+
 
 class Cancelled(Exception):
     """The run was cancelled (while queued or running); nothing was stored."""
@@ -83,10 +85,11 @@ def check(cancel: threading.Event | None) -> None:
         raise Cancelled("cancelled; nothing was stored")
 
 
-def live_elbo_reporter(report: ProgressCallback, total: int,
-                       cancel: threading.Event | None = None) -> Callable[[int, Any], None]:
+def live_elbo_reporter(report: ProgressCallback, total: int, cancel: threading.Event | None = None,
+                       budget: Budget | None = None) -> Callable[[int, Any], bool]:
     """Per-iteration callback for a first call run from Python: about 50 ELBO reports a
-    run (and at least one a second), and a cancel check every iteration."""
+    run (and at least one a second), and a cancel check every iteration; it returns True
+    (stop the loop here) once `budget` has passed."""
     # Reading an ELBO back forces a device sync, so the first call of a Python-loop
     # strategy reports about 50 times per run rather than every iteration (the timed
     # repeats read nothing back: see repeat_reporter). A report also goes out at least
@@ -95,28 +98,42 @@ def live_elbo_reporter(report: ProgressCallback, total: int,
     every = max(1, total // 50)
     last = [0, time.perf_counter()]  # iterations reported so far, and when
 
-    def on_iteration(i: int, value) -> None:
+    def on_iteration(i: int, value) -> bool:
         check(cancel)
         now = time.perf_counter()
-        if i + 1 - last[0] >= every or now - last[1] >= 1.0 or i + 1 == total:
+        over = budget is not None and budget.over()
+        if i + 1 - last[0] >= every or now - last[1] >= 1.0 or i + 1 == total or over:
             last[0], last[1] = i + 1, now
             report(Progress("first_call", i + 1, total, float(value)))
+        return over
 
     return on_iteration
 
 
-def repeat_reporter(report: ProgressCallback, repeat: int, total: int,
-                    cancel: threading.Event | None) -> Callable[[int, Any], None]:
-    """Per-iteration (or per-chunk) callback inside a timed repeat: a cancel check, and a
-    progress report at most once a second (a point where the dashboard can stop the run).
-    It reads nothing back from the device, so the timing is left alone."""
+def stop_checker(cancel: threading.Event | None, budget: Budget | None) -> Callable[[int, Any], bool]:
+    """Per-iteration callback for a run nobody watches: a cancel check, and True (stop the
+    loop here) once `budget` has passed. It reads nothing back from the device."""
+    def on_iteration(i: int, value) -> bool:
+        check(cancel)
+        return budget is not None and budget.over()
+
+    return on_iteration
+
+
+def repeat_reporter(report: ProgressCallback, repeat: int, total: int, cancel: threading.Event | None,
+                    budget: Budget | None = None) -> Callable[[int, Any], bool]:
+    """Per-iteration (or per-chunk) callback inside a timed repeat: a cancel check, a
+    progress report at most once a second (a point where the dashboard can stop the run),
+    and True (stop the loop here) once `budget` has passed. It reads nothing back from
+    the device, so the timing is left alone."""
     last = [time.perf_counter()]
 
-    def on_iteration(i: int, value) -> None:
+    def on_iteration(i: int, value) -> bool:
         check(cancel)
         now = time.perf_counter()
         if now - last[0] >= 1.0:
             last[0] = now
             report(Progress("repeat", repeat, total))
+        return budget is not None and budget.over()
 
     return on_iteration

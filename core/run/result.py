@@ -17,7 +17,7 @@ import numpy as np
 
 from core.spec import FitSpec
 
-STATUSES = ("ok", "diverged", "interrupted")
+STATUSES = ("ok", "diverged", "interrupted", "timed_out")
 CACHE_STATES = ("compiled", "memory", "disk", "none")
 
 
@@ -32,6 +32,8 @@ class Measurement:
         times: seconds of each timed steady-state call.
         shape: (n, p, d) of the data fitted.
         optimizer, lr, init: what actually ran (pyplnmodels ignores the spec's).
+        timed_out: the run passed its time budget (`core.run.budget`) and stopped early:
+            `elbo` is the curve so far and `times` the repeats that finished (maybe none).
     """
 
     elbo: np.ndarray
@@ -53,6 +55,7 @@ class Measurement:
     lr: float
     init: str
     chunk_iterations: int = 0
+    timed_out: bool = False
     from_scratch: bool = False
 
 
@@ -66,8 +69,10 @@ class RunResult:
         spec: the FitSpec as a dict (`FitSpec.to_dict()`); `spec_key` is its hash.
         strategy, dataset, n, p, d, precision, device, iterations, optimizer, lr, init,
         repeats, tol: the spec, flattened for tables ("dataset" is its label).
-        status: "ok", "diverged" (non-finite ELBO) or "interrupted" (killed mid-run).
-        error: for "diverged", where and what; else None.
+        status: "ok", "diverged" (non-finite ELBO), "interrupted" (killed mid-run) or
+            "timed_out" (stopped past the server's time budget: the curve so far, the
+            repeats that finished; timings 0 when none did).
+        error: for "diverged" and "timed_out", where and what; else None.
         diverged_at: first iteration whose ELBO is not finite, or None.
         iterations_run: iterations done (while_loop may stop early; diverged runs stop).
         transfer_s: host-to-device copy of the data, timed apart from the fit (for data
@@ -157,22 +162,32 @@ class RunResult:
 
     @classmethod
     def measured(cls, spec: FitSpec, measurement: Measurement, queue_wait_s: float,
-                 timed_window: tuple[float, float]) -> RunResult:
-        """The result of `spec`: its measurement, the time it queued and its timed window."""
+                 timed_window: tuple[float, float], budget_s: float | None = None) -> RunResult:
+        """The result of `spec`: its measurement, the time it queued, its timed window and,
+        for a run that timed out, the budget it passed."""
         trace = np.asarray(measurement.elbo, dtype=np.float64)
         bad = np.flatnonzero(~np.isfinite(trace))
         diverged_at = int(bad[0]) if bad.size else None
         if diverged_at is not None:
             trace = trace[:diverged_at]
-        run_s = statistics.median(measurement.times)
+        times = measurement.times or [0.0]  # a run stopped by its budget may have timed no repeat
+        run_s = statistics.median(times)
         n, p, d = measurement.shape
+        status, error = "ok", None
+        if diverged_at is not None:
+            status, error = "diverged", f"ELBO not finite at iteration {diverged_at}"
+        elif measurement.timed_out:
+            status = "timed_out"
+            error = (f"stopped past this server's time budget of {budget_s or 0:,.0f} s per run "
+                     f"(PLNLAB_MAX_RUN_SECONDS): {len(trace):,} of {spec.iterations:,} iterations in the first "
+                     f"call, {len(measurement.times)} of {spec.repeats} timed repeats")
         return cls(
             spec=spec.to_dict(), spec_key=spec.key, strategy=spec.strategy, dataset=spec.dataset.label,
             n=n, p=p, d=d, precision=spec.precision, device=spec.device, iterations=spec.iterations,
             optimizer=measurement.optimizer, lr=measurement.lr, init=measurement.init, repeats=spec.repeats,
             tol=spec.tol,
-            status="ok" if diverged_at is None else "diverged",
-            error=None if diverged_at is None else f"ELBO not finite at iteration {diverged_at}",
+            status=status,
+            error=error,
             diverged_at=diverged_at,
             iterations_run=len(trace),
             transfer_s=measurement.transfer_s,
@@ -180,8 +195,8 @@ class RunResult:
             compile_s=measurement.compile_s,
             first_call_s=measurement.first_call_s,
             run_s=run_s,
-            run_s_min=min(measurement.times),
-            run_s_max=max(measurement.times),
+            run_s_min=min(times),
+            run_s_max=max(times),
             per_iter_ms=1e3 * run_s / max(1, len(measurement.elbo)),
             compile_count=measurement.compile_count,
             disk_cache_hits=measurement.disk_cache_hits,

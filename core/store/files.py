@@ -1,24 +1,65 @@
 """Runs files: what `RunStore.export` writes and `RunStore.import_file` reads.
 
 JSON: a list of `RunResult.to_dict()`. CSV and Parquet: one row per run, every field a
-column; `spec`, `versions` and `elbo` as JSON text. Reading validates every record, so
-that an import can be refused whole before anything is written.
+column; `spec`, `versions` and `elbo` as JSON text. Reading gives the records as found;
+`RunStore.import_file` checks each one and says which it refused.
+
+A CSV is opened in spreadsheets, which run a cell that starts with =, +, - or @ as a
+formula: text cells that start so (or with a tab, a carriage return or the quote itself)
+are written behind a single quote, which spreadsheets show as text and reading removes.
+Numbers are written as numbers (a negative one is not text and runs nothing), so a file
+reads back exactly as it was written.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import pathlib
 import tempfile
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.run.result import RunResult
-from core.store.records import StoreError, field_kinds, validate_record
+from core.store.records import StoreError, field_kinds
 
 FORMATS = (".json", ".csv", ".parquet")
 _JSON_COLUMNS = ("spec", "versions", "elbo")
+# Cells a spreadsheet would take for a formula (OWASP's list), and the escape itself.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_TEXT_ESCAPE = "'"
+
+
+class Imported(NamedTuple):
+    """What an import did.
+
+    Attributes:
+        name: the file's name.
+        added: runs added to the store.
+        already: runs the store held already (skipped).
+        refused: one line per record that failed its checks ("record 3: ..."), in file order.
+    """
+
+    name: str
+    added: int
+    already: int
+    refused: tuple[str, ...]
+
+    def summary(self) -> str:
+        """"Imported 2 new runs from runs.json (1 already stored)"."""
+        return (f"Imported {self.added} new run{'s' * (self.added != 1)} from {self.name}"
+                + (f" ({self.already} already stored)" if self.already else ""))
+
+    def refusals(self, most: int = 5) -> str:
+        """"refused 1 of 4 records of runs.json: record 3: ..." ("" when none was refused)."""
+        if not self.refused:
+            return ""
+        total = self.added + self.already + len(self.refused)
+        shown = "; ".join(self.refused[:most])
+        if len(self.refused) > most:
+            shown += f"; and {len(self.refused) - most} more"
+        return f"refused {len(self.refused)} of {total} record{'s' * (total != 1)} of {self.name}: {shown}"
 
 
 def check_format(path: pathlib.Path) -> str:
@@ -41,21 +82,32 @@ def write_runs(path: pathlib.Path, runs: list[RunResult]) -> None:
             os.unlink(temp)
 
 
-def read_runs(path: pathlib.Path) -> list[RunResult]:
-    """Every run in a runs file, each validated.
+def read_file(path: pathlib.Path) -> list:
+    """The records of a runs file, unchecked (see `read_bytes`)."""
+    check_format(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"cannot read {path.name}: {exc.strerror}") from exc
+    return read_bytes(data, path.name)
+
+
+def read_bytes(data: bytes, name: str) -> list:
+    """The records of a runs file's bytes, unchecked; `name` (its file name) says the format.
 
     Raises:
-        StoreError: the format is unknown, the file cannot be read, or a record is invalid
-            (the message names the file and the record, counted from 1).
+        StoreError: the format is unknown or the bytes are not a runs file; the message
+            names the file by `name` only (never a folder of this machine).
     """
-    suffix = check_format(path)
+    suffix = check_format(pathlib.Path(name))
     try:
-        raw = _READERS[suffix](path)
+        return _READERS[suffix](data, name)
     except StoreError:
         raise
-    except (OSError, ValueError, TypeError, csv.Error) as exc:
-        raise StoreError(f"cannot read {path.name}: {exc}") from exc
-    return [validate_record(r, f"{path.name}: record {i}") for i, r in enumerate(raw, 1)]
+    except (ValueError, TypeError, csv.Error, UnicodeDecodeError) as exc:
+        raise StoreError(f"cannot read {name}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - pyarrow's own errors: still a file we cannot read
+        raise StoreError(f"cannot read {name}: not a {suffix[1:]} runs file ({type(exc).__name__})") from exc
 
 
 def _write_json(path: pathlib.Path, records: list[dict]) -> None:
@@ -63,15 +115,24 @@ def _write_json(path: pathlib.Path, records: list[dict]) -> None:
     path.write_text(json.dumps(records), encoding="utf-8")
 
 
-def _read_json(path: pathlib.Path) -> list:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, list):
-        raise StoreError(f"{path.name}: expected a JSON list of runs; got {type(data).__name__}")
-    return data
+def _read_json(data: bytes, name: str) -> list:
+    records = json.loads(data.decode("utf-8"))
+    if not isinstance(records, list):
+        raise StoreError(f"{name}: expected a JSON list of runs; got {type(records).__name__}")
+    return records
 
 
 def _flat(record: dict) -> dict:
     return {k: json.dumps(v) if k in _JSON_COLUMNS else v for k, v in record.items()}
+
+
+def neutral_text(text: str) -> str:
+    """A text cell a spreadsheet shows as text (see the module docstring)."""
+    return _TEXT_ESCAPE + text if text.startswith((*_FORMULA_STARTS, _TEXT_ESCAPE)) else text
+
+
+def _csv_cells(record: dict) -> dict:
+    return {k: neutral_text(v) if isinstance(v, str) else v for k, v in _flat(record).items()}
 
 
 def _write_csv(path: pathlib.Path, records: list[dict]) -> None:
@@ -79,7 +140,7 @@ def _write_csv(path: pathlib.Path, records: list[dict]) -> None:
         # extrasaction: timed_window repeats timed_start and timed_end for JSON readers.
         writer = csv.DictWriter(handle, fieldnames=list(field_kinds()), extrasaction="ignore")
         writer.writeheader()  # None -> empty cell; floats are written as repr (exact)
-        writer.writerows(_flat(record) for record in records)
+        writer.writerows(_csv_cells(record) for record in records)
 
 
 def _parse_cell(name: str, cell: str) -> Any:
@@ -90,6 +151,8 @@ def _parse_cell(name: str, cell: str) -> Any:
         return None
     if cell == "" and (optional or base is not str):
         return None
+    if name in _JSON_COLUMNS or base is str:
+        cell = cell.removeprefix(_TEXT_ESCAPE)  # written by neutral_text
     try:
         if name in _JSON_COLUMNS:
             return json.loads(cell)
@@ -98,11 +161,10 @@ def _parse_cell(name: str, cell: str) -> Any:
         return cell
 
 
-def _read_csv(path: pathlib.Path) -> list:
+def _read_csv(data: bytes, name: str) -> list:
     # ELBO curves are long: lift the csv module's 128 KiB cell limit.
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
-    with path.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"), newline="")))
     return [{k: _parse_cell(k, v) for k, v in row.items() if k is not None} for row in rows]
 
 
@@ -120,11 +182,11 @@ def _write_parquet(path: pathlib.Path, records: list[dict]) -> None:
     pq.write_table(table, path)
 
 
-def _read_parquet(path: pathlib.Path) -> list:
+def _read_parquet(data: bytes, name: str) -> list:
     # Deferred: see _write_parquet.
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(path).to_pylist()
+    rows = pq.read_table(io.BytesIO(data)).to_pylist()
     for row in rows:
         for name in _JSON_COLUMNS:
             if isinstance(row.get(name), str):

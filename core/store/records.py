@@ -2,7 +2,8 @@
 
 Every record is checked before it is stored, whether it comes from this program (`add`)
 or from a file someone hands us (`import_file`), so that a bad import fails with a
-message naming the record and field instead of leaving a half-readable run in the store.
+message naming the record and field instead of leaving a half-readable run in the store;
+beyond types, `core.store.record_checks` says what a record must make sense as.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from core.run.result import CACHE_STATES, STATUSES, RunResult
+from core.store import record_checks
 from core.spec import FitSpec, SpecError
 
 # The field types that fit one SQL column each; other fields (dicts, lists) are JSON or bytes.
@@ -105,7 +107,12 @@ def validate_record(values: Any, where: str) -> RunResult:
         raise StoreError(f"{where}: spec_key is empty")
     if not (math.isfinite(out.get("created_at", 0.0)) and out.get("created_at", 0.0) >= 0):
         raise StoreError(f"{where}: created_at must be epoch seconds; got {out['created_at']}")
-    return RunResult(**out)
+    run = RunResult(**out)
+    try:
+        record_checks.check(run)
+    except record_checks.RecordError as exc:
+        raise StoreError(f"{where}: {exc}") from None
+    return run
 
 
 def interrupted_result(spec_dict: dict, started_at: float, host: str, pid: int) -> RunResult:

@@ -12,34 +12,29 @@ The tables and migrations are in `core.store.schema`, record checks in
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import pathlib
-import socket
 import sqlite3
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from core.run import processes
 from core.run.result import RunResult
 from core.store import files as store_files
+from core.store import frames
 from core.store import schema as store_schema
-from core.store.records import StoreError, field_kinds, interrupted_result, scalar_fields, validate_record
+from core.store.in_flight import Notes
+from core.store.records import StoreError, interrupted_result, scalar_fields, validate_record
 
 if TYPE_CHECKING:
     import pandas
 
 DEFAULT_DB_ENV = "PLNLAB_DB"
 BUSY_TIMEOUT_S = 30.0
-_CHUNK = 500  # below SQLite's bound-parameter limit on old builds (999)
-# frame() column -> its key in `versions`.
-_VERSION_COLUMNS = {
-    "jax_version": "jax", "jaxlib_version": "jaxlib", "optax_version": "optax", "numpy_version": "numpy",
-    "python_version": "python", "platform": "platform", "cpu_count": "cpu_count", "host": "host",
-}
+_CHUNK = frames.CHUNK
 
 
 def default_db_path() -> pathlib.Path:
@@ -66,6 +61,7 @@ class RunStore:
 
     def __init__(self, path: str | os.PathLike | None = None) -> None:
         self.path = pathlib.Path(path).expanduser() if path is not None else default_db_path()
+        self._notes = Notes(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._migrate()
@@ -105,50 +101,59 @@ class RunStore:
             store_schema.migrate(conn)
         self.recover_interrupted()
 
-    def begin(self, spec_dict: dict) -> int:
+    def begin(self, spec_dict: dict, cancelled: threading.Event | None = None) -> int:
         """Notes that a run of `spec_dict` (`FitSpec.to_dict()`) has started in this process;
-        returns the note's id for `finish` or `abandon`."""
+        returns the note's id for `finish` or `abandon`. The note lives while this process
+        does (`core.store.in_flight`); `cancelled` is set when someone asks to cancel it
+        (`request_cancel`)."""
         with self._connect(write=True) as conn:
-            cursor = conn.execute(
-                "INSERT INTO in_flight (spec_json, host, pid, started_at) VALUES (?, ?, ?, ?)",
-                (json.dumps(spec_dict, sort_keys=True), socket.gethostname(), os.getpid(), time.time()))
-            return int(cursor.lastrowid)
+            return self._notes.begin(conn, spec_dict, cancelled)
 
     def finish(self, flight_id: int, result: RunResult) -> int:
         """Stores `result` and removes its in-flight note, in one transaction."""
-        record = validate_record(result.to_dict(), "run")
-        record.created_at = result.created_at or time.time()
+        record = validate_record({**result.to_dict(), "created_at": result.created_at or time.time()}, "run")
         with self._connect(write=True) as conn:
             conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
             run_id = self._insert(conn, record)
+        self._notes.release(flight_id)
         result.id, result.created_at = run_id, record.created_at
         return run_id
 
     def abandon(self, flight_id: int) -> None:
         """Removes an in-flight note whose run ended without a result (cancelled, failed)."""
-        with self._connect(write=True) as conn:
-            conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
+        try:
+            with self._connect(write=True) as conn:
+                conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
+        finally:
+            self._notes.release(flight_id)
 
     def in_flight(self) -> list[dict]:
-        """Runs started and not yet finished: id, spec (dict), host, pid, started_at."""
+        """Runs started and not yet finished: id, spec (dict), host, pid, started_at, lease."""
         with self._connect() as conn:
             rows = conn.execute("SELECT * FROM in_flight ORDER BY started_at").fetchall()
         return [{"id": r["id"], "spec": json.loads(r["spec_json"]), "host": r["host"], "pid": r["pid"],
-                 "started_at": r["started_at"]} for r in rows]
+                 "started_at": r["started_at"], "lease": r["lease"]} for r in rows]
+
+    def request_cancel(self, flight_id: int) -> bool:
+        """Asks the process running in-flight run `flight_id` to cancel it (it stops at its
+        next cancel check, within seconds, and stores nothing); False if no such run."""
+        note = next((n for n in self.in_flight() if n["id"] == int(flight_id)), None)
+        return note is not None and self._notes.request_cancel(note)
 
     def recover_interrupted(self) -> int:
-        """Stores every run whose process on this host died mid-run as "interrupted"; returns
-        how many. Runs of live processes, and of other hosts (whose processes this one
-        cannot see), are left alone."""
-        host = socket.gethostname()
-        dead = [note for note in self.in_flight() if note["host"] == host and not processes.alive(note["pid"])]
-        if not dead:
-            return 0
-        with self._connect(write=True) as conn:
-            for note in dead:
-                # Deleting first makes the recovery safe against two processes doing it at once.
-                if conn.execute("DELETE FROM in_flight WHERE id = ?", (note["id"],)).rowcount:
-                    self._insert(conn, interrupted_result(note["spec"], note["started_at"], host, note["pid"]))
+        """Stores every in-flight run whose process died as "interrupted"; returns how many.
+        Called by every listing, count and frame, so a run killed anywhere shows as
+        interrupted at the next look (see `core.store.in_flight`)."""
+        notes = self.in_flight()
+        dead = [note for note in notes if not self._notes.alive(note)]
+        if dead:
+            with self._connect(write=True) as conn:
+                for note in dead:
+                    # Deleting first makes the recovery safe against two processes doing it at once.
+                    if conn.execute("DELETE FROM in_flight WHERE id = ?", (note["id"],)).rowcount:
+                        self._insert(conn, interrupted_result(note["spec"], note["started_at"], note["host"],
+                                                              note["pid"]))
+        self._notes.sweep(notes)
         return len(dead)
 
     @property
@@ -168,8 +173,7 @@ class RunStore:
 
     def add(self, result: RunResult) -> int:
         """Stores `result` in one transaction; sets its `id` (and `created_at` if 0)."""
-        record = validate_record(result.to_dict(), "run")
-        record.created_at = result.created_at or time.time()
+        record = validate_record({**result.to_dict(), "created_at": result.created_at or time.time()}, "run")
         with self._connect(write=True) as conn:
             run_id = self._insert(conn, record)
         result.id, result.created_at = run_id, record.created_at
@@ -177,6 +181,7 @@ class RunStore:
 
     def _select(self, where: str = "", params: tuple = (), with_elbo: bool = True,
                 limit: int | None = None) -> list[RunResult]:
+        self.recover_interrupted()
         elbo = ", elbo_traces.elbo FROM runs LEFT JOIN elbo_traces ON run_id = runs.id"
         sql = f"SELECT runs.*{elbo if with_elbo else ' FROM runs'} {where}"
         sql += " ORDER BY created_at DESC, runs.id DESC LIMIT ?"
@@ -199,15 +204,17 @@ class RunStore:
 
     def count(self) -> int:
         """How many runs are stored, counted by SQLite without reading them."""
+        self.recover_interrupted()
         with self._connect() as conn:
             return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
     def find_by_spec_key(self, spec_key: str, limit: int | None = None,
-                         interrupted: bool = True) -> list[RunResult]:
-        """Runs of one spec (`FitSpec.key`), newest first, ELBO curves included; at most
-        `limit`, and without the `interrupted` ones (no result to show) if `interrupted` is False."""
-        where = "WHERE spec_key = ?" + ("" if interrupted else " AND status != 'interrupted'")
-        return self._select(where, (spec_key,), limit=limit)
+                         interrupted: bool = True, with_elbo: bool = True) -> list[RunResult]:
+        """Runs of one spec (`FitSpec.key`), newest first, ELBO curves included unless
+        `with_elbo` is False; at most `limit`, and without the runs that stopped before
+        finishing ("interrupted", "timed_out": no whole result to show) if `interrupted` is False."""
+        where = "WHERE spec_key = ?" + ("" if interrupted else " AND status NOT IN ('interrupted', 'timed_out')")
+        return self._select(where, (spec_key,), with_elbo=with_elbo, limit=limit)
 
     def find(self, **equal: Any) -> list[RunResult]:
         """Runs whose columns equal these values (e.g. `strategy="scan", status="ok"`, or
@@ -227,51 +234,24 @@ class RunStore:
 
     def frame(self) -> pandas.DataFrame:
         """One row per run, newest first: `id`, `created` (UTC), the scalar fields, and
-        `versions` flattened to the columns of `_VERSION_COLUMNS`. No ELBO curves."""
-        # Deferred, here and in elbo_frame: only frames need pandas, and the command line's
-        # store commands (list, export, import) start faster without it.
-        import pandas as pd
-
-        names = scalar_fields()
-        # SQLite flattens the rows (json_extract), so no RunResult is built per run: the
-        # Compare page reads this on every click, however many runs the store holds.
-        versions = [f"json_extract(versions_json, '$.{key}') AS {column}" for column, key in _VERSION_COLUMNS.items()]
-        sql = (f"SELECT {', '.join(f'runs.{name}' for name in names)}, {', '.join(versions)} FROM runs"
-               " ORDER BY created_at DESC, runs.id DESC")
+        `versions` flattened to columns (`core.store.frames.runs_frame`). No ELBO curves."""
+        self.recover_interrupted()
         with self._connect() as conn:
-            frame = pd.read_sql_query(sql, conn)
-        for field in dataclasses.fields(RunResult):
-            if field.name not in names:
-                continue
-            base, optional = field_kinds()[field.name]
-            if not optional and field.default is not dataclasses.MISSING:
-                # A column added after these rows were written holds NULL: the field's default.
-                frame[field.name] = frame[field.name].fillna(field.default)
-            if base is float:  # NaN is stored as the text 'nan' (SQLite turns NaN into NULL)
-                frame[field.name] = frame[field.name].astype(float)
-        frame.insert(1, "created", pd.to_datetime(frame["created_at"].astype(float), unit="s", utc=True))
-        return frame
+            return frames.runs_frame(conn)
 
     def elbo_frame(self, run_ids: list[int]) -> pandas.DataFrame:
         """ELBO curves in long format: `run_id`, `iteration` (from 0), `elbo`, in the order
         of `run_ids`; ids not in the store are left out."""
-        # Deferred: see frame().
-        import pandas as pd
-
-        ids = list(dict.fromkeys(int(i) for i in run_ids))
-        blobs: dict[int, bytes] = {}
         with self._connect() as conn:
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start:start + _CHUNK]
-                sql = f"SELECT run_id, elbo FROM elbo_traces WHERE run_id IN ({', '.join(['?'] * len(chunk))})"
-                blobs.update((r["run_id"], r["elbo"]) for r in conn.execute(sql, chunk))
-        curves = [(i, np.frombuffer(blobs[i], store_schema.ELBO_DTYPE)) for i in ids if i in blobs]
-        no_ids = [np.zeros(0, np.int64)]  # np.concatenate refuses an empty list
-        return pd.DataFrame({
-            "run_id": np.concatenate([np.full(len(c), i, np.int64) for i, c in curves] or no_ids),
-            "iteration": np.concatenate([np.arange(len(c), dtype=np.int64) for _, c in curves] or no_ids),
-            "elbo": np.concatenate([c for _, c in curves] or [np.zeros(0)]),
-        })
+            return frames.elbo_frame(self.curves(run_ids, conn))
+
+    def curves(self, run_ids: list[int], conn: sqlite3.Connection | None = None) -> dict[int, np.ndarray]:
+        """ELBO curves as float64 arrays by run id, in the order of `run_ids` (absent ids
+        left out): read-only views of the stored bytes, no Python float per point."""
+        if conn is None:
+            with self._connect() as conn:
+                return frames.curves(conn, run_ids)
+        return frames.curves(conn, run_ids)
 
     def delete(self, run_ids: list[int]) -> int:
         """Deletes these runs (one transaction); returns how many existed."""
@@ -298,24 +278,42 @@ class RunStore:
         store_files.write_runs(path, runs)
         return len(runs)
 
-    def import_file(self, path: str | os.PathLike) -> int:
-        """Adds the runs of an exported file, all or none; returns how many were new.
+    def import_file(self, path: str | os.PathLike) -> store_files.Imported:
+        """Adds the runs of an exported file (see `import_bytes`)."""
+        path = pathlib.Path(path)
+        return self._import(store_files.read_file(path), path.name)
 
-        Every record is validated before anything is written. A run already stored (same
-        spec_key, created_at and host) is skipped, so importing twice adds nothing.
+    def import_bytes(self, data: bytes, name: str) -> store_files.Imported:
+        """Adds the runs of an exported file's bytes; `name` is its file name (its suffix says
+        the format, and messages name the file by it alone).
+
+        Every record meets the checks a fresh run meets (`core.store.records`) before
+        anything is written; those that fail are refused and listed, the others are added
+        in one transaction. A run already stored (same spec_key, created_at and host) is
+        skipped, so importing twice adds nothing.
+
+        Raises:
+            StoreError: the file is not a runs file at all; nothing is imported.
         """
-        records = store_files.read_runs(pathlib.Path(path))
-        imported = 0
+        return self._import(store_files.read_bytes(data, name), name)
+
+    def _import(self, raw: list, name: str) -> store_files.Imported:
+        records, refused = [], []
+        for number, values in enumerate(raw, 1):
+            try:
+                records.append(validate_record(values, f"record {number}"))
+            except StoreError as exc:
+                refused.append(str(exc))
+        added = 0
         with self._connect(write=True) as conn:
             for record in records:
-                record.created_at = record.created_at or time.time()
                 exists = conn.execute(
                     "SELECT 1 FROM runs WHERE spec_key = ? AND created_at = ? AND host IS ? LIMIT 1",
                     (record.spec_key, record.created_at, store_schema.host_of(record))).fetchone()
                 if not exists:
                     self._insert(conn, record)
-                    imported += 1
-        return imported
+                    added += 1
+        return store_files.Imported(name, added, len(records) - added, tuple(refused))
 
     def integrity_ok(self) -> bool:
         """True when SQLite's integrity_check finds the file sound."""

@@ -51,9 +51,15 @@ def _migration_2() -> list[str]:
     ]
 
 
+def _migration_3() -> list[str]:
+    # An in-flight run's liveness is its lease file (core.run.lease), named here: the
+    # kernel releases the lease's lock when its process dies, whatever its pid says.
+    return ["ALTER TABLE in_flight ADD COLUMN lease TEXT"]
+
+
 # Applied in order, in one transaction; PRAGMA user_version counts those applied. Append,
 # never edit. Scalar fields added to RunResult later get their column added on open.
-MIGRATIONS = (_migration_1, _migration_2)
+MIGRATIONS = (_migration_1, _migration_2, _migration_3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -14,6 +14,7 @@ from core.charts import comparisons, lines
 from core.charts.style import LABELS
 from core.store.run_store import StoreError
 from pages.ui import access, display, links, resources, running, state
+from pages.ui.text import md, public
 
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
            "status": "Status"}
@@ -49,23 +50,21 @@ def import_section() -> None:
                      icon=":material/upload:"):
         upload = st.file_uploader("Runs file", type=["json", "csv", "parquet"], key="cmp_import")
         if st.button("Import", key="cmp_import_go", disabled=upload is None):
-            # Under its own name, so that error messages name the file the user picked.
-            with tempfile.TemporaryDirectory(prefix="plnlab-import-") as folder:
-                path = pathlib.Path(folder) / pathlib.Path(upload.name).name
-                path.write_bytes(upload.getvalue())
-                try:
-                    count = store.import_file(path)
-                except StoreError as exc:
-                    count = None
-                    st.error(f"Nothing imported: {exc}", icon=":material/error:")
-            if count is not None:  # redraw, so that the table and the sidebar count show the new runs
-                st.session_state["cmp_flash"] = (f"Imported {count} new run{'s' * (count != 1)} from {upload.name}"
-                                                 + (" (all were already stored)" if count == 0 else "") + ".")
-                st.rerun()
+            try:  # from memory, under the name the user picked: no server path in any message
+                done = store.import_bytes(upload.getvalue(), pathlib.Path(upload.name).name)
+            except StoreError as exc:
+                st.error(f"Nothing imported: {public(exc)}", icon=":material/error:")
+                return
+            # Redraw, so that the table and the sidebar count show the new runs.
+            st.session_state["cmp_flash"] = (md(done.summary()) + ".", md(done.refusals()))
+            st.rerun()
 
 
 if flash := st.session_state.pop("cmp_flash", None):
-    st.success(flash, icon=":material/check_circle:")
+    imported, refused = flash
+    st.success(imported, icon=":material/check_circle:")
+    if refused:
+        st.warning(refused[0].upper() + refused[1:], icon=":material/block:")
 frame = store.frame()
 if frame.empty:
     st.info("No runs stored yet. Run some strategies first, or import a runs file below.",
@@ -112,11 +111,11 @@ shown = f"{len(view):,} of {len(frame):,} runs shown" if matching <= TABLE_ROWS 
 st.caption(f"{shown}; click a column header to sort. "
            + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
               "Tick rows (left edge) to compare just those; until then the charts use every run shown."))
-interrupted = picked["status"] == "interrupted"
-if count := int(interrupted.sum()):
-    st.caption(f"{count} interrupted run{'s' * (count != 1)} (stopped before finishing: no timings, no curve) "
-               "left out of the charts.")
-    picked = picked[~interrupted]
+unfinished = picked["status"].isin(["interrupted", "timed_out"])
+if count := int(unfinished.sum()):
+    st.caption(f"{count} interrupted or timed-out run{'s' * (count != 1)} (stopped before finishing: no whole "
+               "timings) left out of the charts.")
+    picked = picked[~unfinished]
 if picked.empty:
     st.info("No finished run matches these filters.", icon=":material/filter_alt_off:")
     st.stop()
@@ -124,9 +123,11 @@ if picked.empty:
 # --- charts --------------------------------------------------------------------------------
 st.header("ELBO curves")
 newest = picked.sort_values("created_at", ascending=False).head(MAX_CURVES)
-results = sorted((store.get(int(i)) for i in newest["id"]), key=lambda r: r.id)
+# Rows of the frame and the curves as arrays: a long curve costs one read, not a Python
+# float per point, and is thinned before it is drawn.
+results = sorted(newest.itertuples(), key=lambda r: r.id)  # legends in run order
 labels = [f"#{r.id} {r.strategy}" for r in results]
-curves = display.elbo_long(results, labels)
+curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in newest["id"]]))
 by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
 with by_iteration:
     display.chart(lines.elbo_curves(curves, x="iteration").properties(height=340),
@@ -228,11 +229,13 @@ if rows:
         whose = "your runs" if rule == "confirm" else "runs made by others too"
         st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} ({whose}) from the shared store, for every user? "
                    "This cannot be undone (export them first to keep a copy).", icon=":material/warning:")
-        allowed = access.delete_allowed("cmp_delete_password") if rule == "password" else True
+        # Only runs of others need the password again (`core.access.deletion`).
+        guess = access.password_field("cmp_delete_password", "delete runs") if rule == "password" else None
         yes, no = st.columns([1, 5])
         clicked = yes.button("Yes, delete", type="primary", key="cmp_delete_yes")
-        if clicked and not allowed:
-            st.error("Wrong password: nothing was deleted.", icon=":material/lock:")
+        refused = access.refusal(guess) if clicked and rule == "password" else None
+        if refused:
+            st.error(f"{refused} Nothing was deleted.", icon=":material/lock:")
         elif clicked:
             deleted = store.delete(ids)
             st.session_state["cmp_delete"] = None

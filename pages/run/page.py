@@ -9,6 +9,7 @@ from core.run import spread
 from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
 from pages.ui import display, resources, running, settings, state
+from pages.ui.text import md, public
 
 st.title("Which JIT strategy is fastest?", anchor=False)
 st.caption("The same Poisson log-normal fit, compiled in different ways; set the problem in the sidebar.")
@@ -27,7 +28,7 @@ try:
     dataset = problem.dataset_spec()
     specs = [problem.fit_spec(name, dataset=dataset) for name in chosen]
 except SpecError as exc:
-    st.error(str(exc), icon=":material/error:")
+    st.error(public(exc), icon=":material/error:")
     st.stop()
 st.markdown(problem.label)
 go, note_slot = st.columns([1, 3], vertical_alignment="center")
@@ -36,9 +37,10 @@ if not specs:
     st.stop()
 
 store = resources.store_or_stop()
+running.runs_under_way(store)
 # An interrupted run (its process died mid-run) has no result to show: run that spec again.
 stored = {spec.strategy: found[0] for spec in specs
-          if (found := store.find_by_spec_key(spec.key, limit=1, interrupted=False))}
+          if (found := store.find_by_spec_key(spec.key, limit=1, interrupted=False, with_elbo=False))}
 missing = [spec for spec in specs if spec.strategy not in stored]
 
 # One key whatever the label: a click made while the page still showed the label of a
@@ -96,7 +98,7 @@ if note:
 else:
     dates = sorted({display.when(r.created_at) for r in shown})
     st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
-               + (f" to {dates[-1]}" if len(dates) > 1 else "") + f" · device: {shown[0].device_kind}")
+               + (f" to {dates[-1]}" if len(dates) > 1 else "") + f" · device: {md(shown[0].device_kind)}")
 
 frame = display.runs_frame(shown)
 ok = frame[frame["status"] == "ok"]
@@ -146,7 +148,7 @@ with right:
                   "whisker: the range the repeats allow; within noise: the ranges overlap).",
                   legend=None)
 
-curves = display.elbo_long(shown)
+curves = display.elbo_long(shown, curves=store.curves([r.id for r in shown]))  # thinned, for any length
 left, right = st.columns(2)
 with left:
     display.chart(lines.elbo_curves(curves, x="iteration").properties(height=280),
@@ -159,4 +161,4 @@ st.subheader("Numbers")
 display.show_runs_table(frame)
 diverged = frame[frame["status"] != "ok"]
 for _, row in diverged.iterrows():
-    st.warning(f"{row['strategy']}: {row['error'] or row['status']}", icon=":material/warning:")
+    st.warning(f"{md(row['strategy'])}: {md(row['error'] or row['status'])}", icon=":material/warning:")

@@ -22,6 +22,7 @@ from core.spec import OAKS_ROWS, DatasetSpec, SpecError
 from core.store.run_store import StoreError
 from pages.ui import display, resources, running, settings, state
 from pages.ui.sidebar import refresh_store_caption
+from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
     try:
         store = resources.run_store()
     except StoreError as exc:
-        return [], display.store_error(exc)
+        return [], public(exc)
     labels = [point_label(spec) for spec in specs]
     results: list[RunResult] = []
     error = None
@@ -58,10 +59,10 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
             try:
                 result = device_sweep.run_in_own_process(spec, str(store.path), on_phase=on_phase)
             except SpecError as exc:
-                error = f"{label}: {exc}"
+                error = f"{md(label)}: {public(exc)}"
             except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
                 log.exception("device sweep run of %s failed", spec)
-                error = f"{label} failed: {exc}"
+                error = f"{md(label)} failed: {public(exc)}"
             if error:
                 bar.progress(0.0, text=f"**{label}**: failed")
                 break
@@ -118,7 +119,7 @@ def show() -> None:
         base = problem.fit_spec("sharded", dataset=DatasetSpec(kind="oaks"))
         points = device_sweep.sweep_points(base, counts, strong, weak)
     except SpecError as exc:
-        st.error(str(exc), icon=":material/error:")
+        st.error(public(exc), icon=":material/error:")
         return
     simulated = base.device == "cpu"
     if simulated:

@@ -10,6 +10,7 @@ from core.charts import lines
 from core.spec import OAKS_REPLICATES, OAKS_ROWS, DatasetSpec, SpecError
 from pages.scaling import device_count
 from pages.ui import display, resources, running, settings, state
+from pages.ui.text import public
 
 DEFAULT_STRATEGIES = ("scan", "jit_step", "jit_per_function")
 
@@ -80,7 +81,7 @@ with n_tab:
         grid = [problem.fit_spec(name, dataset=DatasetSpec(kind="oaks", replicate=k))
                 for k in sizes for name in chosen]
     except SpecError as exc:
-        st.error(str(exc), icon=":material/error:")
+        st.error(public(exc), icon=":material/error:")
         st.stop()
 
     store = resources.store_or_stop()

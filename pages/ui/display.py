@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.charts import theme
+from core.charts import decimate, theme
 from core.run import agreement
 from core.run.result import RunResult
 from core.spec import SpecError
+from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
 TABLE_COLUMNS = {
@@ -46,8 +47,16 @@ def runs_frame(results: list[RunResult]) -> pd.DataFrame:
     return frame
 
 
-def elbo_long(results: list[RunResult], labels: list[str] | None = None) -> pd.DataFrame:
-    """ELBO curves in long format for `core.charts.lines.elbo_curves`.
+def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, np.ndarray] | None = None,
+              max_points: int = decimate.DISPLAY_POINTS) -> pd.DataFrame:
+    """ELBO curves in long format for `core.charts.lines.elbo_curves`, each thinned to at
+    most `max_points` points that keep its shape (`core.charts.decimate`).
+
+    Args:
+        results: runs (RunResults, or rows of the store's frame) with id, strategy,
+            trace_lower_s, compile_s and per_iter_ms.
+        labels: legend text per run (default: the strategy).
+        curves: ELBO curves by run id (`RunStore.curves`); default: each result's `elbo`.
 
     `wall_s` is an estimate, not a measurement: trace+lower and compile time plus
     (iteration + 1) steady-state iterations, so that compilation shows as a late start.
@@ -55,11 +64,12 @@ def elbo_long(results: list[RunResult], labels: list[str] | None = None) -> pd.D
     labels = labels or [r.strategy for r in results]
     parts = []
     for result, label in zip(results, labels):
-        iteration = np.arange(len(result.elbo))
+        values = curves.get(int(result.id), np.zeros(0)) if curves is not None else np.asarray(result.elbo, float)
+        iteration = decimate.envelope(values, max_points)
         start = result.trace_lower_s + result.compile_s
         parts.append(pd.DataFrame({
             "run_id": result.id, "strategy": result.strategy, "label": label, "iteration": iteration,
-            "elbo": np.asarray(result.elbo, dtype=float),
+            "elbo": values[iteration].astype(float),
             "wall_s": start + (iteration + 1) * result.per_iter_ms / 1e3}))
     if not parts:
         return pd.DataFrame(columns=["run_id", "strategy", "label", "iteration", "elbo", "wall_s"])
@@ -115,7 +125,7 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
     title = figure.title
     if title is not alt.Undefined and title:
         text = title if isinstance(title, str) else getattr(title, "text", "")
-        where.markdown(f"**{_escape(text)}**")
+        where.markdown(f"**{md(text)}**")
         figure = figure.copy(deep=False)
         figure.title = alt.Undefined
     if legend is None:
@@ -138,11 +148,6 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
         where.caption(caption)
 
 
-def _escape(text: str) -> str:
-    """Markdown's special characters shown as themselves (strategy names hold underscores)."""
-    return "".join("\\" + c if c in "\\*_[]`<>$~" else c for c in str(text))
-
-
 def si(value: float | None, unit: str = "") -> str:
     """13039107072 -> "13.0 G" + unit: small problems are MFLOP, big ones GFLOP."""
     if value is None:
@@ -153,23 +158,14 @@ def si(value: float | None, unit: str = "") -> str:
     return f"{value:,.0f} {unit}".strip()
 
 
-def store_error(exc: Exception) -> str:
-    """A store failure in words for a shared page: what went wrong, not where the server keeps
-    its files (the full message, path included, goes to the server's log)."""
-    log.error("run store: %s", exc)
-    cause = exc.__cause__
-    detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-    return f"The run store cannot be used{detail}; the server's log has the details."
-
-
 def guarded(work, what: str):
     """`work()`, or None after an error message: a projector must not show a traceback."""
     try:
         return work()
     except SpecError as exc:  # data or device not available here
-        st.error(f"{what}: {exc}", icon=":material/error:")
+        st.error(f"{what}: {public(exc)}", icon=":material/error:")
     except Exception as exc:  # noqa: BLE001 - logged in full, shown in one line
         log.exception("%s failed", what)
-        st.error(f"{what} failed with an internal error ({type(exc).__name__}: {exc}); see the server log",
+        st.error(f"{what} failed with an internal error ({type(exc).__name__}: {public(exc)}); see the server log",
                  icon=":material/error:")
     return None

@@ -20,7 +20,7 @@ from core.run.catalog import Runnable
 from core.run.prepared import ExecutableCache
 from core.spec import DEVICES, SpecError
 from core.store.run_store import RunStore, StoreError, default_db_path
-from pages.ui import display
+from pages.ui.text import public
 
 
 @st.cache_resource(show_spinner=False)
@@ -42,7 +42,7 @@ def store_or_stop() -> RunStore:
     try:
         return run_store()
     except StoreError as exc:
-        st.error(display.store_error(exc), icon=":material/error:")
+        st.error(f"The run store cannot be used: {public(exc)}")
         st.stop()
 
 

@@ -14,8 +14,9 @@ from core.run.result import RunResult
 from core.spec import FitSpec, SpecError
 from core.store import stored_run
 from core.store.run_store import StoreError
-from pages.ui import display, resources
+from pages.ui import access, display, resources
 from pages.ui.sidebar import refresh_store_caption
+from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ class _Reporter:
 
     def __init__(self, bar, live, label: str, live_points: list[dict], run_index: int, strategy: str) -> None:
         self.bar, self.live, self.label, self.strategy = bar, live, label, strategy
+        self.shown_label = md(label)
         self.points, self.run_index = live_points, run_index
         self.started = self.last_draw = None
         self.queue_shown = 0.0
@@ -56,7 +58,7 @@ class _Reporter:
             if now - self.started > 1.0 and now - (self.last_draw or self.started) > 1.0:
                 self.last_draw = now
                 self._draw_live()
-        self.bar.progress(progress.fraction, text=f"**{self.label}**: {text}")
+        self.bar.progress(progress.fraction, text=f"**{self.shown_label}**: {text}")
 
     def _queued(self, progress) -> None:
         # The queue reports every 50 ms; redrawing twice a second is enough to read, and
@@ -66,10 +68,10 @@ class _Reporter:
             return
         self.queue_shown = now
         ahead = progress.ahead
-        who = "; ".join(ticket.describe() for ticket in ahead[:3]) + (" …" if len(ahead) > 3 else "")
+        who = "; ".join(md(ticket.describe()) for ticket in ahead[:3]) + (" …" if len(ahead) > 3 else "")
         text = (f"waiting for the device: {len(ahead)} ahead in the queue, {progress.waited_s:.0f} s so far. "
                 f"Ahead: {who or 'the device is being released'}")
-        self.bar.progress(0.0, text=f"**{self.label}**: {text}")
+        self.bar.progress(0.0, text=f"**{self.shown_label}**: {text}")
 
     def finish(self) -> None:
         """Draws the final live curve, if this run reported any ELBO."""
@@ -99,11 +101,40 @@ def cancel_button(title: str):
     return slot
 
 
+def runs_under_way(store) -> None:
+    """With a password configured, the runs under way in the shared store (any session,
+    the command line) with a Cancel each, for whoever gives the password: the run's own
+    process stops it within seconds (`RunStore.request_cancel`) and stores nothing.
+    Without a password only the session that started a run can cancel it."""
+    if access.password() is None:
+        return
+    notes = store.in_flight()
+    if not notes:
+        return
+    with st.expander(f"Runs under way on this server ({len(notes)})", icon=":material/stop_circle:"):
+        guess = access.password_field("run_cancel_any_password", "cancel a run")
+        for note in notes:
+            spec = note["spec"]
+            dataset = spec.get("dataset", {})
+            what = (f"{spec.get('strategy', '?')} · {dataset.get('kind', '?')} · {spec.get('precision', '?')} · "
+                    f"{spec.get('iterations', '?')} iterations, started {time.time() - note['started_at']:.0f} s ago "
+                    f"on {note['host']}")
+            left, right = st.columns([3, 1], vertical_alignment="center")
+            left.caption(md(what))
+            if right.button("Cancel", key=f"run_cancel_any_{note['id']}", icon=":material/stop_circle:"):
+                refused = access.refusal(guess)
+                if refused:
+                    st.error(f"{refused} Nothing was cancelled.", icon=":material/lock:")
+                elif store.request_cancel(note["id"]):
+                    st.toast("Cancel asked: the run stops within seconds and stores nothing.",
+                             icon=":material/stop_circle:")
+
+
 def show_cancelled() -> None:
     """After a Cancel click: say what happened (once)."""
     title = st.session_state.pop("cancelled_run", None)
     if title:
-        st.info(f"{title}: cancelled. Runs that had finished are stored; the one running was not.",
+        st.info(f"{md(title)}: cancelled. Runs that had finished are stored; the one running was not.",
                 icon=":material/stop_circle:")
 
 
@@ -123,45 +154,46 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
 
     Returns:
         (the stored results, an error message or None). Each result is stored as soon as
-        its run has finished; a run that fails stores nothing.
+        its run has finished; a run that fails stores nothing. The message is markdown
+        with every user- or store-supplied part escaped (`pages.ui.text`).
     """
     labels = labels or [spec.strategy for spec in specs]
     try:
         for platform in {spec.device for spec in specs}:
             resources.check_device(platform)
         store = resources.run_store()
-    except SpecError as exc:
-        return [], str(exc)
-    except StoreError as exc:
-        return [], display.store_error(exc)
+    except (SpecError, StoreError) as exc:
+        return [], public(exc)
     results: list[RunResult] = []
     error = None
     live_points: list[dict] = []
     with st.status(f"{title}…", expanded=True) as status:
         cancel_slot = cancel_button(title)
-        bars = [st.progress(0.0, text=f"**{label}**: waiting") for label in labels]
+        bars = [st.progress(0.0, text=f"**{md(label)}**: waiting") for label in labels]
         live = st.empty()
         for index, (spec, label, bar) in enumerate(zip(specs, labels, bars)):
             # expanded must be repeated: an update without it can collapse the box.
-            status.update(label=f"{title}: {label} ({index + 1} of {len(specs)})…", expanded=True)
+            status.update(label=f"{md(title)}: {md(label)} ({index + 1} of {len(specs)})…", expanded=True)
             try:
                 reporter = _Reporter(bar, live, label, live_points, index, spec.strategy)
                 result = stored_run.run_and_store(store, spec, counts, cache=resources.executable_cache(),
                                                   on_progress=reporter, owner="dashboard", cold=cold)
                 reporter.finish()
-            except (SpecError, Cancelled) as exc:
-                error = f"{label}: {exc}"
-            except StoreError as exc:
-                error = f"{label}: {display.store_error(exc)}"
+            except (SpecError, StoreError, Cancelled) as exc:
+                error = f"{md(label)}: {public(exc)}"
             except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
                 log.exception("run of %s failed", spec)
-                error = f"{label} failed with an internal error ({type(exc).__name__}: {exc}); see the server log"
+                error = (f"{md(label)} failed with an internal error ({type(exc).__name__}: {public(exc)}); "
+                         "see the server log")
+            if error is None and result.status == "timed_out":  # stored, but it did not finish
+                results.append(result)
+                error = f"{md(label)}: {md(result.error)}; stored as timed out, with its curve so far"
             if error:
-                bar.progress(0.0, text=f"**{label}**: failed")
+                bar.progress(0.0, text=f"**{md(label)}**: failed")
                 break
             results.append(result)
             st.session_state.setdefault(OWN_RUNS, set()).add(result.id)
-            bar.progress(1.0, text=f"**{label}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
+            bar.progress(1.0, text=f"**{md(label)}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
                                    f"compile {result.trace_lower_s + result.compile_s:.2f} s ({result.cache})")
         cancel_slot.empty()
         done = f"{len(results)} run{'s' * (len(results) != 1)} stored"

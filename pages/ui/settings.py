@@ -12,6 +12,7 @@ import streamlit as st
 
 from core.data.counts import CountData
 from core.spec import OAKS_COLUMNS, DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from pages.ui.text import md
 from pages.ui.upload import Upload, current_upload
 
 KEY_PREFIX = "sb_"
@@ -29,6 +30,9 @@ class Problem:
         sim_n, sim_p, sim_d, sim_seed: the simulated data's shape and seed.
         device, precision, optimizer, lr, init, iterations, repeats, tol: as in `FitSpec`.
         upload: the validated CSV upload, for dataset "csv" (None until one is given).
+
+    The whole-number fields hold what their boxes give, a float (see the sidebar's
+    `_whole_number_input`); `whole` turns it into an int or refuses a fraction.
     """
 
     dataset: str = "oaks"
@@ -50,10 +54,10 @@ class Problem:
     def dataset_spec(self) -> DatasetSpec:
         """The DatasetSpec of the sidebar's data. Raises SpecError (e.g. no valid upload)."""
         if self.dataset == "oaks":
-            return DatasetSpec(kind="oaks", replicate=int(self.replicate))
+            return DatasetSpec(kind="oaks", replicate=whole("replicate", self.replicate))
         if self.dataset == "simulated":
-            return DatasetSpec(kind="simulated", n=int(self.sim_n), p=int(self.sim_p), d=int(self.sim_d),
-                               seed=int(self.sim_seed))
+            return DatasetSpec(kind="simulated", n=whole("n", self.sim_n), p=whole("p", self.sim_p),
+                               d=whole("d", self.sim_d), seed=whole("seed", self.sim_seed))
         if self.upload is None:
             raise SpecError("no valid counts CSV: upload one in the sidebar (or pick oaks or simulated data)")
         return DatasetSpec(kind="csv", counts_path=self.upload.name, offsets_path=self.upload.offsets_name,
@@ -67,9 +71,9 @@ class Problem:
         """
         optimizer = OptimizerSpec(self.optimizer, OptimizerSpec.lr if self.optimizer == "seed" else float(self.lr))
         return FitSpec(
-            dataset=dataset or self.dataset_spec(), strategy=strategy, iterations=int(self.iterations),
+            dataset=dataset or self.dataset_spec(), strategy=strategy, iterations=whole("iterations", self.iterations),
             precision=self.precision, device=self.device, optimizer=optimizer, init=self.init,
-            repeats=int(self.repeats), tol=float(self.tol) if strategy == "while_loop" else 0.0)
+            repeats=whole("repeats", self.repeats), tol=float(self.tol) if strategy == "while_loop" else 0.0)
 
     @property
     def counts(self) -> CountData | None:
@@ -78,14 +82,22 @@ class Problem:
 
     @property
     def label(self) -> str:
-        """`spec_summary` of these settings, or what is missing."""
+        """`spec_summary` of these settings, or what is missing (markdown)."""
         try:
             return spec_summary(self.fit_spec("scan"))
         except SpecError as exc:
-            return str(exc)
+            return md(exc)
 
 
 DEFAULTS = Problem()
+
+
+def whole(name: str, value: float) -> int:
+    """A whole-number setting from its box (which holds a float, see the sidebar); SpecError
+    naming the setting for a fraction, never a silent truncation."""
+    if isinstance(value, float) and not value.is_integer():
+        raise SpecError(f"{name} must be a whole number; got {value:g}")
+    return int(value)
 
 
 def key(field: str) -> str:
@@ -101,10 +113,10 @@ def current() -> Problem:
 
 
 def spec_summary(spec: FitSpec) -> str:
-    """One line naming the settings of a spec, strategy aside."""
+    """One line naming the settings of a spec, strategy aside (markdown; a file's name escaped)."""
     shape = spec.dataset.shape if spec.dataset.kind == "oaks" else None
     size = f"(n = {shape[0]:,}, p = {OAKS_COLUMNS})" if shape else ""
-    parts = [f"**{spec.dataset.label}** {size}".strip(), spec.precision, spec.device,
+    parts = [f"**{md(spec.dataset.label)}** {size}".strip(), spec.precision, spec.device,
              f"{spec.iterations:,} iterations", f"first call + {spec.repeats} timed repeat{'s' * (spec.repeats > 1)}",
              f"optimizer {spec.optimizer.label}", f"init {spec.init}"]
     return " · ".join(parts)

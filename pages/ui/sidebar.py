@@ -7,7 +7,6 @@ their choices come from `core.spec`.
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 import streamlit as st
 
@@ -16,8 +15,8 @@ from core.spec import INITS, OAKS_REPLICATES, OAKS_ROWS, OPTIMIZERS, PRECISIONS,
 from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
 from pages.ui.settings import DEFAULTS, key
+from pages.ui.text import md, public
 
-log = logging.getLogger(__name__)
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
 OPTIMIZER_LABELS = {"seed": "seed: RAdam, clipped at 0.1 (the tutorial's)",
@@ -26,20 +25,26 @@ INIT_LABELS = {"seed": "seed: M = 0, S = 1 (the tutorial's)",
                "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')"}
 
 
+# Whole-number settings, typed in float boxes (see `_whole_number_input`).
+WHOLE_NUMBERS = ("replicate", "sim_n", "sim_p", "sim_d", "sim_seed", "iterations", "repeats")
+
+
 def sidebar() -> None:
     """The problem settings shared by Run, Scaling and Under the hood."""
     for field in dataclasses.fields(DEFAULTS):
-        if field.name != "upload":
+        if field.name in WHOLE_NUMBERS and field.name != "replicate":
+            state.default(key(field.name), float(getattr(DEFAULTS, field.name)))
+        elif field.name != "upload":
             state.default(key(field.name), getattr(DEFAULTS, field.name))
     with st.sidebar:
         st.header("Problem")
         _dataset_inputs()
         _device_inputs()
         left, right = st.columns(2)
-        left.number_input("Iterations", 1, _cap("iterations", "sb_iterations"), key="sb_iterations",
-                          persist_state="session", step=50, help="gradient steps per fit")
-        right.number_input("Repeats", 1, _cap("repeats", "sb_repeats"), key="sb_repeats", persist_state="session",
-                           help="timed steady-state calls after the first call; the median is reported")
+        _whole_number_input(left, "Iterations", 1, _cap("iterations", "sb_iterations"), "sb_iterations", step=50,
+                            help="gradient steps per fit")
+        _whole_number_input(right, "Repeats", 1, _cap("repeats", "sb_repeats"), "sb_repeats",
+                            help="timed steady-state calls after the first call; the median is reported")
         _optimizer_inputs()
         _queue_caption(st.session_state["sb_device"])
         st.session_state["sb_store_slot"] = st.empty()
@@ -51,14 +56,28 @@ def _queue_caption(platform: str) -> None:
     try:
         entries = default_queue().entries(platform)
     except OSError as exc:  # an unwritable queue folder: runs will say so too
-        st.caption(f":material/error: device queue unreadable: {exc}")
+        st.caption(f":material/error: device queue unreadable: {public(exc)}")
         return
     if not entries:
         st.caption(f":material/check_circle: **{platform}** is free")
         return
     waiting = len(entries) - entries[0].running
-    st.caption(f":material/hourglass_top: **{platform}** busy: " + entries[0].describe()
+    st.caption(f":material/hourglass_top: **{platform}** busy: " + md(entries[0].describe())
                + (f"; {waiting} waiting" if waiting else ""))
+
+
+def _whole_number_input(container, label: str, low: int, high: int, key: str, step: int = 1, **options) -> None:
+    """A box for a whole number that refuses what it cannot take, with a message.
+
+    Streamlit's integer box reads "1e9" as 1 (its browser side stops at the first
+    non-digit) without a word; a float box reads it as 1e9 and refuses it there as out of
+    range, saying so. A fraction gets through and is refused by the page
+    (`settings.whole`), naming the setting.
+    """
+    if isinstance(st.session_state.get(key), int):  # set by a test or an older session: the box's own type
+        st.session_state[key] = float(st.session_state[key])
+    container.number_input(label, float(low), float(high), key=key, persist_state="session", step=float(step),
+                           format="%.0f", **options)
 
 
 def _cap(name: str, key: str) -> int:
@@ -66,27 +85,27 @@ def _cap(name: str, key: str) -> int:
     try:
         high = cap(name)
     except SpecError as exc:  # a bad PLNLAB_MAX_* on the server: say so, use the built-in cap
-        st.error(str(exc), icon=":material/error:")
+        st.error(public(exc), icon=":material/error:")
         high = default_cap(name)
-    if isinstance(st.session_state.get(key), int) and st.session_state[key] > high:
-        st.session_state[key] = high
+    value = st.session_state.get(key)
+    if isinstance(value, (int, float)) and value > high:
+        st.session_state[key] = type(value)(high)
     return high
 
 
 def refresh_store_caption() -> None:
-    """Redraws the sidebar's store line (its run count), e.g. after runs were added. The
-    store's path is the server's business: a shared page never shows it."""
+    """Redraws the sidebar's store line (its run count; never its path, which is the
+    server's business), e.g. after runs were added."""
     slot = st.session_state.get("sb_store_slot")
     if slot is None:
         return
     try:
         store = resources.run_store()
         count = store.count()
-    except StoreError:  # its message names the file: for the server's log, not the page
-        log.exception("run store unusable")
-        slot.error("The run store cannot be used; the server's log says why.")
+    except StoreError as exc:
+        slot.error(f"Run store unusable: {public(exc)}")
         return
-    slot.caption(f":material/database: {count:,} stored run{'s' if count != 1 else ''} in the shared store")
+    slot.caption(f":material/database: {count:,} stored run{'s' if count != 1 else ''}")
 
 
 def _dataset_inputs() -> None:
@@ -103,12 +122,11 @@ def _dataset_inputs() -> None:
                      help="np.repeat(Y, k, axis=0), as the seed tutorial grows the data; p = 114")
     elif kind == "simulated":
         left, right = st.columns(2)
-        left.number_input("n (rows)", 2, _cap("rows", "sb_sim_n"), key="sb_sim_n", persist_state="session", step=100)
-        right.number_input("p (columns)", 1, _cap("columns", "sb_sim_p"), key="sb_sim_p", persist_state="session",
-                           step=10)
-        left.number_input("d (covariates)", 1, _cap("covariates", "sb_sim_d"), key="sb_sim_d", persist_state="session",
-                          help="columns of X, intercept included")
-        right.number_input("seed", 0, 2**31 - 1, key="sb_sim_seed", persist_state="session")
+        _whole_number_input(left, "n (rows)", 2, _cap("rows", "sb_sim_n"), "sb_sim_n", step=100)
+        _whole_number_input(right, "p (columns)", 1, _cap("columns", "sb_sim_p"), "sb_sim_p", step=10)
+        _whole_number_input(left, "d (covariates)", 1, _cap("covariates", "sb_sim_d"), "sb_sim_d",
+                            help="columns of X, intercept included")
+        _whole_number_input(right, "seed", 0, 2**31 - 1, "sb_sim_seed")
     else:
         upload.csv_inputs()
 

@@ -12,6 +12,7 @@ import streamlit as st
 
 from core.data import csv_counts
 from core.data.counts import CountData, DataError, content_hash
+from pages.ui.text import md, public
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,10 +46,10 @@ def csv_inputs() -> None:
     if counts_file is not None and _upload_ids() != st.session_state.get("sb_csv_ids"):
         _parse_upload()
     if st.session_state.get("sb_csv_error"):
-        st.error(st.session_state["sb_csv_error"], icon=":material/error:")
+        st.error(public(st.session_state["sb_csv_error"]), icon=":material/error:")
     elif st.session_state.get("sb_csv"):
         upload = st.session_state["sb_csv"]
-        st.caption(f"Using **{upload.name}**: n = {upload.data.n:,} rows, p = {upload.data.p:,} "
+        st.caption(f"Using **{md(upload.name)}**: n = {upload.data.n:,} rows, p = {upload.data.p:,} "
                    f"columns{', with log-offsets' if upload.offsets_name else ''}.")
     else:
         st.info("Upload a counts CSV to fit your own data.", icon=":material/upload_file:")

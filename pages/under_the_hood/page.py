@@ -11,6 +11,7 @@ from core.inspect import introspect, layout, pitfalls
 from core.spec import FitSpec, SpecError
 from pages.ui import resources, settings, state
 from pages.ui.display import guarded, si
+from pages.ui.text import md, public
 from pages.under_the_hood import roofline_panel
 
 TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretching the page
@@ -160,11 +161,11 @@ try:
     spec = dataclasses.replace(problem.fit_spec(strategy), repeats=1)
 except SpecError as exc:
     spec = None
-    st.error(str(exc), icon=":material/error:")
+    st.error(public(exc), icon=":material/error:")
 clicked = go.button("Inspect", type="primary", key="uth_go", icon=":material/search:", width="stretch",
                     disabled=spec is None)
 if spec is not None:
-    st.markdown(f"Sidebar problem: **{spec.dataset.label}** · {spec.precision} · {spec.device} · "
+    st.markdown(f"Sidebar problem: **{md(spec.dataset.label)}** · {spec.precision} · {spec.device} · "
                 f"{spec.iterations:,} iterations · optimizer {spec.optimizer.label} · init {spec.init}")
 
 if clicked and spec is not None:

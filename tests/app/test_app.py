@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.data.counts import DataError
@@ -17,6 +18,7 @@ from core.run.result import RunResult
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
 
+from pages.ui.text import plain
 from project import APP
 
 TIMEOUT = 120
@@ -67,6 +69,19 @@ def test_pages_render_with_an_empty_store(store, page):
     assert not at.error
     if page == "pages/compare/page.py":
         assert at.get("page_link"), "an empty store points to the Run page"
+
+
+def test_no_message_shows_a_server_path(store, tmp_path, monkeypatch):
+    at = open_app()
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "0 stored runs" in captions and str(tmp_path) not in captions
+    # A store that cannot be opened: the message says why, not where.
+    monkeypatch.setenv("PLNLAB_DB", str(tmp_path / "not-a-folder" / "runs.sqlite3"))
+    (tmp_path / "not-a-folder").write_text("a file where a folder should be")
+    st.cache_resource.clear()
+    at = open_app("pages/compare/page.py")
+    shown = " ".join(e.value for e in [*at.error, *at.sidebar.error])
+    assert "cannot open the run store" in plain(shown) and str(tmp_path) not in plain(shown)
 
 
 def test_pages_render_with_stored_runs(store):
@@ -146,10 +161,17 @@ def test_compare_imports_a_runs_file_or_says_why_not(store, tmp_path):
     other.add(fake_run("scan")), other.add(fake_run("eager", run_s=2.0))
     other.export(tmp_path / "runs.json")
     at = open_app("pages/compare/page.py")
-    at.file_uploader(key="cmp_import").set_value(("broken.json", b'[{"strategy": "scan"}]', "application/json"))
+    at.file_uploader(key="cmp_import").set_value(("broken.json", b'[{"strategy": "scan"', "application/json"))
     at.run()
     at.button(key="cmp_import_go").click().run()
-    assert any("Nothing imported" in e.value and "broken.json" in e.value for e in at.error)
+    assert any(plain(e.value).startswith("Nothing imported: cannot read broken.json: ") for e in at.error)
+    assert not any("/" in e.value for e in at.error)  # no server folder in the message
+    at.file_uploader(key="cmp_import").set_value(("partial.json", b'[{"strategy": "scan"}]', "application/json"))
+    at.run()
+    at.button(key="cmp_import_go").click().run()
+    assert [plain(s.value) for s in at.success] == ["Imported 0 new runs from partial.json."]
+    assert [plain(w.value) for w in at.warning] == [
+        "Refused 1 of 1 record of partial.json: record 1: missing field 'spec'"]
     assert store.list() == []
     at.file_uploader(key="cmp_import").set_value(
         ("runs.json", (tmp_path / "runs.json").read_bytes(), "application/json"))
@@ -218,7 +240,7 @@ def test_a_failed_device_count_is_shown_and_stops_the_sweep(store, monkeypatch):
     monkeypatch.setattr(device_sweep, "run_in_own_process", refused)
     at.button(key="scl_dev_go").click().run()
     assert not at.exception
-    errors = [e.value for e in at.error]
+    errors = [plain(e.value) for e in at.error]
     assert any(e.startswith("1 device · oaks ×1 (n = 116): devices = 1, but") for e in errors), errors
     assert tried == [1] and store.list() == []  # the first failure stops the sweep
     assert at.button(key="scl_dev_go").label == "Run device sweep: 3 runs"
@@ -231,7 +253,7 @@ def test_bad_csv_upload_shows_the_error_and_stores_nothing(store):
         ("bad.csv", b"a,b\n1,-2\n3,4\n", "text/csv"))
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    errors = [e.value for e in at.error]
+    errors = [plain(e.value) for e in at.error]
     assert any("negative count" in e and "bad.csv" in e for e in errors), errors
     assert not at.get("button") or "run_go" not in [b.key for b in at.button]
     assert store.list() == []
@@ -282,6 +304,8 @@ BAD_UPLOADS = [
     (b"1,2\n3,4\n", b"0,inf\n0,0\n", "non-finite value"),
     (b"1,2\n3,4\n", b"0,0\n", "has 1 row"),
     (b"1,2\n3,4\n" * 40_000, None, "larger than the 0.2 MB accepted"),
+    (b"".join(b"1," * 9_999 + b"0\n" for _ in range(4)), None,
+     "10,000 columns; this server fits at most 2,000 (PLNLAB_MAX_COLUMNS)"),
 ]
 
 
@@ -299,13 +323,13 @@ def test_every_bad_upload_is_refused_with_its_reason_and_nothing_stored(store, m
             None if offsets is None else ("offsets.csv", offsets, "text/csv"))
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-        errors = [e.value for e in at.error]
+        errors = [plain(e.value) for e in at.error]
         assert any(message in e for e in errors), (message, errors)
         # The good file uploaded before is not fitted in the bad one's place.
         assert "run_go" not in [b.key for b in at.button]
         at.sidebar.file_uploader(key="sb_upload_offsets").set_value(None)
         refused += 1
-    assert refused == len(BAD_UPLOADS) == 16
+    assert refused == len(BAD_UPLOADS) == 17
     assert store.list() == []
 
 
@@ -330,7 +354,7 @@ def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch)
     at.button(key="cmp_delete_ask").click().run()
     at.text_input(key="cmp_delete_password").input("wrong")
     at.button(key="cmp_delete_yes").click().run()
-    assert "Wrong password: nothing was deleted." in [e.value for e in at.error]
+    assert "Wrong password. Nothing was deleted." in [e.value for e in at.error]
     assert len(store.list()) == 2
     at.text_input(key="cmp_delete_password").input("s3cret")
     at.button(key="cmp_delete_yes").click().run()
@@ -338,26 +362,79 @@ def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch)
     assert [r.id for r in store.list()] == [kept.id]
 
 
+def test_password_guesses_are_slowed_after_a_few_wrong_ones(store, monkeypatch):
+    from core import access
+
+    monkeypatch.setenv("PLNLAB_PASSWORD", "s3cret")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    errors = []
+    for _ in range(10):  # 1 + 2 + ... + 32 + 60 s of waits: the last one lasts a minute
+        at.text_input(key="access_guess").input("guess")
+        at.button[0].click().run()
+        errors.append(at.error[0].value)
+    assert errors[:access.FREE_GUESSES - 1] == ["Wrong password."] * (access.FREE_GUESSES - 1)
+    assert all("the next try is possible in" in e for e in errors[access.FREE_GUESSES:]), errors
+    at.text_input(key="access_guess").input("s3cret")  # right, but too soon: not even checked
+    at.button[0].click().run()
+    assert not at.sidebar.radio and "the next try is possible in" in at.error[0].value
+
+
+def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(store, monkeypatch):
+    import threading
+
+    from core.run.progress import Cancelled
+    from core.store import stored_run
+
+    monkeypatch.setenv("PLNLAB_PASSWORD", "s3cret")
+    outcome = []
+
+    def someone_elses_run():
+        try:
+            stored_run.run_and_store(RunStore(store.path), FitSpec(strategy="eager", iterations=100_000, repeats=1))
+            outcome.append("finished")
+        except Cancelled:
+            outcome.append("cancelled")
+
+    thread = threading.Thread(target=someone_elses_run)
+    thread.start()
+    while not store.in_flight() and thread.is_alive():
+        time.sleep(0.05)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    at.text_input(key="access_guess").input("s3cret")
+    at.button[0].click().run()
+    (note,) = store.in_flight()
+    at.text_input(key="run_cancel_any_password").input("wrong")
+    at.button(key=f"run_cancel_any_{note['id']}").click().run()
+    assert "Wrong password. Nothing was cancelled." in [e.value for e in at.error]
+    assert thread.is_alive()
+    at.text_input(key="run_cancel_any_password").input("s3cret")
+    at.button(key=f"run_cancel_any_{note['id']}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    thread.join(120)
+    assert outcome == ["cancelled"] and store.list() == [] and store.in_flight() == []
+
+
 def test_an_interrupted_run_is_listed_but_neither_drawn_nor_taken_as_done(store):
-    import sqlite3
     import subprocess
     import sys
+
+    from project import ROOT
 
     spec = FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan")
     done = fake_run("jit_step")
     store.add(done)
-    store.begin(spec.to_dict())
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
-    with sqlite3.connect(store.path) as conn:  # as if that (now dead) process had started it
-        conn.execute("UPDATE in_flight SET pid = ?", (int(gone),))
-    assert store.recover_interrupted() == 1  # what opening the store at the next start does
+    # A process that notes a run and dies before it finishes.
+    code = (f"import sys, os; sys.path.insert(0, {str(ROOT)!r}); from core.store.run_store import RunStore; "
+            f"RunStore({str(store.path)!r}).begin({spec.to_dict()!r}); os._exit(0)")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     (interrupted,) = [r for r in store.list() if r.status == "interrupted"]
     assert interrupted.spec_key == spec.key and interrupted.n == 116
 
     at = open_app("pages/compare/page.py")
     assert sorted(at.dataframe[0].value["status"]) == ["interrupted", "ok"]
-    assert any("1 interrupted run" in c.value for c in at.caption)
+    assert any("1 interrupted or timed-out run" in c.value for c in at.caption)
     assert not at.exception
     at.switch_page("pages/run/page.py").run()
     at.pills(key="run_strategies").set_value(["scan"]).run()
@@ -374,8 +451,8 @@ def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
     at.run()
     at.button(key="run_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    errors = " ".join(e.value for e in at.error)
-    assert "not enough memory: this fit needs about 1,920.08 GB" in errors and "GB free" in errors
+    errors = " ".join(plain(e.value) for e in at.error)
+    assert "not enough memory: this fit needs about 3,520.38 GB" in errors and "GB free" in errors
     assert store.list() == [] and store.in_flight() == []
 
 
@@ -387,7 +464,7 @@ def test_the_sidebar_says_who_holds_the_device(store, tmp_path, monkeypatch):
     assert any("**cpu** is free" in c.value for c in at.sidebar.caption)
     with DeviceQueue(tmp_path / "queue").hold("cpu", "scan · oaks x1000 · float32", "command line"):
         at.run()
-    busy = [c.value for c in at.sidebar.caption if "busy" in c.value]
+    busy = [plain(c.value) for c in at.sidebar.caption if "busy" in c.value]
     assert busy and "scan · oaks x1000 · float32 (command line, pid" in busy[0] and "running for" in busy[0]
 
 

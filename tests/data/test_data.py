@@ -165,6 +165,31 @@ def test_csv_over_size_cap(tmp_path):
         csv_counts.read_csv_bytes(GOOD.encode(), None, "big.csv", max_bytes=10)
 
 
+def _wide(rows: int = 4, columns: int = 10_000) -> bytes:
+    """The issue's 139 KB file: 4 samples of 10,000 counts, whose fit holds p x p matrices of 1e8 cells."""
+    return b"".join(",".join(str((i * 7 + j) % 10) for j in range(columns)).encode() + b"\n" for i in range(rows))
+
+
+def test_a_wide_csv_is_refused_with_the_cap_named(tmp_path, monkeypatch):
+    message = r"wide.csv has 10,000 columns; this server fits at most 2,000 \(PLNLAB_MAX_COLUMNS\)"
+    with pytest.raises(DataError, match=message):
+        csv_counts.read_csv_bytes(_wide(), None, "wide.csv")
+    path = tmp_path / "wide.csv"
+    path.write_bytes(_wide())
+    with pytest.raises(DataError, match=message):
+        csv_counts.read_csv(path)
+    monkeypatch.setenv("PLNLAB_MAX_COLUMNS", "20_000")
+    assert csv_counts.read_csv(path).p == 10_000  # a server may raise it
+
+
+def test_a_tall_csv_is_refused_with_the_cap_named(monkeypatch):
+    monkeypatch.setenv("PLNLAB_MAX_ROWS", "3")
+    with pytest.raises(DataError, match=r"tall.csv has 4 rows; this server fits at most 3 \(PLNLAB_MAX_ROWS\)"):
+        csv_counts.read_csv_bytes(b"a,b\n1,2\n3,4\n5,6\n7,8\n", None, "tall.csv")
+    with pytest.raises(DataError, match=r"tall.csv has 40,000 rows; this server fits at most 3"):
+        csv_counts.read_csv_bytes(b"1,2\n" * 40_000, None, "tall.csv")  # refused before parsing
+
+
 def test_csv_missing_file(tmp_path):
     with pytest.raises(DataError, match="cannot read"):
         csv_counts.read_csv(tmp_path / "nope.csv")

@@ -79,6 +79,7 @@ WRITER = textwrap.dedent("""
     store = RunStore({db!r})
     template = store.get({template_id})
     template.elbo = [-1.0 - i for i in range(200_000)]  # 1.6 MB a run: writes take a while
+    template.iterations = template.iterations_run = template.spec["iterations"] = 200_000
     while True:
         template.id = 0
         template.created_at = 0.0
@@ -145,7 +146,7 @@ def test_kill_inside_an_import_transaction_stores_none_of_it(tmp_path):
     run = engine.run(FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="jit_step",
                              iterations=5, repeats=1))
     for i in range(400):
-        run.id, run.created_at = 0, 1000.0 + i
+        run.id, run.created_at = 0, run.timed_end + 1e-3 * (i + 1)  # distinct runs, each stored after its window
         source.add(run)
     exported = tmp_path / "runs.json"
     source.export(exported)

@@ -2,19 +2,42 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import multiprocessing
 import sqlite3
+import time
 
 import pandas as pd
 import pytest
 
+from core.run.result import RunResult
 from core.spec import FitSpec
 from core.store.run_store import DEFAULT_DB_ENV, RunStore, StoreError, default_db_path
 from core.store.schema import MIGRATIONS, SCHEMA_VERSION
 
-from fake_runs import make_run
+
+def make_run(strategy: str = "scan", created_at: float = 0.0, iterations: int = 5,
+             host: str = "test-host", **changes) -> RunResult:
+    """A plausible stored run of the default spec (with `strategy`, `iterations` and any
+    `precision` in `changes`); its ELBO curve is `iterations_run` long."""
+    spec = FitSpec(strategy=strategy, iterations=iterations, precision=changes.get("precision", "float32"))
+    elbo = [-1000.0 + 10.0 * i + 0.1 / (i + 3) for i in range(changes.get("iterations_run", iterations))]
+    values = dict(
+        spec=spec.to_dict(), spec_key=spec.key, strategy=strategy, dataset="oaks x1",
+        n=116, p=114, d=1, precision="float32", device="cpu", iterations=iterations,
+        optimizer="seed", lr=0.01, init="seed", repeats=3, tol=0.0, status="ok", error=None,
+        diverged_at=None, iterations_run=iterations, transfer_s=0.001, trace_lower_s=0.02,
+        compile_s=0.3, first_call_s=0.05, run_s=0.04, run_s_min=0.039, run_s_max=0.041,
+        per_iter_ms=8.0, compile_count=1, disk_cache_hits=0, recompile_count=0,
+        cache="compiled", final_elbo=elbo[-1] if elbo else None, elbo=elbo, devices=1, device_kind="cpu",
+        versions={"jax": "0.4.35", "jaxlib": "0.4.35", "optax": "0.2.4", "numpy": "2.1",
+                  "python": "3.11.7", "platform": "cpu", "cpu_count": 16, "host": host},
+        created_at=created_at,
+    )
+    values.update(changes)
+    return RunResult(**values)
 
 
 @pytest.fixture
@@ -25,6 +48,7 @@ def store(tmp_path):
 def test_add_get_round_trip_keeps_every_field(store):
     run = make_run(final_elbo=float("nan"), run_s_max=float("inf"), error=None, diverged_at=None)
     run.elbo = [-1234.5678901234567, 1e-300, -float("inf")]
+    run.iterations_run = 3
     run_id = store.add(run)
     assert run.id == run_id > 0 and run.created_at > 0
     back = store.get(run_id)
@@ -175,7 +199,7 @@ def test_export_import_round_trip(tmp_path, store, suffix):
     path = tmp_path / f"runs{suffix}"
     assert store.export(path) == 3
     fresh = RunStore(tmp_path / "fresh.sqlite3")
-    assert fresh.import_file(path) == 3
+    assert fresh.import_file(path) == ("runs" + suffix, 3, 0, ())
 
     def comparable(run):
         out = run.to_dict()
@@ -184,7 +208,7 @@ def test_export_import_round_trip(tmp_path, store, suffix):
 
     assert [comparable(r) for r in fresh.list(with_elbo=True)] == [
         comparable(r) for r in store.list(with_elbo=True)]
-    assert fresh.import_file(path) == 0  # re-import adds nothing
+    assert fresh.import_file(path).added == 0  # re-import adds nothing
     assert len(fresh.list()) == 3
 
 
@@ -197,30 +221,103 @@ def test_export_selected_ids(tmp_path, store):
         store.export(path, [999])
 
 
-def test_import_is_all_or_nothing(tmp_path, store):
+def test_an_import_adds_the_good_records_and_says_which_it_refused(tmp_path, store):
     kept = store.add(make_run(created_at=1.0))
     records = [make_run("eager", created_at=5.0).to_dict(), make_run(created_at=6.0).to_dict(),
                make_run("jit_step", created_at=7.0).to_dict()]
     records[1]["n"] = "many"
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(records))
-    with pytest.raises(StoreError, match="record 2.*'n'"):
-        store.import_file(path)
-    assert [r.id for r in store.list()] == [kept]
+    done = store.import_file(path)
+    assert (done.added, done.already) == (2, 0) and len(done.refused) == 1
+    assert done.refused[0].startswith("record 2: field 'n' must be a whole number")
+    assert done.refusals().startswith("refused 1 of 3 records of bad.json: record 2: field 'n'")
+    assert sorted(r.strategy for r in store.list()) == ["eager", "jit_step", "scan"] and kept
 
 
 def test_import_rejects_missing_fields_and_bad_files(tmp_path, store):
     record = make_run().to_dict()
     del record["compile_s"]
     (tmp_path / "missing.json").write_text(json.dumps([record]))
-    with pytest.raises(StoreError, match="missing field 'compile_s'"):
-        store.import_file(tmp_path / "missing.json")
+    assert store.import_file(tmp_path / "missing.json").refused == ("record 1: missing field 'compile_s'",)
     (tmp_path / "broken.json").write_text("[{")
-    with pytest.raises(StoreError, match="cannot read"):
+    with pytest.raises(StoreError, match="cannot read broken.json"):
         store.import_file(tmp_path / "broken.json")
     with pytest.raises(StoreError, match="unknown format"):
         store.import_file(tmp_path / "runs.xlsx")
     assert store.list() == []
+
+
+# A hostile or careless file: each record breaks one rule a fresh run never breaks.
+POISONED = [
+    ({"iterations": 2_000_000, "spec": {"strategy": "scan", "iterations": 2_000_000}},
+     "spec is not one this server runs: iterations must be between 1 and 1,000,000"),
+    ({"timed_start": time.time() - 10, "timed_end": time.time() + 3600, "created_at": time.time()},
+     "does not end before the run was stored"),
+    ({"created_at": 3_999_999_999.0}, "created_at 2096-"),
+    ({"run_s_min": 0.5, "run_s": 0.04}, "timings are inconsistent"),
+    ({"compile_s": -1.0}, "compile_s must be a number of seconds >= 0"),
+    ({"strategy": "[sign in again here](https://example.com/login)"}, "strategy must be one of"),
+    ({"iterations": 7}, "iterations 7 disagrees with its spec's 5"),
+    ({"n": 10, "p": 10}, "shape 10 x 10 (d = 1) disagrees with its spec's 116 x 114"),
+    ({"iterations_run": 4}, "iterations_run must equal the ELBO curve's length (5)"),
+    ({"error": "x" * 5_000}, "error is 5,000 characters long"),
+    ({"status": "finished"}, "status must be one of"),
+]
+
+
+def test_an_import_meets_the_checks_of_a_fresh_run_and_names_each_refused_record(tmp_path, store):
+    good = make_run(created_at=time.time() - 60).to_dict()
+    records = [good]
+    for changes, _ in POISONED:
+        record = make_run(created_at=time.time() - 120).to_dict()
+        record.update({k: v for k, v in changes.items() if k != "spec"})
+        record["spec"].update(changes.get("spec", {}))
+        records.append(record)
+    path = tmp_path / "poisoned.json"
+    path.write_text(json.dumps(records))
+    done = store.import_file(path)
+    assert done.added == 1 and len(done.refused) == len(POISONED)
+    for number, ((_, message), refused) in enumerate(zip(POISONED, done.refused), start=2):
+        assert refused.startswith(f"record {number}: ") and message in refused, (message, refused)
+    assert [r.created_at for r in store.list()] == [good["created_at"]]
+
+
+def test_csv_export_neutralises_formulas_and_reads_back_exactly(tmp_path, store):
+    run = make_run(status="diverged", diverged_at=4, error="=cmd|' /C calc'!A0", final_elbo=-991.5,
+                   host="-rm -rf", versions={"host": "@SUM(A1)", "jax": "+1", "quote": "'=already"})
+    run.elbo = [-1000.0, -2.5e-3, -1e300, 0.0, -0.0]
+    store.add(run)
+    path = tmp_path / "runs.csv"
+    store.export(path)
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    cells = [cell for row in rows for cell in row.values()]
+    for cell in cells:
+        risky = cell.startswith(("=", "+", "@", "\t", "\r")) or (cell.startswith("-") and not _number(cell))
+        assert not risky, cell
+    assert rows[0]["error"] == "'=cmd|' /C calc'!A0" and rows[0]["final_elbo"] == "-991.5"  # a number stays one
+    fresh = RunStore(tmp_path / "fresh.sqlite3")
+    assert fresh.import_file(path).added == 1
+    (back,) = fresh.list(with_elbo=True)
+    assert back.error == run.error and back.versions == run.versions and back.elbo == run.elbo
+    assert back.final_elbo == -991.5
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def test_import_messages_name_the_file_never_a_folder(tmp_path, store):
+    for name, data in (("runs.json", b"[{"), ("runs.parquet", b"not parquet"), ("runs.csv", b"\xff\xfe\x00")):
+        with pytest.raises(StoreError) as refused:
+            store.import_bytes(data, name)
+        assert f"cannot read {name}" in str(refused.value) and "/" not in str(refused.value)
+    assert str(tmp_path) not in store.import_bytes(b"[1]", "runs.json").refused[0]
 
 
 def test_default_path_honours_env(monkeypatch, tmp_path):

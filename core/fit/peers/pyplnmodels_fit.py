@@ -46,6 +46,11 @@ class DivergedError(Exception):
         self.elbo = elbo
 
 
+class StoppedError(DivergedError):
+    """The per-iteration callback asked to stop (a run past its time budget); `elbo` holds
+    the values recorded so far, all finite."""
+
+
 @functools.lru_cache(maxsize=None)
 def model_class() -> type:
     """A `pyPLNmodels.Pln` subclass that computes on a chosen device and dtype, quietly."""
@@ -80,8 +85,10 @@ def model_class() -> type:
                     raise
                 recorded = [float(e) for e in self._elbo_criterion_monitor.elbo_list]
                 raise DivergedError(recorded + [float("nan")]) from None
-            if self._on_iteration is not None:
-                self._on_iteration(elbo)
+            if self._on_iteration is not None and self._on_iteration(elbo):
+                # pyPLNmodels' loop has no exit of its own: leave it like a divergence does.
+                recorded = [float(e) for e in self._elbo_criterion_monitor.elbo_list]
+                raise StoppedError(recorded + [float(elbo)])  # this iteration's is recorded after the step
             return elbo
 
         # pyPLNmodels prints these on every fit, whatever `verbose` says.
@@ -123,7 +130,8 @@ def exact_elbo(stirling_elbo: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def timed_fit(counts, device, precision: str, iterations: int, sync: Callable[[], None], on_iteration=None):
-    """(model, seconds, diverged ELBO or None): a fresh model's `fit`, timed alone."""
+    """(model, seconds, diverged or stopped ELBO or None): a fresh model's `fit`, timed alone;
+    `on_iteration(elbo)` returning true stops it (`StoppedError`)."""
     model = build(counts, device, precision, on_iteration)
     start = time.perf_counter()
     try:

@@ -211,15 +211,15 @@ def run_loop(step: Callable, state: TorchState, data: TorchData, iterations: int
     """Run `iterations` steps from `state`; returns (final state, (iterations,) ELBO tensor).
 
     ELBOs stay on the device until the end (no per-iteration sync), unless `on_iteration`
-    asks to see them.
+    asks to see them; a true return from it stops the loop after that iteration.
     """
 
     trace = []
     for i in range(iterations):
         state, value = step(state, data)
         trace.append(value)
-        if on_iteration is not None:
-            on_iteration(i, value)
+        if on_iteration is not None and on_iteration(i, value):
+            break
     return state, torch.stack(trace)
 
 

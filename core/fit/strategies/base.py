@@ -110,7 +110,9 @@ def empty_trace(iterations: int, dtype) -> jax.Array:
     return jnp.full((iterations,), jnp.nan, dtype=dtype)
 
 
-IterationCallback = Callable[[int, jax.Array], None]
+# Called with (iteration, its ELBO); a true return stops the loop after that iteration
+# (a run past its time budget keeps the curve so far).
+IterationCallback = Callable[[int, jax.Array], Any]
 
 
 class Strategy(abc.ABC):
@@ -159,8 +161,8 @@ class Strategy(abc.ABC):
         """Run the compiled loop `call` (one chunk of iterations) until `problem.iterations`.
 
         Between chunks `on_iteration(last iteration, its ELBO)` is called after the chunk
-        has finished (so a cancel raised there stops at once); without it the chunks are
-        dispatched back to back.
+        has finished (so a cancel raised there stops at once; a true return ends the loop
+        there); without it the chunks are dispatched back to back.
         """
         calls = problem.iterations // problem.iterations_per_call
         if calls == 1:
@@ -172,8 +174,9 @@ class Strategy(abc.ABC):
             traces.append(output.elbo)
             if on_iteration is not None:
                 jax.block_until_ready(output.elbo)
-                on_iteration((index + 1) * problem.iterations_per_call - 1, output.elbo[-1])
-        return FitOutput(state, jnp.concatenate(traces), problem.iterations)
+                if on_iteration((index + 1) * problem.iterations_per_call - 1, output.elbo[-1]):
+                    break
+        return FitOutput(state, jnp.concatenate(traces), len(traces) * problem.iterations_per_call)
 
     def device_count(self, device) -> int:
         """How many devices a run on `device`'s platform uses."""
@@ -221,9 +224,9 @@ class PythonLoopStrategy(Strategy):
         for i in range(problem.iterations):
             state, value = self.step(executables, problem, state, data)
             trace.append(value)
-            if on_iteration is not None:
-                on_iteration(i, value)
-        return FitOutput(state, jnp.stack(trace), problem.iterations)
+            if on_iteration is not None and on_iteration(i, value):
+                break
+        return FitOutput(state, jnp.stack(trace), len(trace))
 
 
 class CompiledLoopStrategy(Strategy):

@@ -1,0 +1,91 @@
+"""The time budget of one run (PLNLAB_MAX_RUN_SECONDS): refused before it starts when it
+cannot fit, stopped and stored as "timed_out" with its curve so far when it passes it; and
+a cancel asked through the store stops a run that another session started."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from core.run import budget, engine, prepared
+from core.run.progress import Cancelled
+from core.spec import DatasetSpec, FitSpec, SpecError
+from core.store import stored_run
+from core.store.run_store import RunStore
+
+TINY = DatasetSpec(kind="simulated", n=44, p=6, d=2, seed=3)
+
+
+def _spec(**changes):
+    values = dict(dataset=TINY, strategy="jit_step", iterations=30, precision="float64", repeats=2)
+    values.update(changes)
+    return FitSpec(**values)
+
+
+@pytest.fixture
+def no_floors(monkeypatch):
+    """Lets any run start, so that only the check while it runs can stop it."""
+    monkeypatch.setattr(budget, "_FLOORS", {})
+    monkeypatch.setattr(budget, "_CELL_FLOORS", {})
+
+
+@pytest.mark.parametrize("strategy", ["eager", "scan"])
+def test_a_run_past_its_budget_is_stored_as_timed_out_with_the_curve_so_far(
+        tmp_path, monkeypatch, no_floors, strategy):
+    monkeypatch.setenv("PLNLAB_MAX_RUN_SECONDS", "1")
+    if strategy == "scan":  # a compiled loop split into calls of 10 iterations
+        monkeypatch.setattr(prepared, "CHUNK_WORK", 44 * 6 * 10)
+    store = RunStore(tmp_path / "runs.sqlite3")
+    spec = _spec(strategy=strategy, iterations=1_000_000, repeats=3)
+    result = stored_run.run_and_store(store, spec, cache=prepared.ExecutableCache())
+    (stored,) = store.list(with_elbo=True)
+    assert stored.id == result.id and stored.status == "timed_out"
+    assert 0 < stored.iterations_run == len(stored.elbo) < 1_000_000
+    assert stored.elbo == result.elbo and stored.final_elbo == stored.elbo[-1]
+    assert "time budget of 1 s per run (PLNLAB_MAX_RUN_SECONDS)" in stored.error
+    assert "0 of 3 timed repeats" in stored.error and stored.run_s == stored.per_iter_ms == 0.0
+    assert store.in_flight() == []
+
+
+def test_a_run_that_cannot_finish_within_the_budget_is_refused_before_it_starts(tmp_path, monkeypatch):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    spec = FitSpec(strategy="eager", iterations=1_000_000, repeats=100)
+    with pytest.raises(SpecError, match=r"too long for this server: .* at least \d+ hours.*PLNLAB_MAX_RUN_SECONDS"):
+        stored_run.run_and_store(store, spec)
+    assert store.list() == [] and store.in_flight() == []
+    monkeypatch.setenv("PLNLAB_MAX_RUN_SECONDS", "soon")
+    with pytest.raises(SpecError, match="PLNLAB_MAX_RUN_SECONDS must be a number of seconds"):
+        engine.run(_spec())
+
+
+def test_the_floor_grows_with_iterations_repeats_and_cells():
+    small = budget.least_seconds(_spec(strategy="eager"), (44, 6, 2))
+    assert budget.least_seconds(_spec(strategy="eager", iterations=60), (44, 6, 2)) == pytest.approx(2 * small)
+    assert budget.least_seconds(_spec(strategy="eager", repeats=5), (44, 6, 2)) == pytest.approx(2 * small)
+    assert budget.least_seconds(_spec(strategy="scan"), (44_000, 600, 2)) > budget.least_seconds(
+        _spec(strategy="scan"), (44, 6, 2)) > 0
+
+
+def test_a_cancel_asked_through_the_store_stops_a_run_started_elsewhere(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    outcome = []
+
+    def owner():
+        try:
+            stored_run.run_and_store(store, _spec(strategy="eager", iterations=100_000, repeats=1))
+            outcome.append("finished")
+        except Cancelled:
+            outcome.append("cancelled")
+
+    thread = threading.Thread(target=owner)
+    thread.start()
+    other = RunStore(store.path)  # another session, or another process
+    while not other.in_flight() and thread.is_alive():
+        time.sleep(0.05)
+    (note,) = other.in_flight()
+    assert other.request_cancel(note["id"]) and not other.request_cancel(note["id"] + 1)
+    thread.join(120)
+    assert outcome == ["cancelled"]
+    assert other.list() == [] and other.in_flight() == []

@@ -1,0 +1,49 @@
+"""The memory estimate against XLA's own memory analysis of the compiled fits, from n >> p
+to p >> n: it must count everything XLA keeps (the p x p matrices, the optimizer's state,
+the temporaries), with a margin but not wildly over."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.inspect.xla_analysis import normalise_memory
+from core.run import memory_estimate, prepared
+from core.spec import DatasetSpec, FitSpec, OptimizerSpec
+
+# (n, p, d): tall, square with covariates, wide (p x p dominates).
+SHAPES = [(2000, 10, 1), (150, 150, 3), (20, 500, 1)]
+
+
+def _xla_peak_bytes(spec: FitSpec) -> int:
+    """The most any one executable of the fit holds: its arguments, its temporaries and
+    the outputs it does not write over its arguments."""
+    prep = prepared.prepare(spec, cache=prepared.ExecutableCache())
+    peaks = []
+    for executable in prep.executables.values():
+        memory = normalise_memory(executable.memory_analysis())
+        peaks.append(memory.argument_bytes + memory.temp_bytes + memory.output_bytes - (memory.alias_bytes or 0))
+    return max(peaks)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=["tall", "square", "wide"])
+@pytest.mark.parametrize("strategy,optimizer", [("scan", "seed"), ("scan", "rprop"), ("jit_step", "adam")])
+def test_the_estimate_covers_what_xla_holds_with_a_bounded_margin(shape, strategy, optimizer):
+    n, p, d = shape
+    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=n, p=p, d=d), strategy=strategy, iterations=3,
+                   precision="float64", optimizer=OptimizerSpec(optimizer), repeats=1)
+    xla = _xla_peak_bytes(spec)
+    estimate = memory_estimate.device_bytes(spec, shape)
+    assert xla <= estimate <= 2.0 * xla, (estimate / xla, estimate, xla)
+
+
+def test_a_wide_csv_is_estimated_by_its_p_x_p_matrices():
+    # 4 x 10,000: a 139 KB file whose fit holds p x p matrices of 100 million cells each.
+    spec = FitSpec(strategy="eager", precision="float32")
+    assert memory_estimate.device_bytes(spec, (4, 10_000, 1)) >= memory_estimate.P_P_ARRAYS * 4 * 10_000**2
+
+
+def test_on_the_cpu_the_host_copies_of_the_data_count_too():
+    cpu = FitSpec(dataset=DatasetSpec(kind="simulated", n=1000, p=50))
+    shape = (1000, 50, 1)
+    assert memory_estimate.needed_bytes(cpu, shape) == (memory_estimate.device_bytes(cpu, shape)
+                                                        + memory_estimate.host_bytes(cpu, shape))
