@@ -19,7 +19,8 @@ from pages.ui.text import md, public
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
            "status": "Status"}
 TABLE = ["id", "created", "strategy", "dataset", "n", "p", "precision", "device", "device_kind", "iterations",
-         "per_iter_ms", "run_s", "compile_s", "first_call_s", "cache", "final_elbo", "status", "host"]
+         "per_iter_ms", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s", "cache", "final_elbo",
+         "status", "host"]
 # Settings a difference in which explains a difference in timings.
 SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
             "lr", "init", "repeats", "tol", "cache", "jax_version", "jaxlib_version", "cpu_count", "host"]

@@ -18,20 +18,18 @@ from core.spec import SpecError
 from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
-TABLE_COLUMNS = {
+TABLE_COLUMNS = {  # no fixed widths: a header wider than its column would be cut on a projector
     "strategy": st.column_config.TextColumn("strategy"),
     "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or disk, or none (eager)"),
-    "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f",
-                                               help="XLA compilation"),
+    "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f", help="XLA compilation"),
     "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f"),
-    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f",
-                                           help="steady state: median of the timed repeats"),
+    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f", help="steady state: median of the timed repeats"),
+    "run_s_min": st.column_config.NumberColumn("fastest (s)", format="%.4f", help="the fastest timed repeat"),
+    "run_s_max": st.column_config.NumberColumn("slowest (s)", format="%.4f", help="the slowest timed repeat"),
     "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f",
                                                  help="steady-state time per iteration (ms)"),
-    "compile_count": st.column_config.NumberColumn("compiles",
-                                                   help="XLA compilations during the run"),
-    "recompile_count": st.column_config.NumberColumn("recompiles",
-                                                     help="compilations during the steady-state repeats"),
+    "compile_count": st.column_config.NumberColumn("compiles", help="XLA compilations during the run"),
+    "recompile_count": st.column_config.NumberColumn("recompiles", help="compilations during the steady-state repeats"),
     "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f",
                                                 help="the ELBO itself, exact log Y! (gammaln)"),
     "status": st.column_config.TextColumn("status"),

@@ -85,8 +85,14 @@ def _joined(values) -> str:
     return ",".join(str(v) for v in values)
 
 
+def _number_text(value) -> str:
+    """A number as a link writes it: whole numbers without a decimal point (the sidebar's
+    whole-number boxes hold floats: 150.0 is written 150)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 def _sidebar(name: str, field: str, read: Callable[[str], Any]) -> Param:
-    return Param(name, key(field), read, default=getattr(DEFAULTS, field))
+    return Param(name, key(field), read, _number_text, default=getattr(DEFAULTS, field))
 
 
 SIDEBAR = (
