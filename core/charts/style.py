@@ -43,8 +43,8 @@ UNKNOWN_COLOR = "#DDCC77"
 # The phases of a run are greys, light to dark in time order: no strategy is grey, so a
 # phase chart beside a strategy chart can never be read as naming strategies.
 PHASE_COLORS = ("#D4D4D4", "#A3A3A3", "#707070", "#3D3D3D")
-# Lines that are neither a strategy nor a phase: an ideal, a reference.
-REFERENCE_COLOR = "#222255"
+# Lines that are neither a strategy nor a phase (an ideal): a slate that reads on both themes.
+REFERENCE_COLOR = "#6A6A8A"
 # Axis titles and chart titles for timing columns, in words.
 LABELS = {
     "per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run (s)",

@@ -12,6 +12,7 @@ from core.run import spread
 from core.spec import SpecError
 from pages.story import keys
 from pages.ui import display, resources, running, settings, state
+from pages.ui.text import md
 
 STEP = "story_step"
 PENDING = "story_pending"  # a step reached by Next that has not run yet: run it on arrival
@@ -34,7 +35,7 @@ problem = settings.current()
 try:
     specs = story.specs(problem.fit_spec("eager"))
 except SpecError as exc:
-    st.error(str(exc), icon=":material/error:")
+    st.error(md(exc), icon=":material/error:")
     st.stop()
 store = resources.store_or_stop()
 
@@ -59,11 +60,14 @@ warm_up = warm.button(f"Warm up: run the {len(missing)} missing step{'s' * (len(
                            "stored run at once")
 keys.bind({"ArrowRight": "story_next", "PageDown": "story_next", "ArrowLeft": "story_prev", "PageUp": "story_prev"})
 
-todo = missing if warm_up else [specs[current]] if st.session_state.pop(PENDING, False) and runs[current] is None \
-    else []
+arrived_by_next = st.session_state.pop(PENDING, False)
+if warm_up:
+    todo = [index for index, run in enumerate(runs) if run is None]
+else:  # a step reached with Next runs on arrival; one reached by a link waits for a click
+    todo = [current] if arrived_by_next and runs[current] is None else []
 if todo:
-    labels = [f"{specs.index(spec) + 1} · {steps[specs.index(spec)].title}" for spec in todo]
-    _, error = running.run_specs(todo, counts=problem.counts, labels=labels,
+    _, error = running.run_specs([specs[i] for i in todo], counts=problem.counts,
+                                 labels=[story.step_label(i, steps[i]) for i in todo],
                                  title="Warming up" if warm_up else f"Step {current + 1}")
     if error:
         st.error(error, icon=":material/error:")
@@ -92,7 +96,7 @@ with number:
         st.info("This step has not run with these settings yet: press **Next** from the step before, or "
                 "**Warm up**.", icon=":material/hourglass_empty:")
     elif outcome.since_start is None:
-        st.warning(f"{step.strategy} {run.status}: {run.error or 'no timing'}", icon=":material/warning:")
+        st.warning(f"{step.strategy} {run.status}: {md(run.error or 'no timing')}", icon=":material/warning:")
     else:
         ratio = outcome.since_start
         big = spread.times(ratio.value) if current == 0 or ratio.significant is not False else spread.WITHIN_NOISE
@@ -109,4 +113,4 @@ done = [r for r in runs if r is not None and r.status == "ok"]
 seconds = (min(r.run_s_min for r in done), max(r.run_s_max for r in done)) if done else None
 display.chart(bars.story_bars(rows, [story.step_label(i, s) for i, s in enumerate(steps)], seconds),
               "Seconds for one whole fit once compiled (median of the repeats; whisker: fastest to slowest), "
-              "with the speed-up since step 1. Log scale: each gridline is ten times faster.", legend=None)
+              "with the speed-up since step 1. Log scale: equal distances are equal ratios.", legend=None)

@@ -63,7 +63,8 @@ def test_phases_read_in_time_order_and_apart_from_every_strategy():
     assert min(difference(p, s) for p in style.PHASE_COLORS for s in style.STRATEGY_COLORS.values()) >= 7
 
 
-def test_strategy_marks_stand_out_on_both_themes():
+def test_strategy_and_reference_marks_stand_out_on_both_themes():
+    assert min(contrast(style.REFERENCE_COLOR, scheme["background"]) for scheme in (theme.LIGHT, theme.DARK)) >= 3.0
     for colour in style.STRATEGY_COLORS.values():
         assert contrast(colour, theme.LIGHT["background"]) >= 3.0, colour
         assert contrast(colour, theme.DARK["background"]) >= 2.0, colour
