@@ -48,9 +48,11 @@ def main() -> None:
             page = context.new_page()
             page.goto(f"{base}/?iterations=50")
             wait_painted(page)
-            run = page.get_by_role("button", name=re.compile(r"^Run \d+ strateg"))
-            if run.count():
-                run.click()
+            # Either button, once drawn: the page may still be drawing when the title shows.
+            button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
+            button.wait_for(timeout=120_000)
+            if "again" not in button.inner_text():
+                button.click()
             page.wait_for_function(CHARTS_DRAWN, arg=4, timeout=600_000)
             wait_painted(page, timeout_ms=600_000)
             for title, path in PAGES.items():

@@ -237,7 +237,8 @@ def _command_run(args) -> int:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
     progress = _StderrProgress(label)
     if primary:
-        result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line", cold=args.cold)
+        result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line",
+                                          cold=args.cold)
     else:
         # Process 0 holds its host's device queue for the whole distributed run; the
         # others join its collectives rather than queue (they would wait for each other).
