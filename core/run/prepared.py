@@ -80,6 +80,15 @@ def chunk_iterations(cells: int, iterations: int) -> int:
     return max(k for k in range(1, min(most, iterations) + 1) if iterations % k == 0)
 
 
+def stopping_chunk_iterations(cells: int, iterations: int) -> int:
+    """Iterations per call for a compiled loop that stops at a tolerance: as many as
+    `CHUNK_WORK` allows, 0 (one call) when the whole loop is within it. Any count will do:
+    its loop ends where the fit's iterations do (`core.fit.strategies.base.Stop`)."""
+    if cells * iterations <= CHUNK_WORK:
+        return 0
+    return max(1, CHUNK_WORK // max(1, cells))
+
+
 class Compilation(NamedTuple):
     """How the executables of a prepared fit were obtained.
 
@@ -158,13 +167,15 @@ def prepare(
         host = model.make_data(counts.counts, counts.offsets, counts.covariates, spec.precision)
         report(Progress("transfer"))
         data, transfer_s = timed(lambda: strategy.place_data(host, device))
+    stops = spec.tol > 0
+    chunk = (stopping_chunk_iterations if stops else chunk_iterations)(shape[0] * shape[1], spec.iterations)
     problem = strategies.Problem(
         n=shape[0], p=shape[1], d=shape[2], dtype=spec.precision,
         iterations=spec.iterations, optimizer=spec.optimizer,
-        chunk=chunk_iterations(shape[0] * shape[1], spec.iterations) if strategy.chunkable else 0,
+        chunk=chunk if strategy.chunkable else 0, stops=stops,
     )
     with jax.default_device(device):
-        state = strategy.place_state(strategies.init_state(data, spec.init, problem.transformation), device)
+        state = strategy.place_state(strategies.init_state(data, spec.init, problem.algorithm), device)
         state = jax.block_until_ready(state)
         tol = jax.device_put(jnp.asarray(spec.tol, dtype=spec.precision), device)
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),

@@ -21,6 +21,16 @@ STATUSES = ("ok", "diverged", "interrupted", "timed_out")
 CACHE_STATES = ("compiled", "memory", "disk", "none")
 
 
+def met_tolerance(elbo: np.ndarray, spec: FitSpec) -> bool:
+    """Whether a fit of `spec` whose ELBO curve is `elbo` stopped at its tolerance: it
+    stopped before its last iteration (the strategies stop only there), or its last
+    relative ELBO change is under `tol`."""
+    if spec.tol <= 0 or len(elbo) < 2:
+        return False
+    last, previous = float(elbo[-1]), float(elbo[-2])
+    return len(elbo) < spec.iterations or abs(last - previous) / abs(last) < spec.tol
+
+
 @dataclasses.dataclass
 class Measurement:
     """What timing a runnable measured, before the engine adds the queue and the derived
@@ -100,6 +110,11 @@ class RunResult:
             calls (so that a cancel lands within seconds); 0 when it ran in one call.
         timed_start, timed_end: epoch seconds of the timed section, while the run held
             the device; `to_dict()` also gives them as `timed_window` [start, end].
+        time_to_solution_s: for a fit that stopped at its tolerance (`tol` > 0, the last
+            relative ELBO change under it), the steady-state seconds from its first
+            iteration to the stop: `run_s`, whose repeats all stop there. None for a fit
+            run for a fixed number of iterations (`tol` = 0), one that used them all
+            before meeting `tol`, or one that did not finish.
     """
 
     spec: dict[str, Any]
@@ -146,6 +161,7 @@ class RunResult:
     timed_end: float = 0.0
     id: int = 0
     created_at: float = 0.0
+    time_to_solution_s: float | None = None
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -176,6 +192,7 @@ class RunResult:
                      f"(PLNLAB_MAX_RUN_SECONDS): {len(trace):,} of {spec.iterations:,} iterations in the first "
                      f"call, {len(measurement.times)} of {spec.repeats} timed repeats")
         return cls(
+            time_to_solution_s=run_s if status == "ok" and measurement.times and met_tolerance(trace, spec) else None,
             spec=spec.to_dict(), spec_key=spec.key, strategy=spec.strategy, dataset=spec.dataset.label,
             n=n, p=p, d=d, precision=spec.precision, device=spec.device, iterations=spec.iterations,
             optimizer=measurement.optimizer, lr=measurement.lr, init=measurement.init, repeats=spec.repeats,

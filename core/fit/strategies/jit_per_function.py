@@ -3,7 +3,9 @@
 Five executables per iteration instead of hundreds of primitives, and XLA fuses the
 work inside each one (the ELBO's exp, products and sums become a few loops). Arrays
 still cross executable boundaries every iteration and Python still dispatches five
-calls per iteration. It is the seed tutorial's level 1.
+calls per iteration. It is the seed tutorial's level 1. The pieces are those of a
+gradient step on B, M and S: the profiled optimizers (pyplnmodels_rprop, lbfgs ...)
+evaluate, update and line-search in other pieces and run under the other strategies.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ class JitPerFunction(PythonLoopStrategy):
     name = "jit_per_function"
 
     def lower(self, problem, state, data, tol):
-        optimizer = problem.transformation
+        optimizer = problem.transformation  # a gradient optimizer (core.spec.refusal)
         params = state.params
         covariance = model.closed_form_covariance(params, data)
         return {
