@@ -225,8 +225,8 @@ class FitSpec:
             "log_rates" (log_counts less the log-offsets); see `core.fit.model.init_params`.
         repeats: steady-state timing repeats after the first call.
         tol: every strategy stops after the first iteration whose relative ELBO change
-            |ELBO_k - ELBO_k-1| / |ELBO_k| is under `tol` (or not a number); 0 runs every
-            iteration. (pyPLNmodels' own `tol` is another criterion; the pyplnmodels peer
+            |ELBO_k - ELBO_k-1| / |ELBO_k| is under `tol` (or not a number), from the third
+            iteration on; 0 runs every iteration. (pyPLNmodels' own `tol` is another criterion; the pyplnmodels peer
             stops by this one.)
         devices: how many devices of the platform the sharded strategy spans (the first
             `devices` of them); 0, the default, means all. Other strategies run on one

@@ -34,7 +34,7 @@ PEER = "pyplnmodels"
 # iterations its trajectory pass may take (a few times what it needs on oaks).
 INITS = {"pyplnmodels_rprop": "log_counts", "seed": "seed", "adam": "log_counts", "rprop": "log_counts"}
 DEFAULT_INIT = "log_rates"
-CAPS = {"preconditioned_lbfgs": 300, "lbfgs": 600, "diagonal_newton": 2500, "pyplnmodels_rprop": 1000,
+CAPS = {"preconditioned_lbfgs": 300, "lbfgs": 600, "diagonal_newton": 1000, "pyplnmodels_rprop": 1000,
         "seed": 5000, "adam": 5000, "rprop": 5000, PEER: 1000}
 DEFAULT_OPTIMIZERS = ("pyplnmodels_rprop", "lbfgs", "diagonal_newton", "preconditioned_lbfgs")
 

@@ -12,12 +12,14 @@ strategy needs):
 
 - "gradient": an optax transformation (`transformation`) moves B, M and S by the ELBO's
   gradient at the current Omega; Omega is then set at its closed form (the seed
-  tutorial's algorithm). Its ELBO is of the fit's dtype.
+  tutorial's algorithm).
 - "profiled": M and S move (by an optax transformation of the profiled gradient, a line
   search, a Newton step), B and Omega are at their closed forms, and the state holds the
-  evaluation of its point (`core.fit.profiled`). Its ELBO is of `model.wide_dtype`
-  (accumulated in float64), so that a stopping test can tell changes smaller than a
-  float32 ELBO's rounding (1.2e-7 of it) from none.
+  evaluation of its point (`core.fit.profiled`).
+
+`step`'s ELBO is of `model.wide_dtype` (accumulated in float64), so that a stopping test
+can tell changes smaller than a float32 ELBO's rounding (1.2e-7 of it) from none; the
+strategies record it in the fit's dtype.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ class Algorithm(abc.ABC):
 
     @abc.abstractmethod
     def step(self, state: FitState, data) -> tuple[FitState, jax.Array]:
-        """One iteration: (new state, ELBO of `state`, a scalar of the data's dtype)."""
+        """One iteration: (new state, ELBO of `state`, a scalar of `model.wide_dtype`)."""
 
 
 def closed_form_state(latent: Latent, data) -> tuple[model.PLNParams, jax.Array]:

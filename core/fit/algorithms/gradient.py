@@ -4,7 +4,9 @@ Rprop).
 
 One iteration of the "gradient" family:
 
-1. ELBO and its gradient with respect to B, M, S at the current Omega (autodiff);
+1. ELBO and its gradient with respect to B, M, S at the current Omega (autodiff of
+   `model.wide_elbo`: the ELBO is accumulated in float64, the gradient is of the fit's
+   dtype);
 2. the transformation's update of B, M, S;
 3. Omega <- Sigma^-1 at the closed-form Sigma for the new B, M, S.
 
@@ -29,6 +31,11 @@ from core.fit import model, profiled
 from core.fit.algorithms.base import Algorithm, FitState, Latent
 
 
+def negative_wide_elbo(params: model.PLNParams, precision: jax.Array, data) -> jax.Array:
+    """The loss of the gradient family: -ELBO, accumulated in float64 (`model.wide_elbo`)."""
+    return -model.wide_elbo(params, precision, data)
+
+
 class GradientAlgorithm(Algorithm):
     """An optax transformation on B, M and S, Omega at its closed form after each update."""
 
@@ -42,7 +49,7 @@ class GradientAlgorithm(Algorithm):
         return FitState(params, precision, self.transformation.init(params))
 
     def step(self, state, data):
-        loss, grads = jax.value_and_grad(model.negative_elbo)(state.params, state.precision, data)
+        loss, grads = jax.value_and_grad(negative_wide_elbo)(state.params, state.precision, data)
         updates, opt_state = self.transformation.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         precision = model.closed_form_precision(params, data)

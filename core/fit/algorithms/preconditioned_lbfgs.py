@@ -179,4 +179,4 @@ class PreconditionedLbfgs(Algorithm):
             point.log_sd, point.loss, point.gradient, point.curvature, remember(own.steps, step),
             remember(own.gradient_changes, change), own.inverse_products.at[slot].set(inverse),
             jnp.where(keep, (slot + 1) % MEMORY, slot), own.evaluations + 1 + halvings)
-        return self._state(point, new), (-own.loss).astype(dtype)
+        return self._state(point, new), -own.loss

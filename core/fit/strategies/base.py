@@ -13,7 +13,8 @@ or the whole loop.
 
 Stopping: with `tol` > 0 (`Problem.stops`) every strategy stops after the first
 iteration whose relative ELBO change |ELBO_i - ELBO_i-1| / |ELBO_i| is under `tol` (or
-not a number), inside its compiled loop, and a loop run in several calls (`run_calls`)
+not a number), from the third iteration on (optax's rprop makes no move in its first:
+its step lags the gradient by one iteration), inside its compiled loop, and a loop run in several calls (`run_calls`)
 ends at the call that stopped. A `lax.scan` cannot end early, so a compiled loop that
 stops runs its body under `lax.while_loop` (`loop_until`): XLA compiles both to one While
 loop, with the trip count or the count and the test as its condition. (Holding the state
@@ -45,7 +46,9 @@ class FitOutput(NamedTuple):
 
     Attributes:
         state: the state after the last iteration run.
-        elbo: (iterations,) ELBO per iteration; NaN past `iterations_run`.
+        elbo: ELBO per iteration, of the fit's dtype: (iterations,), or for a loop that
+            stopped in one of several calls, as many as those calls run; NaN past
+            `iterations_run`.
         iterations_run: iterations actually run (fewer when the fit stopped at `tol`).
         stop: for a loop that stops (`Problem.stops`), where it stands after this call
             (`Stop`); None otherwise.
@@ -66,16 +69,23 @@ class Stop(NamedTuple):
         done: bool scalar: the fit has stopped (tolerance met, ELBO not a number, or no
             iterations left).
         remaining: int32, iterations the fit may still run.
+        ran: int32, iterations run.
     """
 
     previous: jax.Array
     done: jax.Array
     remaining: jax.Array
+    ran: jax.Array
+
+
+# The first iteration whose change may stop a fit (see the module docstring).
+FIRST_STOP = 3
 
 
 def start_stop(iterations: int, dtype) -> Stop:
     """The `Stop` of a fit of at most `iterations` in `dtype` that has not started."""
-    return Stop(jnp.asarray(jnp.inf, model.wide_dtype(dtype)), jnp.asarray(False), jnp.asarray(iterations, jnp.int32))
+    return Stop(jnp.asarray(jnp.inf, model.wide_dtype(dtype)), jnp.asarray(False), jnp.asarray(iterations, jnp.int32),
+                jnp.asarray(0, jnp.int32))
 
 
 def relative_change(value, previous):
@@ -85,18 +95,19 @@ def relative_change(value, previous):
 
 def after(stop: Stop, value: jax.Array, tol: jax.Array) -> Stop:
     """`stop` after an iteration whose ELBO is `value`: done once the change is under `tol`
-    or not a number (a diverged fit stops too), or no iterations are left."""
+    or not a number (a diverged fit stops too) from iteration `FIRST_STOP` on, or once no
+    iterations are left."""
     value = value.astype(stop.previous.dtype)
-    remaining = stop.remaining - 1
-    done = ~(relative_change(value, stop.previous) >= tol) | (remaining <= 0)
-    return Stop(value, done, remaining)
+    remaining, ran = stop.remaining - 1, stop.ran + 1
+    met = ~(relative_change(value, stop.previous) >= tol) & (ran >= FIRST_STOP)
+    return Stop(value, met | (remaining <= 0), remaining, ran)
 
 
 def loop_until(step: Callable[[Any], tuple[Any, jax.Array]], carry: Any, iterations: int, tol: jax.Array,
-               stop: Stop):
+               stop: Stop, dtype):
     """Up to `iterations` of `step(carry) -> (carry, ELBO)` in a `lax.while_loop` that ends
-    once the fit stops (`after`) -> (carry, trace (iterations,) NaN past the stop,
-    iterations run, stop)."""
+    once the fit stops (`after`) -> (carry, trace (iterations,) in `dtype`, NaN past the
+    stop, iterations run, stop)."""
 
     def going(loop):
         i, _, _, stop = loop
@@ -105,24 +116,24 @@ def loop_until(step: Callable[[Any], tuple[Any, jax.Array]], carry: Any, iterati
     def body(loop):
         i, carry, trace, stop = loop
         carry, value = step(carry)
-        return i + 1, carry, trace.at[i].set(value), after(stop, value, tol)
+        return i + 1, carry, trace.at[i].set(value.astype(dtype)), after(stop, value, tol)
 
-    trace = empty_trace(iterations, jax.eval_shape(step, carry)[1].dtype)
-    start = (jnp.asarray(0, jnp.int32), carry, trace, stop)
+    start = (jnp.asarray(0, jnp.int32), carry, empty_trace(iterations, dtype), stop)
     run, carry, trace, stop = jax.lax.while_loop(going, body, start)
     return carry, trace, run, stop
 
 
-def scan_loop(body: Callable, carry: Any, iterations: int, stopping: tuple | None = None):
-    """`lax.scan(body, carry, length=iterations)` -> (carry, trace, iterations run, stop).
+def scan_loop(body: Callable, carry: Any, iterations: int, stopping: tuple | None, dtype):
+    """`lax.scan(body, carry, length=iterations)` -> (carry, trace in `dtype` (the fit's),
+    iterations run, stop).
 
     `body(carry, None) -> (carry, ELBO)`. With `stopping` = (tol, stop), the same body
     under `loop_until`, which ends at the stop; without it, the plain scan.
     """
     if stopping is None:
         carry, trace = jax.lax.scan(body, carry, length=iterations)
-        return carry, trace, iterations, None
-    return loop_until(lambda c: body(c, None), carry, iterations, *stopping)
+        return carry, trace.astype(dtype), iterations, None
+    return loop_until(lambda c: body(c, None), carry, iterations, *stopping, dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -325,10 +336,10 @@ class PythonLoopStrategy(Strategy):
                 break
             if problem.stops:
                 current = np.asarray(value).astype(wide)  # a device sync: a loop that stops must know
-                if not relative_change(current, previous) >= tolerance:
+                if not relative_change(current, previous) >= tolerance and i + 1 >= FIRST_STOP:
                     break
                 previous = current
-        return FitOutput(state, jnp.stack(trace), len(trace))
+        return FitOutput(state, jnp.stack(trace).astype(problem.dtype), len(trace))
 
 
 class CompiledLoopStrategy(Strategy):

@@ -14,6 +14,7 @@ import jax
 import optax
 
 from core.fit import model
+from core.fit.algorithms.gradient import negative_wide_elbo
 from core.fit.strategies.base import FitState, PythonLoopStrategy
 
 
@@ -25,7 +26,7 @@ class JitPerFunction(PythonLoopStrategy):
         params = state.params
         covariance = model.closed_form_covariance(params, data)
         return {
-            "value_and_grad": jax.jit(jax.value_and_grad(model.negative_elbo)).lower(params, state.precision, data),
+            "value_and_grad": jax.jit(jax.value_and_grad(negative_wide_elbo)).lower(params, state.precision, data),
             "update": jax.jit(optimizer.update).lower(params, state.opt_state, params),
             "apply_updates": jax.jit(optax.apply_updates).lower(params, params),
             "covariance": jax.jit(model.closed_form_covariance).lower(params, data),

@@ -17,7 +17,7 @@ def _fit(state, data, optimizer, iterations, stopping=None):
         return new_state._asdict(), value
 
     # jax.lax.scan(body, state._asdict(), length=iterations), stopping at tol when asked.
-    carry, trace, run, stop = scan_loop(body, state._asdict(), iterations, stopping)
+    carry, trace, run, stop = scan_loop(body, state._asdict(), iterations, stopping, data.counts.dtype)
     return FitOutput(FitState(**carry), trace, run, stop)
 
 

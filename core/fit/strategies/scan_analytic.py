@@ -162,7 +162,7 @@ def _fit(state: FitState, data: model.PLNData, optimizer, iterations: int, stopp
         elbo = 0.5 * n * logdet + terms_sum - log_factorial_sum
         return _Carry(packed, Omega, opt_state, R, A, elbo), carry.elbo
 
-    final, trace, run, stop = scan_loop(step, start, iterations, stopping)
+    final, trace, run, stop = scan_loop(step, start, iterations, stopping, Y.dtype)
     params = _unpack(final.packed, n)
     opt_state = _unpack_state(final.opt_state, state.opt_state, n)
     return FitOutput(FitState(params, final.precision, opt_state), trace, run, stop)

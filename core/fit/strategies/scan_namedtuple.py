@@ -16,7 +16,7 @@ def _fit(state, data, optimizer, iterations, stopping=None):
         return fit_step(carry, data, optimizer)
 
     # jax.lax.scan(body, state, length=iterations), stopping at tol when asked.
-    final, trace, run, stop = scan_loop(body, state, iterations, stopping)
+    final, trace, run, stop = scan_loop(body, state, iterations, stopping, data.counts.dtype)
     return FitOutput(final, trace, run, stop)
 
 

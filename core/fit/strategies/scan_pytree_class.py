@@ -16,6 +16,7 @@ from jax.tree_util import register_pytree_node_class
 
 from core.fit import model
 from core.fit.algorithms import Algorithm
+from core.fit.algorithms.gradient import negative_wide_elbo
 from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, as_algorithm, scan_loop
 
 
@@ -29,7 +30,7 @@ class PLNFit:
         self.opt_state = opt_state
 
     def elbo_and_grads(self, data: model.PLNData):
-        loss, grads = jax.value_and_grad(model.negative_elbo)(self.params, self.precision, data)
+        loss, grads = jax.value_and_grad(negative_wide_elbo)(self.params, self.precision, data)
         return -loss, grads
 
     def gradient_step(self, grads, optimizer: optax.GradientTransformation) -> "PLNFit":
@@ -66,7 +67,7 @@ def _fit(state, data, optimizer, iterations, stopping=None):
 
     start = PLNFit(state.params, state.precision, state.opt_state)
     # jax.lax.scan(body, start, length=iterations), stopping at tol when asked.
-    final, trace, run, stop = scan_loop(body, start, iterations, stopping)
+    final, trace, run, stop = scan_loop(body, start, iterations, stopping, data.counts.dtype)
     return FitOutput(FitState(final.params, final.precision, final.opt_state), trace, run, stop)
 
 

@@ -37,7 +37,7 @@ def _fit(state, data, optimizer, iterations, layout, stopping=None):
         new_state = jax.lax.with_sharding_constraint(new_state, layout)
         return new_state._asdict(), value
 
-    carry, trace, run, stop = scan_loop(body, state._asdict(), iterations, stopping)
+    carry, trace, run, stop = scan_loop(body, state._asdict(), iterations, stopping, data.counts.dtype)
     return FitOutput(FitState(**carry), trace, run, stop)
 
 

@@ -26,10 +26,9 @@ def _fit(state, data, tol, stop, optimizer, iterations):
     def body(carry):
         i, state, trace, stop = carry
         state, value = fit_step(state, data, optimizer)
-        return i + 1, state, trace.at[i].set(value), after(stop, value, tol)
+        return i + 1, state, trace.at[i].set(value.astype(trace.dtype)), after(stop, value, tol)
 
-    trace = empty_trace(iterations, jax.eval_shape(lambda s: fit_step(s, data, optimizer), state)[1].dtype)
-    start = (jnp.asarray(0, jnp.int32), state, trace, stop)
+    start = (jnp.asarray(0, jnp.int32), state, empty_trace(iterations, data.counts.dtype), stop)
     count, final, trace, stop = jax.lax.while_loop(keep_going, body, start)
     return FitOutput(final, trace, count, stop)
 
