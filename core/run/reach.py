@@ -31,19 +31,19 @@ def iterations_to(elbo: np.ndarray, best: float, relative: float = SOLVED) -> in
     return int(np.argmax(close)) + 1 if close.any() else None
 
 
-def best_by_problem(frame: pandas.DataFrame) -> pandas.Series:
-    """The best (largest) final ELBO of the finished runs of each problem (`PROBLEM`
-    columns), indexed like `frame`: NaN where a problem has none."""
-    finished = frame["final_elbo"].where(frame["status"] == "ok")
-    return finished.groupby([frame[c] for c in PROBLEM], dropna=False).transform("max")
+def best_by_problem(frame: pandas.DataFrame) -> dict[tuple, float]:
+    """The best (largest) final ELBO of the finished runs of each problem, by its `PROBLEM`
+    values (dataset, n, p, d)."""
+    finished = frame[frame["status"] == "ok"]
+    return {key: float(value) for key, value in finished.groupby(PROBLEM)["final_elbo"].max().items()}
 
 
-def reach_frame(frame: pandas.DataFrame, curves: dict[int, np.ndarray], best: pandas.Series,
+def reach_frame(frame: pandas.DataFrame, curves: dict[int, np.ndarray], best: dict[tuple, float],
                 relative: float = SOLVED) -> pandas.DataFrame:
     """Per run of `frame` (rows of the store's frame) with its curve: the iterations to come
-    within `relative` of `best` (per row), and the seconds that takes, *estimated* as those
-    iterations at the run's steady-state time per iteration (`per_iter_ms`), alone and
-    with the run's trace, lowering and compile time before it.
+    within `relative` of its problem's `best` (`best_by_problem`), and the seconds that
+    takes, *estimated* as those iterations at the run's steady-state time per iteration
+    (`per_iter_ms`), alone and with the run's trace, lowering and compile time before it.
 
     Returns columns id, strategy, optimizer, init, precision, best_elbo, iterations_to,
     seconds_to (NaN where the run never came that close) and with_compile_s.
@@ -52,9 +52,9 @@ def reach_frame(frame: pandas.DataFrame, curves: dict[int, np.ndarray], best: pa
     import pandas as pd
 
     rows = []
-    for index, run in frame.iterrows():
+    for _, run in frame.iterrows():
         curve = curves.get(int(run["id"]))
-        target = best.loc[index]
+        target = best.get(tuple(run[c] for c in PROBLEM), math.nan)
         count = iterations_to(curve, target, relative) if curve is not None and math.isfinite(target) else None
         seconds = count * run["per_iter_ms"] / 1e3 if count is not None else math.nan
         rows.append({"id": int(run["id"]), "strategy": run["strategy"], "optimizer": run["optimizer"],

@@ -9,19 +9,22 @@ import pandas as pd
 import streamlit as st
 
 from core.charts import bars, lines
+from core.run import reach
 from core.store.run_store import StoreError
 from pages.ui import access, display, resources, state
 from pages.ui.text import md, public
 
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
            "status": "Status"}
-TABLE = ["id", "created", "strategy", "dataset", "n", "p", "precision", "device", "device_kind", "iterations",
-         "per_iter_ms", "run_s", "compile_s", "first_call_s", "cache", "final_elbo", "status", "host"]
+TABLE = ["id", "created", "strategy", "optimizer", "dataset", "n", "p", "precision", "device", "device_kind",
+         "time_to_solution_s", "iterations_run", "per_iter_ms", "run_s", "compile_s", "first_call_s", "cache",
+         "final_elbo", "status", "host"]
 # Settings a difference in which explains a difference in timings.
 SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
             "lr", "init", "repeats", "tol", "cache", "jax_version", "jaxlib_version", "cpu_count", "host"]
 GROUPS = ["strategy", "dataset", "device", "precision", "device_kind", "optimizer", "init", "host"]
-METRICS = {"per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run (s)",
+METRICS = {"time_to_solution_s": "time to solution (s)", "per_iter_ms": "time per iteration (ms)",
+           "run_s": "steady-state run (s)",
            "compile_s": "XLA compile (s)", "first_call_s": "first call (s)", "trace_lower_s": "trace+lower (s)",
            "transfer_s": "data transfer (s)"}
 MAX_CURVES = 12
@@ -132,7 +135,7 @@ with by_time:
 
 st.header("Grouped timings")
 state.default("cmp_group", ["strategy"])
-state.default("cmp_metric", "per_iter_ms")
+state.default("cmp_metric", "time_to_solution_s")
 left, right = st.columns([3, 2])
 by = left.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session", placeholder="choose columns")
 metric = right.selectbox("Timing", list(METRICS), key="cmp_metric", persist_state="session", format_func=METRICS.get)
@@ -142,6 +145,18 @@ if by:
                   legend=None)
 else:
     st.info("Choose at least one column to group by.")
+
+st.header("Time to reach the best stored ELBO")
+state.default("cmp_within", 1e-5)
+within = st.select_slider("Within (relative)", [1e-3, 1e-4, 1e-5, 1e-6, 1e-7], key="cmp_within",
+                          persist_state="session", format_func=lambda v: f"{v:g}",
+                          help="how close to the best ELBO stored for the same data counts as solved")
+reached = reach.reach_frame(picked.head(40), store.curves([int(i) for i in picked["id"].head(40)]),
+                            reach.best_by_problem(frame), within)
+display.chart(bars.reach_bars(reached, within),
+              f"Iterations until each run's ELBO came within {within:g} of the best final ELBO stored for its data "
+              "(any strategy, optimizer or precision), at its steady-state time per iteration: an estimate from "
+              "one timed run, not a timing of its own.", legend=None)
 
 st.header("Relative to a baseline run")
 ids = [int(i) for i in picked["id"]]

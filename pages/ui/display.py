@@ -20,6 +20,11 @@ from pages.ui.text import public
 log = logging.getLogger(__name__)
 TABLE_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
+    "time_to_solution_s": st.column_config.NumberColumn(
+        "to solution (s)", format="%.4f", width="small",
+        help="steady-state seconds from the first iteration to the stop at the tolerance; empty when the fit "
+             "ran a fixed number of iterations or did not meet it"),
+    "iterations_run": st.column_config.NumberColumn("iterations", width="small", help="iterations run"),
     "cache": st.column_config.TextColumn("cache", width="small",
                                          help="compiled now, reused from memory or disk, or none (eager)"),
     "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f", width="small",
