@@ -23,6 +23,7 @@ from typing import Any
 from core.spec import (
     DATASET_KINDS,
     DEVICES,
+    HEADER_CHOICES,
     INITS,
     OPTIMIZERS,
     PRECISIONS,
@@ -77,6 +78,8 @@ def _add_data(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="simulated, simulated_on_device: random seed")
     parser.add_argument("--counts", default="", help="csv: counts file")
     parser.add_argument("--offsets", default="", help="csv: log-offsets file (optional)")
+    parser.add_argument("--header", choices=HEADER_CHOICES, default="auto",
+                        help="csv: whether line 1 names the columns; auto decides and says why (default)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -177,6 +180,8 @@ def _fit_spec(args: argparse.Namespace) -> FitSpec:
 def _dataset_spec(args: argparse.Namespace) -> DatasetSpec:
     from core.data.counts import content_hash
 
+    if args.dataset != "csv" and args.header != "auto":
+        raise SpecError(f"--header applies to --dataset csv only; got --dataset {args.dataset}")
     if args.dataset == "oaks":
         dataset = DatasetSpec(kind="oaks", replicate=args.replicate)
     elif args.dataset in SIMULATED_KINDS:
@@ -190,7 +195,7 @@ def _dataset_spec(args: argparse.Namespace) -> DatasetSpec:
                 raise SpecError(f"no such file: {path}")
         dataset = DatasetSpec(kind="csv", counts_path=os.path.abspath(args.counts),
                               offsets_path=os.path.abspath(args.offsets) if args.offsets else "",
-                              content_hash=content_hash(*paths))
+                              content_hash=content_hash(*paths), header=args.header)
     return dataset
 
 
@@ -267,6 +272,7 @@ def _command_run(args) -> int:
     if args.distributed:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
     progress = _StderrProgress(label)
+    counts = _read_csv_saying_how(spec) if spec.dataset.kind == "csv" else None
     if primary:
         result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
     else:
@@ -292,7 +298,9 @@ def _print_run(result, as_json: bool) -> None:
     print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {result.status}; "
           f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
           f"steady {result.run_s:.4f} s = {result.iterations_run} iterations x {result.per_iter_ms:.3f} ms"
-          f"{solved}; final ELBO {result.final_elbo}" + (f"; {result.error}" if result.error else ""))
+          f"{solved}; final ELBO {result.final_elbo}")
+    for line in ([result.error] if result.error else []) + _convergence(result) + result.warnings:
+        print(f"  {line}")
 
 
 def _command_solve(args) -> int:
@@ -323,6 +331,24 @@ def _command_solve(args) -> int:
                          f"{spec.iterations:,} iterations (raise --iterations or --tol)\n")
     _print_run(result, args.json)
     return EXIT_OK
+
+
+def _read_csv_saying_how(spec: FitSpec):
+    """The CSV data of `spec`, with how they were read (separator, header) and changed
+    (columns dropped) on stderr."""
+    from core.data import datasets
+
+    counts = datasets.load(spec.dataset)
+    for line in (*counts.notes, *counts.warnings):
+        sys.stderr.write(f"{line}\n")
+    return counts
+
+
+def _convergence(result) -> list[str]:
+    if result.converged is False:
+        return [f"not converged: the last relative ELBO change, {result.final_change:.1e}, is above "
+                f"--tol {result.tol:g}; run more iterations"]
+    return []
 
 
 def _command_list(args) -> int:

@@ -29,6 +29,8 @@ OPTIMIZERS = GRADIENT_OPTIMIZERS + PROFILED_OPTIMIZERS
 # Those whose steps scale with `OptimizerSpec.lr`; the others ignore it.
 LEARNING_RATE_OPTIMIZERS = ("adam", "rprop", "pyplnmodels_rprop")
 INITS = ("seed", "log_counts", "log_rates")
+# Whether line 1 of a CSV file names the columns: "auto" decides (core.data.csv_layout).
+HEADER_CHOICES = ("auto", "yes", "no")
 # pyPLNmodels' oaks data: 116 samples x 114 amplicons; "oaks xK" repeats every row K times.
 OAKS_ROWS, OAKS_COLUMNS = 116, 114
 # The sizes the dashboard offers (K above); the command line takes any K up to the cap.
@@ -106,6 +108,8 @@ class DatasetSpec:
         counts_path, offsets_path: csv only. `offsets_path` holds log-offsets.
         content_hash: csv only: a hash of the files' bytes, so that a spec names data,
             not a path whose content may change. Filled in by `core.data.datasets`.
+        header: csv only: whether line 1 of the files names the columns, one of
+            `HEADER_CHOICES` ("auto" decides and says why; see `core.data.csv_layout`).
     """
 
     kind: str = "oaks"
@@ -117,9 +121,13 @@ class DatasetSpec:
     counts_path: str = ""
     offsets_path: str = ""
     content_hash: str = ""
+    header: str = "auto"
 
     def __post_init__(self) -> None:
         _check_choice("dataset", self.kind, DATASET_KINDS)
+        _check_choice("header", self.header, HEADER_CHOICES)
+        if self.kind != "csv" and self.header != "auto":
+            raise SpecError(f"header applies to csv data only; got header {self.header!r} with dataset {self.kind}")
         if self.kind == "oaks":
             _check_int("replicate", self.replicate, 1, cap("replicate"))
         elif self.kind in SIMULATED_KINDS:
@@ -269,9 +277,11 @@ class FitSpec:
 
     def to_dict(self) -> dict[str, Any]:
         values = dataclasses.asdict(self)
-        # Left out at its default so that specs from before the field existed keep their key.
+        # Left out at their defaults so that specs from before the fields existed keep their key.
         if values["devices"] == 0:
             del values["devices"]
+        if values["dataset"]["header"] == "auto":
+            del values["dataset"]["header"]
         return values
 
     @classmethod

@@ -41,6 +41,11 @@ from core.run.progress import Progress, ProgressCallback
 from core.run.result import Measurement
 from core.spec import FitSpec, SpecError
 
+# pyPLNmodels' ELBO is its own code's: in float32 it sums and assembles in float32, which the
+# lab's accurate sums (core.fit.model.wide_sum) cannot reach.
+FLOAT32_PYPLNMODELS = ("pyPLNmodels computes its float32 ELBO with its own float32 sums, which are not held to "
+                       "the 1e-6 accuracy of the lab's float32 ELBOs: compare its ELBO in float64")
+
 
 def torch_device(platform_name: str) -> torch.device:
     """The torch device for a spec's platform; SpecError if PyTorch cannot use it here."""
@@ -198,6 +203,7 @@ def _measure_pyplnmodels(spec: FitSpec, counts, device, report, cancel, live, bu
         first_call_s=first_call_s, compile_count=0, disk_cache_hits=0, recompile_count=0, cache="none",
         devices=1, processes=1, device_kind=_device_kind(device), versions=_versions(device, pyplnmodels=True),
         optimizer=peer.OPTIMIZER, lr=peer.LEARNING_RATE, init=peer.INIT, timed_out=timed_out,
+        warnings=[FLOAT32_PYPLNMODELS] if spec.precision == "float32" else [],
     )
 
 

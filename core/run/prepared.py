@@ -22,7 +22,7 @@ from core.data import datasets
 from core.data.counts import CountData
 from core.data.on_device import simulate_on_devices
 from core.fit import model, strategies
-from core.run import runtime
+from core.run import result, runtime
 from core.run.compilations import CompileCounter
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.spec import FitSpec
@@ -97,7 +97,8 @@ class Compilation(NamedTuple):
         compile_s: XLA compilation (0 when cached in memory; a disk-cache load otherwise).
         compile_count: XLA compilations that ran (persistent-cache loads excluded).
         disk_cache_hits: executables loaded from the persistent compilation cache.
-        cache: "compiled", "memory", "disk" or "none" (eager: nothing compiled ahead).
+        cache: "compiled", "memory", "disk", "none" (eager: nothing compiled ahead), or the
+            count from each place when the executables came from several ("compiled 1, disk 3").
     """
 
     trace_lower_s: float
@@ -191,11 +192,10 @@ def prepare(
             lowered, trace_lower_s = _timed_host(lambda: strategy.lower(problem, state, data, tol))
             executables, compile_s = _timed_host(lambda: strategy.compile(lowered))
         cache.put(key, executables)
-        if counter.compiles:
-            cache_state = "compiled"
-        elif counter.disk_hits:
-            cache_state = "disk"
-        else:  # JAX's own in-process cache had the same computations (another spec, same HLO)
-            cache_state = "memory"
+        # Nothing compiled or loaded: JAX's own in-process cache had the same computations
+        # (another spec, same HLO). Lowering also builds small helpers, so the counts are not
+        # one per executable and are shown as counted.
+        cache_state = result.cache_label(counter.compiles, counter.disk_hits,
+                                         0 if counter.backend_compiles else len(executables))
         compilation = Compilation(trace_lower_s, compile_s, counter.compiles, counter.disk_hits, cache_state)
     return PreparedFit(strategy, problem, data, state, tol, executables, device, transfer_s, compilation)

@@ -24,6 +24,7 @@ WINDOW_TOLERANCE_S = 1.0
 MAX_TEXT = 500
 MAX_ERROR_TEXT = 2_000
 MAX_JSON_TEXT = 20_000
+MAX_WARNINGS = 20
 TIMINGS = ("queue_wait_s", "transfer_s", "trace_lower_s", "compile_s", "first_call_s", "run_s", "run_s_min",
            "run_s_max", "per_iter_ms")
 COUNTS = ("compile_count", "disk_cache_hits", "recompile_count", "devices", "iterations_run", "chunk_iterations")
@@ -62,6 +63,8 @@ def _check_text(run: RunResult) -> None:
         limit = MAX_ERROR_TEXT if name == "error" else MAX_TEXT
         if isinstance(value, str) and len(value) > limit:
             raise RecordError(f"{name} is {len(value):,} characters long; at most {limit:,} are kept")
+    if len(run.warnings) > MAX_WARNINGS or any(len(warning) > MAX_TEXT for warning in run.warnings):
+        raise RecordError(f"warnings must be at most {MAX_WARNINGS} sentences of at most {MAX_TEXT:,} characters")
     for name in ("spec", "versions"):
         size = len(json.dumps(getattr(run, name)))
         if size > MAX_JSON_TEXT:

@@ -18,7 +18,7 @@ FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "pr
            "status": "Status"}
 TABLE = ["id", "created", "strategy", "optimizer", "dataset", "n", "p", "precision", "device", "device_kind",
          "time_to_solution_s", "iterations_run", "per_iter_ms", "run_s", "compile_s", "first_call_s", "cache",
-         "final_elbo", "status", "host"]
+         "final_elbo", "status", "warning_count", "host"]
 # Settings a difference in which explains a difference in timings.
 SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
             "lr", "init", "repeats", "tol", "cache", "jax_version", "jaxlib_version", "cpu_count", "host"]
@@ -37,6 +37,9 @@ COLUMNS = {
     "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
     "device_kind": st.column_config.TextColumn("device kind"),
     "n": st.column_config.NumberColumn("n", format="%d"),
+    "warning_count": st.column_config.NumberColumn("warnings", format="%d", width="small",
+                                              help="what a reader of the run's numbers must know (data changed to be "
+                                                   "fitted, float32 accuracy): tick the run to read them"),
 }
 MIME = {".csv": "text/csv", ".json": "application/json", ".parquet": "application/octet-stream"}
 
@@ -105,6 +108,10 @@ shown = f"{len(view):,} of {len(frame):,} runs shown" if matching <= TABLE_ROWS 
 st.caption(f"{shown}; click a column header to sort. "
            + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
               "Tick rows (left edge) to compare just those; until then the charts use every run shown."))
+if rows and "warning_count" in picked:
+    for run_id in picked.loc[picked["warning_count"] > 0, "id"].head(10):
+        for warning in store.get(int(run_id)).warnings:
+            st.warning(f"#{int(run_id)}: {md(warning)}", icon=":material/warning:")
 unfinished = picked["status"].isin(["interrupted", "timed_out"])
 if count := int(unfinished.sum()):
     st.caption(f"{count} interrupted or timed-out run{'s' * (count != 1)} (stopped before finishing: no whole "

@@ -161,6 +161,4 @@ with right:
 
 st.subheader("Numbers")
 display.show_runs_table(frame)
-diverged = frame[frame["status"] != "ok"]
-for _, row in diverged.iterrows():
-    st.warning(f"{md(row['strategy'])}: {md(row['error'] or row['status'])}", icon=":material/warning:")
+display.show_run_notes(shown)

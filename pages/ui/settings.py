@@ -65,7 +65,7 @@ class Problem:
         if self.upload is None:
             raise SpecError("no valid counts CSV: upload one in the sidebar (or pick oaks or simulated data)")
         return DatasetSpec(kind="csv", counts_path=self.upload.name, offsets_path=self.upload.offsets_name,
-                           content_hash=self.upload.content_hash)
+                           content_hash=self.upload.content_hash, header=self.upload.header)
 
     def fit_spec(self, strategy: str, dataset: DatasetSpec | None = None) -> FitSpec:
         """The FitSpec for `strategy` with these settings (and `dataset` if given).

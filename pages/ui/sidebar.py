@@ -11,8 +11,17 @@ import dataclasses
 import streamlit as st
 
 from core.run.device_queue import default_queue
-from core.spec import (INITS, LEARNING_RATE_OPTIMIZERS, OAKS_REPLICATES, OAKS_ROWS, OPTIMIZERS, PRECISIONS, SpecError,
-                       cap, default_cap)
+from core.spec import (
+    INITS,
+    LEARNING_RATE_OPTIMIZERS,
+    OAKS_REPLICATES,
+    OAKS_ROWS,
+    OPTIMIZERS,
+    PRECISIONS,
+    SpecError,
+    cap,
+    default_cap,
+)
 from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
 from pages.ui.settings import DEFAULTS, key
