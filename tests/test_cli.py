@@ -104,7 +104,7 @@ BAD_INPUTS = [
     (["import", "/nonexistent.json"], "no such file"),
     (["frobnicate"], "invalid choice"),
     (["run", "--dataset", "simulated", "--n", "10000000", "--p", "2000", "--precision", "float64"],
-     "not enough memory: this fit needs about 3,520.38 GB"),
+     "not enough memory: this fit needs about 3,520.32 GB"),
     (["run", "--optimizer", "adam", "--lr", "nan"], "lr must be in"),
     (["run", "--tol", "-0.1"], "tol must be in"),
     (["run", "--dataset", "simulated", "--p", "0"], "p must be between"),
@@ -161,3 +161,20 @@ def test_a_wide_csv_is_refused_with_the_cap_named_and_nothing_is_stored(store, t
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "10,000 columns; this server fits at most 2,000 (PLNLAB_MAX_COLUMNS)" in done.stderr
     assert json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1]) == []
+
+
+def test_solve_fits_to_convergence_then_reuses_the_fastest_stored_configuration(store):
+    args = ["solve", "--dataset", "simulated", "--n", "40", "--p", "6", "--precision", "float64", "--repeats", "1",
+            "--json"]
+    first = cli(*args, env=store)
+    assert first.returncode == 0, first.stderr
+    result = json.loads(first.stdout.strip().splitlines()[-1])
+    assert REQUIRED | {"time_to_solution_s", "iterations_run"} <= set(result)
+    assert (result["strategy"], result["optimizer"], result["tol"]) == ("scan", "preconditioned_lbfgs", 1e-9)
+    assert result["time_to_solution_s"] == result["run_s"] and result["iterations_run"] < result["iterations"]
+    assert "the lab's default" in first.stderr
+    second = cli(*args, env=store)
+    assert second.returncode == 0 and f"run #{result['id']}" in second.stderr
+    assert cli("solve", "--tol", "0", env=store).returncode == 2
+    refused = cli("solve", "--strategy", "scan_analytic", "--optimizer", "lbfgs", env=store)
+    assert refused.returncode == 2 and "runs only the optimizers" in refused.stderr

@@ -1,4 +1,5 @@
-"""Charts that compare stored runs: a timing summarised per group, and ratios to a pinned run.
+"""Charts that compare stored runs: a timing summarised per group, ratios to a pinned run,
+and the time each run took to come near the best ELBO stored.
 
 Input and output as in `core.charts.style`. Titles and axes name timings in words
 (`style.LABELS`), never by column name. Steady-state timings carry the range of their
@@ -121,3 +122,34 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
             alt.Tooltip("ratio:Q", format=".3f", title="ratio (×)"), alt.Tooltip("verdict:N", title="with range")]
     return bars_from_one(df, "ratio", alt.Y("run:N", sort=list(df["run"]), title=None),
                           f"{_without_unit(metric)} ÷ that of run #{baseline_id} (×, log scale)", title, tips)
+
+
+def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerChart:
+    """Seconds each run took to come within `relative` of its problem's best ELBO.
+
+    Args:
+        reached: `core.run.reach.reach_frame`'s columns (id, strategy, optimizer,
+            iterations_to, seconds_to); optional label.
+        relative: the distance, for the title.
+
+    Returns:
+        Horizontal bars (log x) labelled with the iterations; a run that never came that
+        close reads "not within" at the axis start, so it is listed rather than dropped.
+    """
+    title = f"Seconds to within {relative:g} of the best ELBO stored (estimated)"
+    if reached.empty:
+        return note_chart("No runs to show.", title)
+    df = reached.assign(label=reached.get("label", "#" + reached["id"].astype(str) + " " + reached["strategy"]
+                                          + " · " + reached["optimizer"]))
+    df = df.assign(_r=strategy_rank(df["strategy"])).sort_values(["_r", "id"]).drop(columns="_r")
+    floor = df["seconds_to"].min() / 2 if df["seconds_to"].notna().any() else 1e-3
+    df["text"] = df["iterations_to"].map(lambda k: f"{int(k):,} it" if k == k and k is not None else "not within")
+    df["text_x"] = df["seconds_to"].fillna(floor)
+    y = alt.Y("label:N", sort=list(df["label"]), title=None)
+    tips = ["label:N", alt.Tooltip("iterations_to:Q", title="iterations"),
+            alt.Tooltip("seconds_to:Q", format=".4g", title="seconds (estimated)")]
+    bars = alt.Chart(df).mark_bar().encode(
+        x=alt.X("seconds_to:Q", scale=alt.Scale(type="log"), title="seconds (log scale)"), y=y,
+        color=color_by_strategy(df, legend=False), tooltip=tips)
+    text = alt.Chart(df).mark_text(align="left", dx=4, fontSize=14).encode(x="text_x:Q", y=y, text="text:N")
+    return alt.layer(bars, text, title=title).properties(height=alt.Step(28))

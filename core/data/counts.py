@@ -32,6 +32,10 @@ class CountData:
         name: a short human name, e.g. "oaks x100".
         true_coef: (d, p) B that generated simulated data; None otherwise.
         true_covariance: (p, p) Sigma that generated simulated data; None otherwise.
+        notes: how a file was read, one sentence each (its separator, whether line 1 was
+            taken as column names and why), for the person who gave it.
+        warnings: how the data fitted differ from the file (columns dropped, and why); a
+            run of these data carries them.
     """
 
     counts: np.ndarray
@@ -40,6 +44,8 @@ class CountData:
     name: str
     true_coef: np.ndarray | None = None
     true_covariance: np.ndarray | None = None
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     n = property(lambda self: int(self.counts.shape[0]), doc="rows (samples)")
     p = property(lambda self: int(self.counts.shape[1]), doc="count columns (variables)")

@@ -1,8 +1,14 @@
 """Count tables from CSV files (paths or uploaded bytes), and what is wrong with a bad one.
 
-A rejected file gets a message naming the file, the 1-based line and column as an editor
-shows them, the column's header name when there is one, and what is accepted: the people
-uploading are not expected to read a pandas traceback.
+The layout (separator, decimal mark, header line, row names) is found by
+`core.data.csv_layout`. A rejected file gets a message naming the file, the 1-based line
+and column as an editor shows them, the column's header name when there is one, and what
+is accepted: the people uploading are not expected to read a pandas traceback.
+
+All-zero count columns are dropped, as pyPLNmodels does, and the data say so
+(`CountData.warnings`): such a column has no finite optimum (its mean's log goes to
+-infinity), so a fit that keeps it never converges and its ELBO creeps towards that of
+the fit without it.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import os
 import numpy as np
 import pandas as pd
 
+from core.data import csv_layout
 from core.data.counts import CountData, DataError, PathLike, validate
 from core.spec import cap
 
@@ -25,18 +32,21 @@ _MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none", "-"})
 
 
 def read_csv(
-    counts_path: PathLike, offsets_path: PathLike | None = None, max_bytes: int | None = None
+    counts_path: PathLike, offsets_path: PathLike | None = None, max_bytes: int | None = None,
+    header: str = "auto",
 ) -> CountData:
-    """Reads counts (and optionally log-offsets) from comma-separated files.
+    """Reads counts (and optionally log-offsets) from CSV files.
 
     Args:
-        counts_path: (n, p) whole-number counts, with a header row of column names (as
-            pyPLNmodels' counts.csv) or without one when every cell of the first row is
-            numeric. A header whose first cell is empty marks a row-name column (R's
-            write.csv, pandas' to_csv), which is dropped.
+        counts_path: (n, p) whole-number counts, cells separated by commas, semicolons or
+            tabs, with or without a header line of column names and a column of row names
+            (see `core.data.csv_layout`). All-zero columns are dropped (`CountData.warnings`
+            names them).
         offsets_path: (n, p) log-offsets in the same layout; zeros when None.
         max_bytes: largest file accepted, to keep a shared server responsive
             (default: `max_csv_bytes()`).
+        header: whether line 1 of each file names the columns: "yes", "no" or "auto"
+            (decide, and say why in `CountData.notes`).
 
     Raises:
         DataError: naming the file and the first offending cell.
@@ -49,6 +59,7 @@ def read_csv(
         name=os.path.basename(os.fspath(counts_path)),
         offsets_name=os.path.basename(os.fspath(offsets_path)) if has_offsets else "offsets",
         max_bytes=max_bytes,
+        header=header,
     )
 
 
@@ -58,22 +69,50 @@ def read_csv_bytes(
     name: str,
     offsets_name: str = "offsets",
     max_bytes: int | None = None,
+    header: str = "auto",
 ) -> CountData:
     """Same as `read_csv` for uploaded file contents; `name` labels the counts in messages."""
     max_bytes = max_csv_bytes() if max_bytes is None else max_bytes
-    counts = _parse_table(counts_bytes, name, max_bytes, whole=True)
+    counts, layout = _parse_table(counts_bytes, name, max_bytes, whole=True, header=header)
+    notes = list(layout.notes)
     offsets = np.zeros_like(counts)
     if offsets_bytes is not None:
-        offsets = _parse_table(offsets_bytes, offsets_name, max_bytes, whole=False)
+        offsets, offsets_layout = _parse_table(offsets_bytes, offsets_name, max_bytes, whole=False, header=header)
+        notes += offsets_layout.notes
         if offsets.shape != counts.shape:
             raise DataError(
                 f"{offsets_name}: offsets have shape {offsets.shape[0]} x {offsets.shape[1]} "
                 f"but the counts in {name} are {counts.shape[0]} x {counts.shape[1]}; "
                 "offsets must have one log-offset per count"
             )
+    kept, warnings = _drop_zero_columns(counts, layout, name)
+    counts, offsets = counts[:, kept], offsets[:, kept]
     covariates = np.ones((counts.shape[0], 1))
     validate(counts, offsets, covariates)
-    return CountData(counts, offsets, covariates, name=f"csv {name}")
+    return CountData(counts, offsets, covariates, name=f"csv {name}", notes=tuple(notes), warnings=warnings)
+
+
+# Dropped columns named in a warning; the rest are counted.
+_NAMED_COLUMNS = 5
+
+
+def _drop_zero_columns(counts: np.ndarray, layout: csv_layout.Layout, label: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(the columns to keep, a warning naming those dropped); DataError when every column is zero."""
+    zero = ~counts.any(axis=0)
+    if not zero.any():
+        return np.arange(counts.shape[1]), ()
+    first_column = 1 + int(layout.row_names)
+    described = [f"column {j + first_column}" + (f" ({layout.names[j]!r})" if layout.names else "")
+                 for j in np.flatnonzero(zero)]
+    if zero.all():
+        raise DataError(f"{label}: every count is 0; at least one column with a count above 0 is needed")
+    shown = ", ".join(described[:_NAMED_COLUMNS])
+    if len(described) > _NAMED_COLUMNS:
+        shown += f" and {len(described) - _NAMED_COLUMNS} more"
+    plural = "s" if len(described) > 1 else ""
+    warning = (f"{label}: dropped {len(described)} all-zero column{plural} ({shown}), as pyPLNmodels does: a "
+               "column of zeros has no finite optimum, so a fit that keeps it never converges")
+    return np.flatnonzero(~zero), (warning,)
 
 def max_csv_bytes() -> int:
     """The size cap on one CSV file: $PLNLAB_MAX_CSV_MB megabytes when set, else 50 MB.
@@ -108,28 +147,20 @@ def _check_size(size: int, label: str, max_bytes: int) -> None:
         )
 
 
-def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool) -> np.ndarray:
-    """Parses CSV bytes into an (n, p) float64 array, or raises naming the first bad cell."""
+def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool,
+                 header: str = "auto") -> tuple[np.ndarray, csv_layout.Layout]:
+    """Parses CSV bytes into an (n, p) float64 array and its layout, or raises naming the first bad cell."""
     _check_size(len(data), label, max_bytes)
-    first = _cells(_read(data, label, header=None, dtype=str, na_filter=False, nrows=1))[0]
-    # Only a word marks a header: a first row of numbers and gaps is data with gaps.
-    header = int(not (~np.isnan(_numbers(first)) | _missing(first)).all())
-    # An empty first header cell marks row names (R's write.csv, pandas' to_csv); they go
-    # to the index rather than being skipped, so that a ragged row still fails to parse.
-    row_names = int(header and first[0] == "")
-    if first.size - row_names < 2:
-        raise DataError(
-            f"{label} has {first.size - row_names} column; at least 2 variables (columns), "
-            "separated by commas, are needed"
-        )
-    _check_cap(label, "columns", first.size - row_names)
+    layout = csv_layout.detect(data, label, header)
+    skip = int(layout.header)
+    _check_cap(label, "columns", layout.width)
     # Lines bound the rows from above: refused before parsing a file far past the cap.
-    if data.count(b"\n") - header > cap("rows") + 1:
-        _check_cap(label, "rows", data.count(b"\n") - header)
-    floats = {j: np.float64 for j in range(1, first.size)} if row_names else np.float64
-    options = dict(header=None, skiprows=header, index_col=0 if row_names else None, dtype=floats)
-    names = [str(name) for name in first[row_names:]] if header else None
-    fail = functools.partial(_fail, label, 1 + header, 1 + row_names, names)
+    if data.count(b"\n") - skip > cap("rows") + 1:
+        _check_cap(label, "rows", data.count(b"\n") - skip)
+    floats = {j: np.float64 for j in range(1, layout.width + 1)} if layout.row_names else np.float64
+    options = dict(sep=layout.separator, decimal=layout.decimal, header=None, skiprows=skip,
+                   index_col=0 if layout.row_names else None, dtype=floats)
+    fail = functools.partial(_fail, label, 1 + skip, 1 + int(layout.row_names), layout.names)
     try:
         numbers = _read(data, label, **options).to_numpy()
     except pd.errors.EmptyDataError:
@@ -138,11 +169,10 @@ def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool) -> np.nda
         raise
     except ValueError:  # a word among the numbers
         numbers = None
-    width = first.size - row_names
-    if numbers is not None and numbers.shape[1] != width:
+    if numbers is not None and numbers.shape[1] != layout.width:
         raise DataError(
-            f"{label}: line 2 has {numbers.shape[1]} cells but line 1 has {width}; every row needs "
-            "the same number of comma-separated cells"
+            f"{label}: line 2 has {numbers.shape[1]} cells but line 1 has {layout.width}; every row "
+            f"needs the same number of cells, separated by {csv_layout.SEPARATORS[layout.separator]}"
         )
     if numbers is None or not np.isfinite(numbers).all():
         _diagnose(data, label, options, fail)
@@ -152,7 +182,7 @@ def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool) -> np.nda
     if whole:
         fail(numbers < 0, numbers, "negative count; counts must be whole numbers >= 0")
         fail(numbers != np.round(numbers), numbers, "non-integer count; counts must be whole numbers")
-    return numbers
+    return numbers, layout
 
 
 def _check_cap(label: str, name: str, count: int) -> None:
@@ -183,7 +213,7 @@ def _diagnose(data: bytes, label: str, options: dict, fail) -> None:
         text = _read(data, label, **{**options, "skiprows": skip, "nrows": block, "dtype": str,
                                      "na_filter": False})
         cells = _cells(text)
-        missing, values = _missing(cells), _numbers(cells)
+        missing, values = _missing(cells), _numbers(cells, options["decimal"])
         fail(missing, cells, "missing value (empty cell or NA); every cell needs a number", index * block)
         fail(np.isnan(values), cells, "non-numeric cell; only numbers are accepted", index * block)
         fail(np.isinf(values), cells, "non-finite value; values must be finite numbers", index * block)
@@ -213,9 +243,10 @@ def _read(data: bytes, label: str, **options) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         if options.get("skiprows"):
             raise
-        raise DataError(f"{label} is empty; a comma-separated table of counts is needed") from None
+        raise DataError(f"{label} is empty; {csv_layout.ACCEPTED} is needed") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise DataError(f"{label} is not a readable comma-separated table: {str(err).strip()}") from None
+        raise DataError(f"{label} is not a readable table: {str(err).strip()}; {csv_layout.ACCEPTED} "
+                        "is needed") from None
 
 
 def _cells(frame: pd.DataFrame) -> np.ndarray:
@@ -226,7 +257,10 @@ def _missing(cells: np.ndarray) -> np.ndarray:
     return np.isin(np.char.lower(cells), list(_MISSING_TOKENS))
 
 
-def _numbers(cells: np.ndarray) -> np.ndarray:
+def _numbers(cells: np.ndarray, decimal: str = ".") -> np.ndarray:
     """Cells as float64, NaN where a cell is not a number (missing cells included)."""
-    values = pd.to_numeric(pd.Series(cells.ravel()), errors="coerce")
+    text = pd.Series(cells.ravel())
+    if decimal == ",":
+        text = text.str.replace(",", ".", regex=False)
+    values = pd.to_numeric(text, errors="coerce")
     return values.to_numpy(np.float64).reshape(cells.shape)

@@ -41,7 +41,7 @@ def load(spec: DatasetSpec) -> CountData:
             f"{', '.join(paths)} changed since the run was set up (content hash differs); "
             "set the dataset up again to fit the current files"
         )
-    return read_csv(spec.counts_path, spec.offsets_path or None)
+    return read_csv(spec.counts_path, spec.offsets_path or None, header=spec.header)
 
 
 @functools.lru_cache(maxsize=1)

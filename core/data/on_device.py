@@ -69,10 +69,11 @@ def _draw_rows(key_data, coef, chol, *, n, n_padded, dtype):
 
 
 def _log_factorial_sum(counts, dtype):
-    # Summed in float64 when enabled: sum(log Y!) is ~1e8 at n = 10^6, beyond float32's
-    # 7 digits. Exact gammaln, as model.exact_log_factorial_sum.
-    wide = jnp.float64 if jax.config.jax_enable_x64 else dtype
-    return jnp.sum(jax.scipy.special.gammaln(counts.astype(wide) + 1)).astype(dtype)
+    # Summed and kept in float64 when enabled, as model.make_data keeps it: sum(log Y!) is
+    # ~1e8 at n = 10^6, beyond float32's 7 digits. Exact gammaln, as
+    # model.exact_log_factorial_sum.
+    wide = model.wide_dtype(dtype)
+    return jnp.sum(jax.scipy.special.gammaln(counts.astype(wide) + 1))
 
 
 def simulate_on_devices(n: int, p: int, d: int = 1, seed: int = 0, *, mesh: Mesh,

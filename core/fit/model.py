@@ -15,6 +15,19 @@ n p and the ELBO is the profiled ELBO that pyPLNmodels maximises.
 The seed tutorial wrote the trace as tr(M^T M + D Omega), which drops Omega from the
 M^T M part, and log(det(Omega)), which overflows to inf in float32 for p = 114; here the
 trace pairs Omega with both terms and log-determinants come from Cholesky factors.
+
+Accuracy in float32: at the optimum the ELBO is a small difference of large sums (on oaks,
+sum Y (O + M) and sum log Y! are 50 and 40 times the ELBO), so every float32 rounding of a
+sum or of a partial sum costs about 3e-6 of the ELBO, and a float32 ELBO over a million
+cells came out up to 1e-5 (scan) and 1e-2 (scan_analytic) off. So the (n, p) terms are
+summed by `wide_sum` (accumulated in float64, fused into the loop that makes the terms, no
+slower than the float32 sum), sum(log Y!) is kept in float64, the terms are assembled in
+float64, and the trace term is sum((R Omega) * R) rather than tr(Omega R^T R) through a
+float32 Gram over n rows. The ELBO is then within 2e-7 of the float64 ELBO of the same
+parameters at oaks x100 and x1000; it is returned in the fit's dtype, and the elementwise
+work, the gradients and the state stay in it (float32 gradients are bit-identical: Omega
+is exactly symmetric). What float32 cannot hold whatever the sums (counts whose own terms
+round by more than the ELBO's accuracy) is told before a fit by `core.fit.precision_guard`.
 """
 
 from __future__ import annotations
@@ -35,7 +48,9 @@ class PLNData(NamedTuple):
         counts: Y, (n, p), non-negative integers stored as floats.
         offsets: O, (n, p), log-offsets.
         covariates: X, (n, d).
-        log_factorial_sum: scalar, sum(log Y!) computed exactly (gammaln) on the host.
+        log_factorial_sum: scalar, sum(log Y!) computed exactly (gammaln) on the host, float64
+            whatever the fit's dtype (about 40 times the ELBO: float32 would round it by 2e-6
+            of the ELBO at oaks x1000).
     """
 
     counts: jax.Array
@@ -112,14 +127,35 @@ def stirling_log_factorial_sum(counts: np.ndarray) -> float:
 
 
 def make_data(counts, offsets, covariates, dtype) -> PLNData:
-    """Host arrays -> `PLNData` of `dtype` (still on the host; the engine places it)."""
+    """Host arrays -> `PLNData` of `dtype`, sum(log Y!) in float64 (still on the host; the
+    engine places it)."""
     dtype = np.dtype(dtype)
     return PLNData(
         counts=np.asarray(counts, dtype=dtype),
         offsets=np.asarray(offsets, dtype=dtype),
         covariates=np.asarray(covariates, dtype=dtype),
-        log_factorial_sum=np.asarray(exact_log_factorial_sum(counts), dtype=dtype),
+        log_factorial_sum=np.asarray(exact_log_factorial_sum(counts), dtype=np.float64),
     )
+
+
+def wide_dtype(dtype) -> jnp.dtype:
+    """The accumulator for sums of `dtype` terms: float64 when JAX has it enabled (always
+    in the lab, `core.run.runtime.configure`), else `dtype` itself."""
+    return jnp.dtype(jnp.float64) if jax.config.jax_enable_x64 else jnp.dtype(dtype)
+
+
+def wide_sum(terms: jax.Array) -> jax.Array:
+    """sum(terms) over an (n, p) array, accumulated in float64; a scalar of `wide_dtype`.
+
+    Row sums are the matrix-vector product terms @ ones(p) with a float64 result: XLA fuses
+    it into the loop that makes `terms`, converting in registers and accumulating each row
+    in float64, with no (n, p) temporary (`jnp.sum(terms, dtype=float64)`, as exact, writes a
+    float64 copy first). The n row sums then add up in float64. Use it for every sum of an
+    ELBO's (n, p) terms: a float32 sum of them loses up to 1e-5 of the ELBO.
+    """
+    wide = wide_dtype(terms.dtype)
+    rows = jax.lax.dot(terms, jnp.ones((terms.shape[-1],), terms.dtype), preferred_element_type=wide)
+    return jnp.sum(rows)
 
 
 def _logdet_spd(matrix: jax.Array) -> jax.Array:
@@ -131,6 +167,9 @@ def _logdet_spd(matrix: jax.Array) -> jax.Array:
 def elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData) -> jax.Array:
     """The ELBO at any B, M, S and Omega (not only at the closed forms).
 
+    Large sums are accumulated and the terms assembled in float64 (`wide_elbo`); the
+    elementwise work stays in the data's dtype.
+
     Args:
         params: B (d, p), M (n, p), S (n, p).
         precision: Omega, (p, p), symmetric positive-definite.
@@ -139,20 +178,35 @@ def elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData)
     Returns:
         Scalar ELBO (a negative number for count data), of the data's dtype.
     """
+    return wide_elbo(params, precision, data).astype(data.counts.dtype)
+
+
+def wide_elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData) -> jax.Array:
+    """The ELBO with its sums accumulated and its terms assembled in float64, returned so
+    (`wide_dtype`; `elbo` rounds it to the data's dtype): what a stopping test compares,
+    since a float32 ELBO cannot tell changes under its rounding (1.2e-7 of it) from none.
+    The elementwise work stays in the data's dtype, and so do the gradients taken through it.
+
+    Args, shapes: as `elbo`.
+    """
     B, M, S = params
-    Y, O, X, log_factorial_sum = data.counts, data.offsets, data.covariates, data.log_factorial_sum
+    Y, O, X = data.counts, data.offsets, data.covariates
     keep, n = _real_rows(data)
     p = Y.shape[1]
+    wide = wide_dtype(Y.dtype)
     S2 = S * S
     A = jnp.exp(O + M + 0.5 * S2)
     R = keep(M - X @ B)
-    # tr(Omega (R^T R + D)) without forming R^T R + D twice; Omega is symmetric.
-    trace = jnp.sum(precision * (R.T @ R)) + jnp.sum(jnp.diagonal(precision) * jnp.sum(keep(S2), axis=0))
+    # tr(Omega (R^T R + D)) = sum((R Omega) * R) + sum(diag(Omega) colsum(S^2)): no float32
+    # Gram over n rows, and under autodiff the same (n, p) x (p, p) products.
+    trace = wide_sum((R @ precision) * R) + jnp.sum(
+        jnp.diagonal(precision) * jnp.sum(keep(S2), axis=0)).astype(wide)
+    n = jnp.asarray(n, wide)
     return (
-        0.5 * n * _logdet_spd(precision)
-        + jnp.sum(keep(Y * (O + M) - A + 0.5 * jnp.log(S2)))
+        0.5 * n * _logdet_spd(precision).astype(wide)
+        + wide_sum(keep(Y * (O + M) - A + 0.5 * jnp.log(S2)))
         - 0.5 * trace
-        - log_factorial_sum
+        - jnp.asarray(data.log_factorial_sum, wide)
         + 0.5 * n * p
     )
 
@@ -193,15 +247,24 @@ def profiled_elbo(latent_mean: jax.Array, latent_sd: jax.Array, data: PLNData | 
 
     Here the trace term is exactly n p, so
     ELBO = -n/2 logdet(Sigma) + sum(Y (O + M) - A + 1/2 log S^2) - sum(log Y!).
+    No trace term is evaluated to cancel the rounding of Sigma, so Sigma's Gram R^T R is
+    formed in float64 (in float32 over n rows it moves the ELBO by up to 1.7e-6 at oaks
+    x1000); this function is in no fit loop. Returns a scalar of the data's dtype.
     """
     M, S = latent_mean, latent_sd
-    Y, O, X, log_factorial_sum = data.counts, data.offsets, data.covariates, data.log_factorial_sum
+    Y, O, X = data.counts, data.offsets, data.covariates
     keep, n = _real_rows(data)
+    wide = wide_dtype(Y.dtype)
     B = closed_form_coef(M, X)
-    sigma = closed_form_covariance(PLNParams(B, M, S), data)
+    R = keep(M - X @ B).astype(wide)
+    n = jnp.asarray(n, wide)
+    sigma = (R.T @ R + jnp.diag(jnp.sum(keep(S * S).astype(wide), axis=0))) / n
     S2 = S * S
     A = jnp.exp(O + M + 0.5 * S2)
-    return -0.5 * n * _logdet_spd(sigma) + jnp.sum(keep(Y * (O + M) - A + 0.5 * jnp.log(S2))) - log_factorial_sum
+    value = (-0.5 * n * _logdet_spd(sigma)
+             + wide_sum(keep(Y * (O + M) - A + 0.5 * jnp.log(S2)))
+             - jnp.asarray(data.log_factorial_sum, wide))
+    return value.astype(Y.dtype)
 
 
 def init_params(data: PLNData | PaddedPLNData, init: str) -> tuple[PLNParams, jax.Array]:
@@ -211,7 +274,11 @@ def init_params(data: PLNData | PaddedPLNData, init: str) -> tuple[PLNParams, ja
         data: the fit's data; dtypes follow `data.counts`.
         init: "seed" is the tutorial's M = 0, S = 1, B = 0, Omega = I. "log_counts" is
             pyPLNmodels': M = log(Y + (Y == 0)), S = 0.5, with B and Omega at their
-            closed forms for that M and S.
+            closed forms for that M and S. "log_rates" is the same less the log-offsets,
+            M = log(Y + (Y == 0)) - O: pyPLNmodels' start ignores the offsets, so its
+            A = exp(O + M + S^2/2) starts near Y exp(O) (on oaks O spans 4.3 to 9.4),
+            where this one starts near Y (the line-search optimizers then take 15% to
+            60% fewer iterations on oaks).
 
     Returns:
         (params, precision). M and S are laid out like Y (`*_like`), so that row-sharded
@@ -228,9 +295,11 @@ def init_params(data: PLNData | PaddedPLNData, init: str) -> tuple[PLNParams, ja
             latent_sd=jnp.ones_like(Y, dtype),
         )
         return params, jnp.eye(p, dtype=dtype)
-    if init == "log_counts":
+    if init in ("log_counts", "log_rates"):
         M = jnp.log(Y + (Y == 0).astype(dtype))
+        if init == "log_rates":
+            M = M - data.offsets
         S = jnp.full_like(Y, 0.5, dtype)
         params = PLNParams(coef=closed_form_coef(M, X), latent_mean=M, latent_sd=S)
         return params, closed_form_precision(params, data)
-    raise ValueError(f"init must be 'seed' or 'log_counts'; got {init!r}")
+    raise ValueError(f"init must be 'seed', 'log_counts' or 'log_rates'; got {init!r}")

@@ -230,11 +230,11 @@ def analyse_apart(spec, counts=None) -> Analysis:
 def _same(run, spec, fields=None) -> bool:
     """Whether `run` has `spec`'s `fields`; by default every one but `repeats`, which
     leaves an iteration's work alone."""
-    wanted = dataclasses.asdict(spec)
-    fields = fields or [field for field in wanted if field != "repeats"]
-    # A stored spec leaves out a field at its default (`FitSpec.to_dict`: devices).
-    defaults = dataclasses.asdict(type(spec)())
-    return all(run.spec.get(field, defaults[field]) == wanted[field] for field in fields)
+    # Stored specs are `FitSpec.to_dict()`, which leaves out fields at their defaults
+    # (devices, a CSV's header choice): compare like with like.
+    wanted = spec.to_dict()
+    fields = fields or [field.name for field in dataclasses.fields(spec) if field.name != "repeats"]
+    return all(run.spec.get(field) == wanted.get(field) for field in fields)
 
 
 _PROBLEM = ("strategy", "dataset", "precision", "device", "iterations")

@@ -2,8 +2,9 @@
 
 The timing itself belongs to each runnable (`core.run.jax_timing` for the JAX
 strategies, `core.run.peer_timing` for the peers); the engine does what every run
-shares: the memory check before anything is loaded, the turn in the host's device
-queue, and the result built from what was measured.
+shares: the memory check before anything is loaded, the data loaded and checked for
+what float32 cannot hold (`core.fit.precision_guard`) before the run queues, the turn in
+the host's device queue, and the result built from what was measured.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import contextlib
 import threading
 import time
 
+from core.data import datasets
 from core.data.counts import CountData
+from core.fit import precision_guard
 from core.run import budget, catalog, device_queue, memory_estimate
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.run.result import RunResult
-from core.spec import FitSpec
+from core.spec import FitSpec, SpecError
 
 
 @contextlib.contextmanager
@@ -73,7 +76,8 @@ def run(
 
     Raises:
         SpecError: the device is absent, the data are invalid (`core.data.DataError`),
-            the fit would not fit in the device's free memory or in the time budget.
+            the fit would not fit in the device's free memory or in the time budget, or
+            float32 cannot hold the data's ELBO (the message names float64).
         core.run.progress.Cancelled: `cancel` was set.
     """
     runnable = catalog.get(spec.strategy)
@@ -81,6 +85,8 @@ def run(
     budget.check(spec, memory_estimate.shape_of(spec, counts))
     allowed = budget.Budget(budget.max_run_seconds())
     report = on_progress or ignore
+    counts = _host_data(spec, counts)
+    warnings = _data_warnings(spec, counts)
     label = f"{spec.strategy} · {spec.dataset.label} · {spec.precision}"
     turn = (device_queue.default_queue().hold(spec.device, label, owner, _queue_reporter(report), cancel)
             if hold_device else contextlib.nullcontext(0.0))
@@ -91,4 +97,33 @@ def run(
                                        watched=on_progress is not None or cancel is not None, budget=allowed,
                                        cold=cold)
         window = (window_start, time.time())
-    return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds)
+    return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
+
+
+def _host_data(spec: FitSpec, counts: CountData | None) -> CountData | None:
+    """The data on the host, loaded now (outside the queue) unless the caller holds it or
+    the sharded strategy draws it on the devices; a CSV's shape is checked against memory
+    and the time budget once it is known."""
+    if counts is not None or spec.dataset.kind == "simulated_on_device":
+        return counts
+    counts = datasets.load(spec.dataset)
+    if spec.dataset.shape is None:
+        memory_estimate.check(spec, counts)
+        budget.check(spec, memory_estimate.shape_of(spec, counts))
+    return counts
+
+
+def _data_warnings(spec: FitSpec, counts: CountData | None) -> tuple[str, ...]:
+    """What the run's reader must know about its data: how they were changed to be fitted,
+    and what float32 rounding does to their ELBO. Raises SpecError when float32 cannot fit
+    them at all (`core.fit.precision_guard`)."""
+    if counts is None:
+        return ()
+    warnings = list(counts.warnings)
+    if spec.precision == "float32":
+        check = precision_guard.check_float32(counts.counts)
+        if check.refusal:
+            raise SpecError(check.refusal)
+        if check.warning:
+            warnings.append(check.warning)
+    return tuple(warnings)

@@ -22,7 +22,7 @@ from core.data import datasets
 from core.data.counts import CountData
 from core.data.on_device import simulate_on_devices
 from core.fit import model, strategies
-from core.run import runtime
+from core.run import result, runtime
 from core.run.cold_compile import from_scratch
 from core.run.compilations import CompileCounter
 from core.run.progress import Progress, ProgressCallback, ignore
@@ -81,6 +81,15 @@ def chunk_iterations(cells: int, iterations: int) -> int:
     return max(k for k in range(1, min(most, iterations) + 1) if iterations % k == 0)
 
 
+def stopping_chunk_iterations(cells: int, iterations: int) -> int:
+    """Iterations per call for a compiled loop that stops at a tolerance: as many as
+    `CHUNK_WORK` allows, 0 (one call) when the whole loop is within it. Any count will do:
+    its loop ends where the fit's iterations do (`core.fit.strategies.base.Stop`)."""
+    if cells * iterations <= CHUNK_WORK:
+        return 0
+    return max(1, CHUNK_WORK // max(1, cells))
+
+
 class Compilation(NamedTuple):
     """How the executables of a prepared fit were obtained.
 
@@ -89,7 +98,8 @@ class Compilation(NamedTuple):
         compile_s: XLA compilation (0 when cached in memory; a disk-cache load otherwise).
         compile_count: XLA compilations that ran (persistent-cache loads excluded).
         disk_cache_hits: executables loaded from the persistent compilation cache.
-        cache: "compiled", "memory", "disk" or "none" (eager: nothing compiled ahead).
+        cache: "compiled", "memory", "disk", "none" (eager: nothing compiled ahead), or the
+            count from each place when the executables came from several ("compiled 1, disk 3").
     """
 
     trace_lower_s: float
@@ -165,13 +175,15 @@ def prepare(
         host = model.make_data(counts.counts, counts.offsets, counts.covariates, spec.precision)
         report(Progress("transfer"))
         data, transfer_s = timed(lambda: strategy.place_data(host, device))
+    stops = spec.tol > 0
+    chunk = (stopping_chunk_iterations if stops else chunk_iterations)(shape[0] * shape[1], spec.iterations)
     problem = strategies.Problem(
         n=shape[0], p=shape[1], d=shape[2], dtype=spec.precision,
         iterations=spec.iterations, optimizer=spec.optimizer,
-        chunk=chunk_iterations(shape[0] * shape[1], spec.iterations) if strategy.chunkable else 0,
+        chunk=chunk if strategy.chunkable else 0, stops=stops,
     )
     with jax.default_device(device):
-        state = strategy.place_state(strategies.init_state(data, spec.init, problem.transformation), device)
+        state = strategy.place_state(strategies.init_state(data, spec.init, problem.algorithm), device)
         state = jax.block_until_ready(state)
         tol = jax.device_put(jnp.asarray(spec.tol, dtype=spec.precision), device)
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
@@ -190,11 +202,10 @@ def prepare(
             lowered, trace_lower_s = _timed_host(lambda: strategy.lower(problem, state, data, tol))
             executables, compile_s = _timed_host(lambda: strategy.compile(lowered))
         cache.put(key, executables)
-        if counter.compiles:
-            cache_state = "compiled"
-        elif counter.disk_hits:
-            cache_state = "disk"
-        else:  # JAX's own in-process cache had the same computations (another spec, same HLO)
-            cache_state = "memory"
+        # Nothing compiled or loaded: JAX's own in-process cache had the same computations
+        # (another spec, same HLO). Lowering also builds small helpers, so the counts are not
+        # one per executable and are shown as counted.
+        cache_state = result.cache_label(counter.compiles, counter.disk_hits,
+                                         0 if counter.backend_compiles else len(executables))
         compilation = Compilation(trace_lower_s, compile_s, counter.compiles, counter.disk_hits, cache_state)
     return PreparedFit(strategy, problem, data, state, tol, executables, device, transfer_s, compilation)

@@ -15,10 +15,51 @@ from typing import Any
 
 import numpy as np
 
+from core.run import outcome
 from core.spec import FitSpec
 
 STATUSES = ("ok", "diverged", "interrupted", "timed_out")
+# Where a run's executables came from; a run whose executables came from more than one
+# place says how many from each (`cache_label`): "compiled 1, disk 3".
 CACHE_STATES = ("compiled", "memory", "disk", "none")
+
+
+def met_tolerance(elbo: np.ndarray, spec: FitSpec) -> bool:
+    """Whether a fit of `spec` whose ELBO curve is `elbo` stopped at its tolerance
+    (`core.run.outcome.judge`'s `converged`)."""
+    return outcome.judge(elbo, spec.tol, spec.iterations).converged is True
+
+
+def cache_label(compiled: int, disk: int, memory: int) -> str:
+    """"compiled", "disk" or "memory" when every executable came from one place, else
+    "compiled 1, disk 3" (the counts of each place, zeros left out); "none" for no executable."""
+    counts = {"compiled": compiled, "disk": disk, "memory": memory}
+    places = [name for name, count in counts.items() if count > 0]
+    if not places:
+        return "none"
+    if len(places) == 1:
+        return places[0]
+    return ", ".join(f"{name} {counts[name]}" for name in places)
+
+
+def is_cache_label(text: str) -> bool:
+    """Whether `text` is a label `cache_label` can give."""
+    if text in CACHE_STATES:
+        return True
+    parts = [part.split(" ") for part in text.split(", ")]
+    names = [part[0] for part in parts]
+    order = ("compiled", "disk", "memory")  # as cache_label writes them
+    return (len(parts) > 1 and all(len(part) == 2 and part[1].isdigit() and int(part[1]) > 0 for part in parts)
+            and all(name in order for name in names) and len(set(names)) == len(names)
+            and names == sorted(names, key=order.index))
+
+
+def _with_advice(error: str | None, not_finite: bool, precision: str) -> str | None:
+    """A divergence message, with what to try when float32 itself may be the cause."""
+    if error and not_finite and precision == "float32":
+        return (error + "; float32 overflows exp above 88 and loses an ill-conditioned Sigma where float64 "
+                "does not: try float64 or a smaller learning rate")
+    return error
 
 
 @dataclasses.dataclass
@@ -34,6 +75,7 @@ class Measurement:
         optimizer, lr, init: what actually ran (pyplnmodels ignores the spec's).
         timed_out: the run passed its time budget (`core.run.budget`) and stopped early:
             `elbo` is the curve so far and `times` the repeats that finished (maybe none).
+        warnings: what the runnable itself knows a reader of its numbers must be told.
     """
 
     elbo: np.ndarray
@@ -57,6 +99,7 @@ class Measurement:
     chunk_iterations: int = 0
     timed_out: bool = False
     from_scratch: bool = False
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -69,11 +112,12 @@ class RunResult:
         spec: the FitSpec as a dict (`FitSpec.to_dict()`); `spec_key` is its hash.
         strategy, dataset, n, p, d, precision, device, iterations, optimizer, lr, init,
         repeats, tol: the spec, flattened for tables ("dataset" is its label).
-        status: "ok", "diverged" (non-finite ELBO), "interrupted" (killed mid-run) or
+        status: "ok", "diverged" (an ELBO not finite, or ending orders of magnitude below
+            its start: see `core.run.outcome`), "interrupted" (killed mid-run) or
             "timed_out" (stopped past the server's time budget: the curve so far, the
             repeats that finished; timings 0 when none did).
         error: for "diverged" and "timed_out", where and what; else None.
-        diverged_at: first iteration whose ELBO is not finite, or None.
+        diverged_at: the iteration where a diverged fit went wrong, or None.
         iterations_run: iterations done (while_loop may stop early; diverged runs stop).
         transfer_s: host-to-device copy of the data, timed apart from the fit (for data
             drawn on the devices, the draw, its compilation included).
@@ -87,9 +131,10 @@ class RunResult:
         disk_cache_hits: executables loaded from the persistent compilation cache.
         recompile_count: compilations during the steady-state repeats (0 for jitted code).
         cache: "compiled" (built now), "memory" (reused in process), "disk" (loaded from
-            the persistent cache) or "none" (eager: nothing compiled ahead).
+            the persistent cache), "none" (eager: nothing compiled ahead), or where each
+            came from when they came from more than one place, e.g. "compiled 1, disk 3".
         final_elbo: last finite ELBO.
-        elbo: ELBO per iteration, up to divergence or the while_loop stop.
+        elbo: ELBO per iteration, up to the first non-finite value or the while_loop stop.
         log_factorial: "exact" (gammaln) for every ELBO here.
         devices: number of devices used.
         processes: processes that computed the fit together (`jax.process_count()`; 1
@@ -101,6 +146,16 @@ class RunResult:
             calls (so that a cancel lands within seconds); 0 when it ran in one call.
         timed_start, timed_end: epoch seconds of the timed section, while the run held
             the device; `to_dict()` also gives them as `timed_window` [start, end].
+        time_to_solution_s: for a fit that stopped at its tolerance (`tol` > 0, the last
+            relative ELBO change under it), the steady-state seconds from its first
+            iteration to the stop: `run_s`, whose repeats all stop there. None for a fit
+            run for a fixed number of iterations (`tol` = 0), one that used them all
+            before meeting `tol`, or one that did not finish.
+        final_change: the last relative ELBO change |ELBO_k - ELBO_k-1| / |ELBO_k|, or None
+            (diverged, or one iteration); `converged` compares it with `tol`.
+        warnings: what a reader of this run's numbers must know, one sentence each: the data
+            were changed to be fitted (all-zero columns dropped), or float32 rounding may
+            move the ELBO by more than the lab promises. Empty for most runs.
         from_scratch: 1 when the run was asked to compile from scratch and skipped the
             in-memory and persistent compilation caches (`core.run.cold_compile`); 0 when
             it could use them (its `cache` then says whether it did) or compiles nothing
@@ -152,43 +207,56 @@ class RunResult:
     id: int = 0
     created_at: float = 0.0
     from_scratch: int = 0
+    time_to_solution_s: float | None = None
+    final_change: float | None = None
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def converged(self) -> bool | None:
+        """Whether the fit stopped at `tol`: before its last iteration (the strategies stop
+        only there, on a float64-accumulated ELBO that the trace may round), or with its last
+        relative ELBO change under `tol`; None when `tol` is 0 (a fixed number of iterations
+        was asked for) or the fit did not finish well (see `core.run.outcome`)."""
+        if self.tol <= 0 or self.final_change is None or self.status != "ok":
+            return None
+        return self.iterations_run < self.iterations or self.final_change < self.tol
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["timed_window"] = [self.timed_start, self.timed_end]
+        out["converged"] = self.converged
         if not with_elbo:
             out.pop("elbo")
         return out
 
     @classmethod
     def measured(cls, spec: FitSpec, measurement: Measurement, queue_wait_s: float,
-                 timed_window: tuple[float, float], budget_s: float | None = None) -> RunResult:
-        """The result of `spec`: its measurement, the time it queued, its timed window and,
-        for a run that timed out, the budget it passed."""
-        trace = np.asarray(measurement.elbo, dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(trace))
-        diverged_at = int(bad[0]) if bad.size else None
-        if diverged_at is not None:
-            trace = trace[:diverged_at]
+                 timed_window: tuple[float, float], budget_s: float | None = None,
+                 warnings: tuple[str, ...] = ()) -> RunResult:
+        """The result of `spec`: its measurement, the time it queued, its timed window, for
+        a run that timed out the budget it passed, and `warnings` (about the data and the
+        precision) before the measurement's own."""
+        ended = outcome.judge(measurement.elbo, spec.tol, spec.iterations)
+        trace = ended.elbo
         times = measurement.times or [0.0]  # a run stopped by its budget may have timed no repeat
         run_s = statistics.median(times)
         n, p, d = measurement.shape
-        status, error = "ok", None
-        if diverged_at is not None:
-            status, error = "diverged", f"ELBO not finite at iteration {diverged_at}"
-        elif measurement.timed_out:
+        status = ended.status
+        error = _with_advice(ended.error, ended.elbo.size < len(measurement.elbo), spec.precision)
+        if status == "ok" and measurement.timed_out:
             status = "timed_out"
             error = (f"stopped past this server's time budget of {budget_s or 0:,.0f} s per run "
                      f"(PLNLAB_MAX_RUN_SECONDS): {len(trace):,} of {spec.iterations:,} iterations in the first "
                      f"call, {len(measurement.times)} of {spec.repeats} timed repeats")
         return cls(
+            time_to_solution_s=run_s if status == "ok" and measurement.times and ended.converged else None,
             spec=spec.to_dict(), spec_key=spec.key, strategy=spec.strategy, dataset=spec.dataset.label,
             n=n, p=p, d=d, precision=spec.precision, device=spec.device, iterations=spec.iterations,
             optimizer=measurement.optimizer, lr=measurement.lr, init=measurement.init, repeats=spec.repeats,
             tol=spec.tol,
             status=status,
             error=error,
-            diverged_at=diverged_at,
+            diverged_at=ended.diverged_at,
             iterations_run=len(trace),
             transfer_s=measurement.transfer_s,
             trace_lower_s=measurement.trace_lower_s,
@@ -214,6 +282,8 @@ class RunResult:
             timed_end=timed_window[1],
             created_at=time.time(),
             from_scratch=int(measurement.from_scratch),
+            final_change=ended.final_change,
+            warnings=[*warnings, *measurement.warnings],
         )
 
     @classmethod

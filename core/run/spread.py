@@ -41,16 +41,17 @@ class Spread:
 
         Args:
             run: has run_s, run_s_min, run_s_max and, optionally, repeats.
-            metric: "run_s", or "per_iter_ms" (the same range scaled to one iteration).
+            metric: "run_s" or "time_to_solution_s", or "per_iter_ms" (the same range
+                scaled to one iteration).
         """
         median, low, high = (float(_field(run, name)) for name in ("run_s", "run_s_min", "run_s_max"))
         repeats = _field(run, "repeats")
         # Rows without a repeat count (e.g. hand-made frames): a range that spans something is one.
         repeats = int(repeats) if repeats is not None and repeats == repeats else 2 if high > low else 1
-        if metric == "run_s":
+        if metric in ("run_s", "time_to_solution_s"):  # the latter is run_s, for a run that stopped at tol
             return cls(median, low, high, repeats)
         if metric != "per_iter_ms":
-            raise ValueError(f"only run_s and per_iter_ms have a spread; got {metric!r}")
+            raise ValueError(f"only run_s, time_to_solution_s and per_iter_ms have a spread; got {metric!r}")
         scale = float(_field(run, "per_iter_ms")) / median if median > 0 else math.nan
         return cls(median * scale, low * scale, high * scale, repeats)
 
@@ -67,6 +68,10 @@ class Spread:
     def known(self) -> bool:
         """Whether there is a range to judge noise by (at least two timings)."""
         return self.repeats >= 2 and all(math.isfinite(v) for v in (self.low, self.high))
+
+    def range_label(self, unit: str) -> str:
+        """The fastest to the slowest repeat, "0.21–0.24 ms", or "1 repeat" without a range."""
+        return f"{self.low:.3g}–{self.high:.3g} {unit}" if self.known else "1 repeat"
 
     def overlaps(self, other: Spread) -> bool:
         """Whether the two ranges share a value: a difference between them is within noise."""

@@ -26,8 +26,9 @@ VERSION_COLUMNS = {
 
 
 def runs_frame(conn: sqlite3.Connection) -> pandas.DataFrame:
-    """One row per run, newest first: `id`, `created` (UTC), the scalar fields, and
-    `versions` flattened to the columns of `VERSION_COLUMNS`. No ELBO curves."""
+    """One row per run, newest first: `id`, `created` (UTC), the scalar fields,
+    `versions` flattened to the columns of `VERSION_COLUMNS`, and `warning_count`, how many
+    warnings the run carries. No ELBO curves."""
     # Deferred, here and in elbo_frame: only frames need pandas, and the command line's
     # store commands (list, export, import) start faster without it.
     import pandas as pd
@@ -36,7 +37,8 @@ def runs_frame(conn: sqlite3.Connection) -> pandas.DataFrame:
     # SQLite flattens the rows (json_extract), so no RunResult is built per run: the
     # Compare page reads this on every click, however many runs the store holds.
     versions = [f"json_extract(versions_json, '$.{key}') AS {column}" for column, key in VERSION_COLUMNS.items()]
-    sql = (f"SELECT {', '.join(f'runs.{name}' for name in names)}, {', '.join(versions)} FROM runs"
+    sql = (f"SELECT {', '.join(f'runs.{name}' for name in names)}, {', '.join(versions)},"
+           " COALESCE(json_array_length(runs.warnings_json), 0) AS warning_count FROM runs"
            " ORDER BY created_at DESC, runs.id DESC")
     frame = pd.read_sql_query(sql, conn)
     for field in dataclasses.fields(RunResult):

@@ -24,6 +24,7 @@ WINDOW_TOLERANCE_S = 1.0
 MAX_TEXT = 500
 MAX_ERROR_TEXT = 2_000
 MAX_JSON_TEXT = 20_000
+MAX_WARNINGS = 20
 TIMINGS = ("queue_wait_s", "transfer_s", "trace_lower_s", "compile_s", "first_call_s", "run_s", "run_s_min",
            "run_s_max", "per_iter_ms")
 COUNTS = ("compile_count", "disk_cache_hits", "recompile_count", "devices", "iterations_run", "chunk_iterations")
@@ -48,6 +49,9 @@ def check(run: RunResult) -> None:
     if not run.run_s_min <= run.run_s <= run.run_s_max:
         raise RecordError(f"timings are inconsistent: run_s_min {run.run_s_min} <= run_s {run.run_s} "
                           f"<= run_s_max {run.run_s_max} does not hold")
+    if run.time_to_solution_s is not None and not run.run_s_min <= run.time_to_solution_s <= run.run_s_max:
+        raise RecordError(f"time_to_solution_s {run.time_to_solution_s} is not a steady-state time of the run "
+                          f"(run_s_min {run.run_s_min} to run_s_max {run.run_s_max})")
     if not 0 <= run.iterations_run <= run.iterations or len(run.elbo) != run.iterations_run:
         raise RecordError(f"iterations_run must equal the ELBO curve's length ({len(run.elbo):,}) and be at most "
                           f"iterations ({run.iterations:,}); got {run.iterations_run:,}")
@@ -59,6 +63,8 @@ def _check_text(run: RunResult) -> None:
         limit = MAX_ERROR_TEXT if name == "error" else MAX_TEXT
         if isinstance(value, str) and len(value) > limit:
             raise RecordError(f"{name} is {len(value):,} characters long; at most {limit:,} are kept")
+    if len(run.warnings) > MAX_WARNINGS or any(len(warning) > MAX_TEXT for warning in run.warnings):
+        raise RecordError(f"warnings must be at most {MAX_WARNINGS} sentences of at most {MAX_TEXT:,} characters")
     for name in ("spec", "versions"):
         size = len(json.dumps(getattr(run, name)))
         if size > MAX_JSON_TEXT:

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from core.run.result import CACHE_STATES, STATUSES, RunResult
-from core.store import record_checks
+from core.run.result import CACHE_STATES, STATUSES, RunResult, is_cache_label
 from core.spec import FitSpec, SpecError
+from core.store import record_checks
 
 # The field types that fit one SQL column each; other fields (dicts, lists) are JSON or bytes.
 SCALAR_TYPES = (int, float, str)
@@ -48,13 +48,23 @@ def scalar_fields() -> list[str]:
     return [name for name, (base, _) in field_kinds().items() if base in SCALAR_TYPES]
 
 
-def _describe(base: type) -> str:
+# List fields of sentences rather than numbers (the ELBO curve).
+TEXT_LISTS = ("warnings",)
+
+
+def _describe(name: str, base: type) -> str:
+    if name in TEXT_LISTS:
+        return "a list of strings"
     return {int: "a whole number", float: "a number", str: "a string", dict: "an object",
             list: "a list of numbers"}[base]
 
 
 def _check_value(name: str, base: type, value: Any, where: str) -> Any:
-    bad = StoreError(f"{where}: field {name!r} must be {_describe(base)}; got {value!r:.80}")
+    bad = StoreError(f"{where}: field {name!r} must be {_describe(name, base)}; got {value!r:.80}")
+    if name in TEXT_LISTS:
+        if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
+            return list(value)
+        raise bad
     if isinstance(value, bool) and base is not str:
         raise bad
     if base is int and isinstance(value, numbers.Integral):
@@ -100,9 +110,11 @@ def validate_record(values: Any, where: str) -> RunResult:
         value = values[field.name]
         out[field.name] = None if value is None and optional else _check_value(
             field.name, base, value, where)
-    for name, choices in (("status", STATUSES), ("cache", CACHE_STATES)):
-        if out[name] not in choices:
-            raise StoreError(f"{where}: {name} must be one of {', '.join(choices)}; got {out[name]!r}")
+    if out["status"] not in STATUSES:
+        raise StoreError(f"{where}: status must be one of {', '.join(STATUSES)}; got {out['status']!r}")
+    if not is_cache_label(out["cache"]):
+        raise StoreError(f"{where}: cache must be one of {', '.join(CACHE_STATES)}, or counts of each such as "
+                         f"'compiled 1, disk 3'; got {out['cache']!r}")
     if not out["spec_key"]:
         raise StoreError(f"{where}: spec_key is empty")
     if not (math.isfinite(out.get("created_at", 0.0)) and out.get("created_at", 0.0) >= 0):

@@ -233,8 +233,9 @@ class RunStore:
         return self._select(f"WHERE {where}" if where else "", tuple(equal.values()), with_elbo=False)
 
     def frame(self) -> pandas.DataFrame:
-        """One row per run, newest first: `id`, `created` (UTC), the scalar fields, and
-        `versions` flattened to columns (`core.store.frames.runs_frame`). No ELBO curves."""
+        """One row per run, newest first: `id`, `created` (UTC), the scalar fields,
+        `versions` flattened to columns, and `warning_count` (`core.store.frames.runs_frame`).
+        No ELBO curves."""
         self.recover_interrupted()
         with self._connect() as conn:
             return frames.runs_frame(conn)

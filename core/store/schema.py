@@ -1,8 +1,8 @@
 """The run store's SQLite layout: its tables, their migrations, and `RunResult` <-> row.
 
 Table `runs` holds every scalar field of `RunResult` as its own column (so SQL can
-filter), `spec_json` and `versions_json`; table `elbo_traces` holds each ELBO curve as
-little-endian float64 bytes. Only JSON and raw float bytes are stored, never pickles.
+filter), `spec_json`, `versions_json` and `warnings_json`; table `elbo_traces` holds each
+ELBO curve as little-endian float64 bytes. Only JSON and raw float bytes are stored, never pickles.
 SQLite turns NaN into NULL, so a NaN in a REAL column is stored as the text 'nan' to keep
 it apart from None (NULL).
 """
@@ -57,9 +57,15 @@ def _migration_3() -> list[str]:
     return ["ALTER TABLE in_flight ADD COLUMN lease TEXT"]
 
 
+def _migration_4() -> list[str]:
+    # RunResult.warnings, a list of sentences, as JSON text like spec and versions; NULL
+    # (no warnings) for runs stored before it existed.
+    return ["ALTER TABLE runs ADD COLUMN warnings_json TEXT"]
+
+
 # Applied in order, in one transaction; PRAGMA user_version counts those applied. Append,
 # never edit. Scalar fields added to RunResult later get their column added on open.
-MIGRATIONS = (_migration_1, _migration_2, _migration_3)
+MIGRATIONS = (_migration_1, _migration_2, _migration_3, _migration_4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -107,7 +113,8 @@ def run_row(result: RunResult) -> dict[str, Any]:
         row[name] = "nan" if isinstance(value, float) and math.isnan(value) else value
     row.pop("id")
     row.update(host=host_of(result), spec_json=json.dumps(result.spec, sort_keys=True),
-               versions_json=json.dumps(result.versions, sort_keys=True))
+               versions_json=json.dumps(result.versions, sort_keys=True),
+               warnings_json=json.dumps(result.warnings) if result.warnings else None)
     return row
 
 
@@ -125,6 +132,8 @@ def run_from_row(row: sqlite3.Row) -> RunResult:
         values[field.name] = float(value) if base is float and isinstance(value, str) else value
     values["spec"] = json.loads(row["spec_json"])
     values["versions"] = json.loads(row["versions_json"])
+    warnings = row["warnings_json"] if "warnings_json" in columns else None
+    values["warnings"] = json.loads(warnings) if warnings else []
     blob = row["elbo"] if "elbo" in columns else None
     values["elbo"] = np.frombuffer(blob, ELBO_DTYPE).tolist() if blob else []
     return RunResult.from_dict(values)

@@ -12,15 +12,16 @@ from core import access as delete_rules
 from core.bench import comparison
 from core.charts import comparisons, lines
 from core.charts.style import LABELS
+from core.run import reach
 from core.store.run_store import StoreError
 from pages.ui import access, display, links, resources, running, state
 from pages.ui.text import md, public
 
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
            "status": "Status"}
-TABLE = ["id", "created", "strategy", "dataset", "n", "p", "precision", "device", "device_kind", "iterations",
-         "per_iter_ms", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s", "cache", "final_elbo",
-         "status", "host"]
+TABLE = ["id", "created", "strategy", "optimizer", "dataset", "n", "p", "precision", "device", "device_kind",
+         "time_to_solution_s", "iterations_run", "per_iter_ms", "run_s", "run_s_min", "run_s_max", "compile_s",
+         "first_call_s", "cache", "final_elbo", "status", "warning_count", "host"]
 # Settings a difference in which explains a difference in timings.
 SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
             "lr", "init", "repeats", "tol", "cache", "jax_version", "jaxlib_version", "cpu_count", "host"]
@@ -36,6 +37,9 @@ COLUMNS = {
     "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
     "device_kind": st.column_config.TextColumn("device kind"),
     "n": st.column_config.NumberColumn("n", format="%d"),
+    "warning_count": st.column_config.NumberColumn("warnings", format="%d", width="small",
+                                              help="what a reader of the run's numbers must know (data changed to be "
+                                                   "fitted, float32 accuracy): tick the run to read them"),
 }
 MIME = {".csv": "text/csv", ".json": "application/json", ".parquet": "application/octet-stream"}
 
@@ -112,6 +116,10 @@ shown = f"{len(view):,} of {len(frame):,} runs shown" if matching <= TABLE_ROWS 
 st.caption(f"{shown}; click a column header to sort. "
            + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
               "Tick rows (left edge) to compare just those; until then the charts use every run shown."))
+if rows and "warning_count" in picked:
+    for run_id in picked.loc[picked["warning_count"] > 0, "id"].head(10):
+        for warning in store.get(int(run_id)).warnings:
+            st.warning(f"#{int(run_id)}: {md(warning)}", icon=":material/warning:")
 unfinished = picked["status"].isin(["interrupted", "timed_out"])
 if count := int(unfinished.sum()):
     st.caption(f"{count} interrupted or timed-out run{'s' * (count != 1)} (stopped before finishing: no whole "
@@ -142,7 +150,8 @@ with by_time:
 
 st.header("Grouped timings")
 state.default("cmp_group", list(comparison.DEFAULT_GROUPS))
-state.default("cmp_metric", "per_iter_ms")
+# Time to solution heads the list where runs have one (they stopped at a tolerance).
+state.default("cmp_metric", "time_to_solution_s" if picked["time_to_solution_s"].notna().any() else "per_iter_ms")
 # A link may name columns or timings this version does not offer: keep the ones it does.
 if [g for g in st.session_state["cmp_group"] if g in GROUPS] != st.session_state["cmp_group"]:
     st.session_state["cmp_group"] = [g for g in st.session_state["cmp_group"] if g in GROUPS]
@@ -159,6 +168,18 @@ if by:
                   "slowest repeat of any run in the group; diverged runs left out.", legend=None)
 else:
     st.info("Choose at least one column to group by.")
+
+st.header("Time to reach the best stored ELBO")
+state.default("cmp_within", 1e-5)
+within = st.select_slider("Within (relative)", [1e-3, 1e-4, 1e-5, 1e-6, 1e-7], key="cmp_within",
+                          persist_state="session", format_func=lambda v: f"{v:g}",
+                          help="how close to the best ELBO stored for the same data counts as solved")
+reached = reach.reach_frame(picked.head(40), store.curves([int(i) for i in picked["id"].head(40)]),
+                            reach.best_by_problem(frame), within)
+display.chart(comparisons.reach_bars(reached, within),
+              f"Iterations until each run's ELBO came within {within:g} of the best final ELBO stored for its data "
+              "(any strategy, optimizer or precision), at its steady-state time per iteration: an estimate from "
+              "one timed run, not a timing of its own.", legend=None)
 
 st.header("Relative to a baseline run")
 ids = sorted(int(i) for i in picked["id"])

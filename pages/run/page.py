@@ -6,7 +6,7 @@ import streamlit as st
 
 from core.charts import bars, lines
 from core.run import spread
-from core.spec import FitSpec, SpecError
+from core.spec import FitSpec, SpecError, refusal
 from core.store import cold_compiles
 from pages.ui import display, resources, running, settings, state
 from pages.ui.text import md, public
@@ -26,11 +26,25 @@ with st.expander("What each strategy compiles"):
 problem = settings.current()
 try:
     dataset = problem.dataset_spec()
-    specs = [problem.fit_spec(name, dataset=dataset) for name in chosen]
 except SpecError as exc:
     st.error(public(exc), icon=":material/error:")
     st.stop()
+specs, skipped = [], []
+for name in chosen:
+    if refusal(name, problem.optimizer) is not None:
+        skipped.append(name)  # e.g. jit_per_function has no pieces for a line search
+        continue
+    try:
+        specs.append(problem.fit_spec(name, dataset=dataset))
+    except SpecError as exc:
+        st.error(public(exc), icon=":material/error:")
+        st.stop()
 st.markdown(problem.label)
+if skipped:
+    st.caption(f":material/block: Not run: {', '.join(skipped)}, which run only the gradient optimizers seed, "
+               f"adam and rprop, not {problem.optimizer} (their pieces, or their PyTorch twins, are those of a "
+               "gradient step). Pick one of those in the sidebar to run them.",
+               help=" ".join(refusal(name, problem.optimizer) for name in skipped))
 go, note_slot = st.columns([1, 3], vertical_alignment="center")
 if not specs:
     st.info("Choose at least one strategy to run.", icon=":material/checklist:")
@@ -105,23 +119,28 @@ ok = frame[frame["status"] == "ok"]
 cold_runs = display.runs_frame(cold_compiles.latest_for_each(store, shown))
 metrics = st.columns(4)
 if not ok.empty:
-    fastest = ok.loc[ok["per_iter_ms"].idxmin()]
-    fastest_spread = spread.Spread.of_run(fastest, "per_iter_ms")
-    metrics[0].metric("Fastest steady state", f"{fastest['per_iter_ms']:.3g} ms/it",
-                      f"{fastest['strategy']} · " + (f"{fastest_spread.low:.3g}–{fastest_spread.high:.3g}"
-                                                     if fastest_spread.known else "1 repeat"),
-                      delta_color="off", delta_arrow="off",
-                      help="steady-state time per iteration: the median of the repeats, and the fastest to the "
-                           "slowest repeat")
-    slowest = ok.loc[ok["per_iter_ms"].idxmax()]
-    ratio = spread.speedup(spread.Spread.of_run(slowest), spread.Spread.of_run(fastest))
-    value, delta = spread.times(ratio.value), ratio.span if ratio.significant else "1 repeat: no range"
-    if ratio.significant is False:  # within run-to-run noise: not a speed-up
-        value, delta = spread.WITHIN_NOISE, f"{value}: {spread.NOT_SIGNIFICANT}"
-    metrics[1].metric(f"Speed-up over {slowest['strategy']}", value, delta, delta_color="off", delta_arrow="off",
-                      help="median steady-state run of the slowest strategy / that of the fastest; the range "
-                           "goes from the slowest's fastest repeat over the fastest's slowest to the reverse; "
-                           "overlapping ranges are no significant difference")
+    # The headline is what a user waits for: the time until the fit stopped at its tolerance,
+    # with the range of its repeats. Time per iteration, beside it, ranks strategies of one
+    # algorithm; the speed-up chart below gives their ratios with ranges.
+    solved = ok[ok["time_to_solution_s"].notna()]
+    if not solved.empty:
+        fastest = solved.loc[solved["time_to_solution_s"].idxmin()]
+        metrics[0].metric("Fastest to solution", f"{fastest['time_to_solution_s']:.3g} s",
+                          f"{fastest['strategy']} · {int(fastest['iterations_run']):,} it · "
+                          + spread.Spread.of_run(fastest).range_label("s"),
+                          delta_color="off", delta_arrow="off",
+                          help="steady-state seconds from the first iteration to the stop at the tolerance: the "
+                               "median of the repeats, and the fastest to the slowest repeat")
+    else:
+        fastest = ok.loc[ok["run_s"].idxmin()]
+        metrics[0].metric("Fastest fit", f"{fastest['run_s']:.3g} s", "tolerance not met: no solution",
+                          delta_color="off", delta_arrow="off",
+                          help="steady-state seconds of the fit; set a tolerance in the sidebar to stop at "
+                               "convergence and time the solution")
+    metrics[1].metric("Per iteration", f"{fastest['per_iter_ms']:.3g} ms",
+                      spread.Spread.of_run(fastest, "per_iter_ms").range_label("ms"), delta_color="off",
+                      delta_arrow="off", help=f"{fastest['strategy']}'s steady-state time per iteration: the median "
+                                              "of the repeats, and the fastest to the slowest repeat")
     compiled = ok[ok["cache"] != "none"]
     if not compiled.empty:
         cold_s = (cold_runs["trace_lower_s"] + cold_runs["compile_s"]).max() if not cold_runs.empty else None
@@ -159,6 +178,4 @@ with right:
 
 st.subheader("Numbers")
 display.show_runs_table(frame)
-diverged = frame[frame["status"] != "ok"]
-for _, row in diverged.iterrows():
-    st.warning(f"{md(row['strategy'])}: {md(row['error'] or row['status'])}", icon=":material/warning:")
+display.show_run_notes(shown)

@@ -19,6 +19,8 @@ PENDING = "story_pending"  # a step reached by Next that has not run yet: run it
 
 st.title("The tutorial, step by step", anchor=False)
 st.caption("The seed tutorial's levels one at a time, then this project's faster ones, on the sidebar's problem. "
+           "Every step runs one algorithm for the sidebar's iterations (the tutorial's optimizer when the sidebar's "
+           "cannot run every level), so the bars compare compilation alone. "
            "**Next** (or →, Page Down) adds a step; **Previous** (←, Page Up) goes back.")
 
 steps = story.STEPS
@@ -37,6 +39,7 @@ try:
 except SpecError as exc:
     st.error(md(exc), icon=":material/error:")
     st.stop()
+st.caption(settings.spec_summary(specs[0]))
 store = resources.store_or_stop()
 
 

@@ -20,7 +20,14 @@ from pages.ui.text import md, public
 log = logging.getLogger(__name__)
 TABLE_COLUMNS = {  # no fixed widths: a header wider than its column would be cut on a projector
     "strategy": st.column_config.TextColumn("strategy"),
-    "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or disk, or none (eager)"),
+    "time_to_solution_s": st.column_config.NumberColumn(
+        "to solution (s)", format="%.4f",
+        help="steady-state seconds from the first iteration to the stop at the tolerance; empty when the fit "
+             "ran a fixed number of iterations or did not meet it"),
+    "iterations_run": st.column_config.NumberColumn("iterations", help="iterations run"),
+    "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or loaded from disk, none "
+                                                       "(eager), or how many executables from each, e.g. "
+                                                       "'compiled 1, disk 3'"),
     "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f", help="XLA compilation"),
     "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f"),
     "run_s": st.column_config.NumberColumn("run (s)", format="%.4f", help="steady state: median of the timed repeats"),
@@ -32,7 +39,10 @@ TABLE_COLUMNS = {  # no fixed widths: a header wider than its column would be cu
     "recompile_count": st.column_config.NumberColumn("recompiles", help="compilations during the steady-state repeats"),
     "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f",
                                                 help="the ELBO itself, exact log Y! (gammaln)"),
-    "status": st.column_config.TextColumn("status"),
+    "final_change": st.column_config.NumberColumn("last change", format="%.1e",
+                                                  help="relative ELBO change over the last iteration"),
+    "status": st.column_config.TextColumn("status", help="ok, diverged (not finite, or ending orders of magnitude "
+                                                         "below its start), interrupted or timed_out"),
 }
 
 
@@ -80,23 +90,41 @@ def show_runs_table(frame: pd.DataFrame, **kwargs) -> Any:
     return st.dataframe(frame[columns], hide_index=True, column_config=TABLE_COLUMNS, **kwargs)
 
 
-def agreement_badge(frame: pd.DataFrame) -> float:
-    """A badge with the largest relative difference of the final ELBOs; returns it.
+def show_run_notes(results: list[RunResult]) -> None:
+    """What a reader of these runs' numbers must know: divergence, warnings, convergence."""
+    for result in results:
+        if result.error:
+            st.warning(f"{md(result.strategy)}: {md(result.error)}", icon=":material/warning:")
+        for warning in result.warnings:
+            st.warning(f"{md(result.strategy)}: {md(warning)}", icon=":material/warning:")
+    unsettled = [r for r in results if r.converged is False]
+    if unsettled:
+        st.info("Not converged: the last relative ELBO change is above the tolerance for "
+                + ", ".join(f"{md(r.strategy)} ({r.final_change:.1e} > {r.tol:g})" for r in unsettled)
+                + ". More iterations would move the ELBO further.", icon=":material/trending_up:")
 
-    Green under `core.run.agreement.tolerance` (rounding noise for the precision), else orange.
-    """
-    ok = frame[frame["status"] == "ok"] if "status" in frame else frame
-    spread = agreement.spread(ok["final_elbo"])
-    tolerance = agreement.tolerance(ok.get("precision", []))
-    if len(ok) < 2 or spread != spread:  # NaN: nothing to compare
+
+def agreement_badge(frame: pd.DataFrame) -> float:
+    """A badge with the largest relative difference of the final ELBOs, judged by the
+    criterion that fits the runs' optimizer (`core.run.agreement.verdict`); returns it."""
+    found = agreement.verdict(frame)
+    if found.state == "unknown":
         st.badge("needs two finished runs", color="gray", icon=":material/help:")
-    elif spread < tolerance:
-        st.badge(f"agree: {spread:.1e} < {tolerance:.0e}", color="green", icon=":material/check_circle:",
-                 help="largest relative difference between final ELBOs: rounding noise only")
+    elif found.state == "agree":
+        st.badge(f"agree: {found.spread:.1e} ≤ {found.limit:.0e}", color="green", icon=":material/check_circle:",
+                 help=f"largest relative difference between final ELBOs: {found.reason}")
+    elif found.state == "drift":
+        # Short: the metric's column is narrow at 1024 px; the help says the rest.
+        st.badge(f"drift {found.spread:.0e}", color="blue", icon=":material/moving:",
+                 help=f"Largest relative difference between final ELBOs {found.spread:.1e}, within "
+                      f"{found.limit:.0e}: {found.reason}. See About.")
+    elif found.state == "mixed":
+        st.badge(f"mixed {found.spread:.0e}", color="gray", icon=":material/compare_arrows:",
+                 help=f"Largest relative difference between final ELBOs {found.spread:.1e}: {found.reason}.")
     else:
-        st.badge(f"differ: {spread:.1e} > {tolerance:.0e}", color="orange", icon=":material/warning:",
-                 help="largest relative difference between final ELBOs is more than rounding noise")
-    return spread
+        st.badge(f"differ: {found.spread:.1e} > {found.limit:.0e}", color="orange", icon=":material/warning:",
+                 help=f"largest relative difference between final ELBOs: {found.reason}")
+    return found.spread
 
 
 def when(created_at: float) -> str:

@@ -1,7 +1,9 @@
 """The sidebar's CSV upload: its widgets, and validation of the uploaded bytes.
 
 A parsed upload lives in session state as "sb_csv" (None after a failed validation, with
-the message in "sb_csv_error"); `current_upload()` reads it from there.
+the message in "sb_csv_error"); `current_upload()` reads it from there. How the file was
+read (separator, header line and why) and changed (all-zero columns dropped) is shown
+under the uploaders, and so is a float32 refusal, before anyone presses Run.
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ import streamlit as st
 
 from core.data import csv_counts
 from core.data.counts import CountData, DataError, content_hash
+from core.fit import precision_guard
+from core.spec import HEADER_CHOICES
 from pages.ui.text import md, public
+
+HEADER_LABELS = {"auto": "auto", "yes": "yes: column names", "no": "no: data"}
+# Tab-separated tables are often saved as .tsv or .txt.
+TABLE_TYPES = ["csv", "tsv", "txt"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,12 +31,14 @@ class Upload:
         data: the counts (and log-offsets) as parsed.
         content_hash: of the uploaded bytes, for `DatasetSpec.content_hash`.
         name: the counts file's name; offsets_name: the offsets file's, or "".
+        header: the header choice the files were read with (`core.spec.HEADER_CHOICES`).
     """
 
     data: CountData
     content_hash: str
     name: str
     offsets_name: str = ""
+    header: str = "auto"
 
 
 def current_upload() -> Upload | None:
@@ -38,39 +48,58 @@ def current_upload() -> Upload | None:
 
 def csv_inputs() -> None:
     """The counts and log-offsets uploaders, and what became of the upload."""
-    st.file_uploader("Counts (CSV, one row per sample)", type=["csv"], key="sb_upload_counts",
-                     on_change=_parse_upload, help="whole numbers >= 0; a header row of names is allowed")
-    st.file_uploader("Log-offsets (optional CSV, same shape)", type=["csv"], key="sb_upload_offsets",
+    st.file_uploader("Counts (CSV, one row per sample)", type=TABLE_TYPES, key="sb_upload_counts",
+                     on_change=_parse_upload,
+                     help="whole numbers >= 0, cells separated by commas, semicolons or tabs; a header line of "
+                          "names and a column of row names are allowed")
+    st.file_uploader("Log-offsets (optional CSV, same shape)", type=TABLE_TYPES, key="sb_upload_offsets",
                      on_change=_parse_upload)
+    st.radio("Line 1 names the columns", HEADER_CHOICES, key="sb_csv_header", persist_state="session",
+             horizontal=True, format_func=HEADER_LABELS.get, on_change=_parse_upload,
+             help="auto: words make line 1 a header, numbers make it data (what was decided, and why, is shown "
+                  "below); choose yes when the column names are numbers, such as taxon ids")
     counts_file = st.session_state.get("sb_upload_counts")
     if counts_file is not None and _upload_ids() != st.session_state.get("sb_csv_ids"):
         _parse_upload()
     if st.session_state.get("sb_csv_error"):
         st.error(public(st.session_state["sb_csv_error"]), icon=":material/error:")
     elif st.session_state.get("sb_csv"):
-        upload = st.session_state["sb_csv"]
-        st.caption(f"Using **{md(upload.name)}**: n = {upload.data.n:,} rows, p = {upload.data.p:,} "
-                   f"columns{', with log-offsets' if upload.offsets_name else ''}.")
+        _describe(st.session_state["sb_csv"])
     else:
         st.info("Upload a counts CSV to fit your own data.", icon=":material/upload_file:")
 
 
+def _describe(upload: Upload) -> None:
+    """What is fitted: its size, how the files were read and changed, and what float32 cannot do."""
+    st.caption(f"Using **{md(upload.name)}**: n = {upload.data.n:,} rows, p = {upload.data.p:,} "
+               f"columns{', with log-offsets' if upload.offsets_name else ''}.")
+    for note in upload.data.notes:
+        st.caption(md(note))
+    for warning in upload.data.warnings:
+        st.warning(md(warning), icon=":material/warning:")
+    if st.session_state.get("sb_precision") == "float32":
+        check = precision_guard.check_float32(upload.data.counts)
+        if check.refusal or check.warning:
+            st.warning(md(check.refusal or check.warning), icon=":material/warning:")
+
+
 def load_upload(counts_bytes: bytes, counts_name: str, offsets_bytes: bytes | None = None,
-                offsets_name: str = "") -> Upload:
-    """Validates uploaded CSV bytes.
+                offsets_name: str = "", header: str = "auto") -> Upload:
+    """Validates uploaded CSV bytes, read with the `header` choice.
 
     Raises:
         DataError: saying which file, line and column is wrong and what is accepted.
     """
     counts = csv_counts.read_csv_bytes(counts_bytes, offsets_bytes, name=counts_name,
-                                       offsets_name=offsets_name or "offsets")
+                                       offsets_name=offsets_name or "offsets", header=header)
     sources = [counts_bytes] + ([offsets_bytes] if offsets_bytes is not None else [])
-    return Upload(counts, content_hash(*sources), counts_name, offsets_name if offsets_bytes is not None else "")
+    return Upload(counts, content_hash(*sources), counts_name, offsets_name if offsets_bytes is not None else "",
+                  header)
 
 
 def _upload_ids() -> tuple:
     files = [st.session_state.get(k) for k in ("sb_upload_counts", "sb_upload_offsets")]
-    return tuple(None if f is None else f.file_id for f in files)
+    return (*(None if f is None else f.file_id for f in files), st.session_state.get("sb_csv_header", "auto"))
 
 
 def _parse_upload() -> None:
@@ -85,7 +114,8 @@ def _parse_upload() -> None:
         st.session_state["sb_csv"] = load_upload(
             counts_file.getvalue(), counts_file.name,
             offsets_file.getvalue() if offsets_file is not None else None,
-            offsets_file.name if offsets_file is not None else "")
+            offsets_file.name if offsets_file is not None else "",
+            st.session_state.get("sb_csv_header", "auto"))
     except DataError as exc:
         st.session_state["sb_csv"] = None  # never fit a file that failed validation
         st.session_state["sb_csv_error"] = str(exc)

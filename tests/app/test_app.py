@@ -276,6 +276,46 @@ def test_good_csv_upload_is_fitted_from_memory(store):
     assert run.spec["dataset"]["content_hash"]
 
 
+def test_upload_says_how_it_read_the_file_and_takes_the_header_choice(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    # Semicolons, numeric column ids, a column of zeros: as a spreadsheet might save it.
+    rows = "\n".join(f"{i % 3};0;{(i * 7) % 4 + 1}" for i in range(60))
+    at.sidebar.file_uploader(key="sb_upload_counts").set_value(("ids.csv", f"101;102;103\n{rows}\n".encode(),
+                                                                "text/csv"))
+    at.run()
+    captions = plain(" ".join(c.value for c in at.sidebar.caption))
+    # Read as data, line 1 is a sample: n one too many, and the ids' 102 hides the zero column.
+    assert "n = 61 rows, p = 3 columns" in captions and "cells separated by semicolons" in captions
+    assert "line 1 read as data" in captions and "choose header: yes" in captions
+    assert not at.sidebar.warning, [w.value for w in at.sidebar.warning]
+    at.sidebar.radio(key="sb_csv_header").set_value("yes").run()
+    captions = plain(" ".join(c.value for c in at.sidebar.caption))
+    assert "n = 60 rows, p = 2 columns" in captions and "line 1 read as column names (header: yes)" in captions
+    assert any("column 2 ('102')" in plain(w.value) for w in at.sidebar.warning)
+    at.sidebar.number_input(key="sb_iterations").set_value(5)
+    at.sidebar.number_input(key="sb_repeats").set_value(1)
+    at.run()
+    at.pills(key="run_strategies").set_value(["jit_step"]).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (run,) = store.list()
+    assert (run.n, run.p) == (60, 2) and run.spec["dataset"]["header"] == "yes" and len(run.warnings) == 1
+    assert any("dropped 1 all-zero column" in plain(w.value) for w in at.warning)  # shown with the results
+
+
+def test_upload_warns_before_a_run_when_float32_cannot_fit_it():
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    at.sidebar.file_uploader(key="sb_upload_counts").set_value(
+        ("big.csv", b"a,b\n1000000000,2\n3,4\n5,6\n", "text/csv"))
+    at.run()
+    assert any("float32 cannot fit these counts" in plain(w.value) and "choose float64" in plain(w.value)
+               for w in at.sidebar.warning)
+    at.sidebar.radio(key="sb_precision").set_value("float64").run()
+    assert not any("float32" in w.value for w in at.sidebar.warning)
+
+
 def test_upload_validation_names_the_bad_cell():
     from pages.ui import upload
 
@@ -298,8 +338,8 @@ BAD_UPLOADS = [
     (b"a,b\n1,2\n", None, "has 1 row"),
     (b"a\n1\n2\n3\n", None, "has 1 column"),
     (b"a,b\n1,2,3\n4,5\n", None, "every row needs the same number"),
-    (b"1,2\n4,5,6\n", None, "not a readable comma-separated table"),
-    (b"\x00\xff\xfe", None, "not a readable comma-separated table"),
+    (b"1,2\n4,5,6\n", None, "not a readable table"),
+    (b"\x00\xff\xfe", None, "not readable as UTF-8 text"),
     (b"1,2\n3,4\n", b"0,0,0\n0,0,0\n", "offsets have shape 2 x 3"),
     (b"1,2\n3,4\n", b"0,inf\n0,0\n", "non-finite value"),
     (b"1,2\n3,4\n", b"0,0\n", "has 1 row"),
@@ -452,7 +492,7 @@ def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
     at.button(key="run_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
     errors = " ".join(plain(e.value) for e in at.error)
-    assert "not enough memory: this fit needs about 3,520.38 GB" in errors and "GB free" in errors
+    assert "not enough memory: this fit needs about 3,520.32 GB" in errors and "GB free" in errors
     assert store.list() == [] and store.in_flight() == []
 
 

@@ -9,7 +9,7 @@ from core.bench import story
 from core.charts import bars
 from core.inspect import pitfalls
 from core.run import catalog
-from core.spec import FitSpec
+from core.spec import FitSpec, OptimizerSpec
 
 from fake_runs import make_run
 
@@ -33,6 +33,16 @@ def test_a_step_runs_the_problem_its_own_way():
     # Appending a step is all it takes: the list is plain data.
     longer = [*story.STEPS, step]
     assert story.specs(problem, longer)[-1] == spec
+
+
+def test_every_step_runs_one_algorithm_for_the_same_iterations():
+    # The sidebar's default converges with a profiled optimizer that jit_per_function and
+    # scan_analytic cannot run: the story runs the tutorial's optimizer instead, to no tolerance.
+    profiled = FitSpec(optimizer=OptimizerSpec("preconditioned_lbfgs"), init="log_rates", tol=1e-7)
+    specs = story.specs(profiled)
+    assert {(s.optimizer.name, s.init, s.tol, s.iterations) for s in specs} == {("seed", "seed", 0.0, 150)}
+    adam = story.specs(FitSpec(optimizer=OptimizerSpec("adam", 0.05), tol=1e-6))
+    assert {(s.optimizer, s.tol) for s in adam} == {(OptimizerSpec("adam", 0.05), 0.0)}
 
 
 def test_speedups_accumulate_from_the_first_step_with_their_ranges():

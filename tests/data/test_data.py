@@ -119,8 +119,9 @@ BAD_CSVS = [
     ("a,b\n1,inf\n3,4\n", None, "non-finite"),
     ("a,b\n1,2\n", None, "has 1 row;"),
     ("a\n1\n2\n", None, "has 1 column;"),
-    ("1;2\n3;4\n", None, "has 1 column;"),
-    ("a,b\n1,2\n3,4,5\n", None, "not a readable comma-separated table"),
+    ("1 2\n3 4\n", None, "has 1 column; at least 2 variables (columns) are needed, in a table of counts with "
+                          "cells separated by commas, semicolons or tabs"),
+    ("a,b\n1,2\n3,4,5\n", None, "not a readable table: Error tokenizing data. C error: Expected 2 fields in line 3"),
     ("a,b\n1,2\n3\n", None, "missing value (empty cell or NA); every cell needs a number; line 3, column 2"),
     ('"",a,b\n"s1",1,2\n"s2",3,x\n', None, "line 3, column 3 ('b') holds 'x'"),
     ("1,2\n3,-4\n", None, "negative count; counts must be whole numbers >= 0; line 2, column 2 holds '-4'"),

@@ -1,6 +1,7 @@
 """Peers: the PyTorch twins follow our JAX trajectory; pyPLNmodels' fit is the same model."""
 
 import dataclasses
+import functools
 import subprocess
 import sys
 
@@ -24,8 +25,13 @@ pytestmark = [
 ]
 
 ITERATIONS = 150
-# Final-ELBO agreement with the JAX scan strategy (relative), as in test_strategies.
-TOLERANCE = {"float64": 1e-6, "float32": 1e-4}
+# What rounding explains, as in test_strategies: before the seed optimizer amplifies rounding
+# the twins match scan to rounding; over the whole run, within the band that float32
+# rounding opens between scan's own float32 and float64 traces, times the spread between
+# rounding realisations.
+FLOAT32_ACCURACY = 1e-6
+BEFORE_AMPLIFICATION = {"float64": 1e-10, "float32": 2 * FLOAT32_ACCURACY}
+ROUNDING_REALISATIONS = 10
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,6 +46,7 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@functools.cache
 def _scan(dtype, iterations=ITERATIONS, optimizer=OptimizerSpec(), init="seed"):
     configure()
     counts = load_oaks()
@@ -99,10 +106,15 @@ def test_torch_twins_follow_the_jax_scan_trajectory(dtype):
     counts = load_oaks()
     eager = engine.run(spec, counts)
     compiled = engine.run(dataclasses.replace(spec, strategy="torch_compile"), counts)
+    rounding = _relative(_scan("float32"), _scan("float64"))
+    beyond = rounding > FLOAT32_ACCURACY
+    horizon = int(np.argmax(beyond)) if beyond.any() else ITERATIONS
+    band = ROUNDING_REALISATIONS * (rounding.max() + FLOAT32_ACCURACY)
     for result in (eager, compiled):
         assert len(result.elbo) == ITERATIONS and np.all(np.isfinite(result.elbo)), result.strategy
-        relative = _relative(result.elbo[-1], reference[-1])
-        assert relative <= TOLERANCE[dtype], f"{result.strategy}: final ELBO differs from scan by {relative:.2e}"
+        apart = _relative(np.asarray(result.elbo), reference)
+        assert apart[:horizon].max() <= BEFORE_AMPLIFICATION[dtype], (result.strategy, horizon, apart[:horizon].max())
+        assert apart.max() <= band, f"{result.strategy}: ELBO parts from scan's by {apart.max():.1e} > {band:.1e}"
         assert result.elbo[-1] > 0.01 * result.elbo[0]
         assert result.transfer_s > 0 and result.first_call_s > 0 and result.run_s_min == result.run_s_max
         assert result.trace_lower_s == 0 and result.iterations_run == ITERATIONS and result.processes == 1
@@ -154,6 +166,10 @@ def test_pyplnmodels_peer_reports_its_own_algorithm_with_the_exact_log_factorial
     seen = []
     result = engine.run(spec, counts, on_progress=seen.append)
     assert (result.optimizer, result.lr, result.init) == ("rprop", 0.01, "log_counts")
+    assert result.warnings == []
+    # Its float32 ELBO is its own code's, summed in float32: the run says so.
+    single = engine.run(dataclasses.replace(spec, precision="float32", repeats=1), counts)
+    assert any("its own float32 sums" in warning for warning in single.warnings)
     assert result.cache == "none" and result.compile_s == 0 and result.run_s_min <= result.run_s <= result.run_s_max
     assert result.iterations_run == iterations and result.versions["pyPLNmodels"]
     assert [p.phase for p in seen][-1] == "done" and any(p.elbo is not None for p in seen)

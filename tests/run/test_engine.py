@@ -83,20 +83,47 @@ def test_float32_run_stays_float32():
     assert np.array_equal(values, values.astype(np.float32).astype(np.float64))
 
 
-def test_divergence_is_reported_with_the_curve_up_to_it():
-    # Counts of a million against log-offsets of -30: Rprop's growing steps overshoot
-    # until exp(O + M) overflows float32.
+def test_a_blow_up_is_diverged_from_the_iteration_it_started():
+    # Adam at lr 10 on oaks: the ELBO goes from -3.3e7 to -3.5e29 and stays there; every
+    # value is finite, and it used to be stored as "ok".
+    spec = FitSpec(strategy="scan", optimizer=OptimizerSpec("adam", 10.0), iterations=200, precision="float32",
+                   repeats=1)
+    result = engine.run(spec)
+    assert result.status == "diverged" and result.diverged_at == 4
+    assert "blew up" in result.error and "from iteration 4 on" in result.error
+    assert len(result.elbo) == result.iterations_run == 200  # the finite curve is kept, blow-up and all
+    assert result.elbo[-1] < 1e3 * result.elbo[0] and result.converged is None
+
+
+def test_float32_refuses_counts_it_cannot_hold_and_float64_fits_them():
+    # Counts of a million: float32 rounds each such cell's ELBO terms by more than the whole
+    # ELBO's accuracy (core.fit.precision_guard), so a float32 fit is refused before it runs.
     counts = np.full((20, 5), 1e6)
     counts[::2] = 3
-    data = CountData(counts, np.full((20, 5), -30.0), np.ones((20, 1)), "overflow")
-    spec = _spec(precision="float32", iterations=100, optimizer=OptimizerSpec("rprop", 10.0), repeats=1)
-    result = engine.run(spec, counts=data)
-    assert result.status == "diverged"
-    assert 0 < result.diverged_at < 100
-    assert len(result.elbo) == result.iterations_run == result.diverged_at
-    assert np.all(np.isfinite(result.elbo))
-    assert result.final_elbo == result.elbo[-1]
-    assert str(result.diverged_at) in result.error
+    data = CountData(counts, np.full((20, 5), -10.0), np.ones((20, 1)), "large counts")
+    with pytest.raises(SpecError, match="float32 cannot fit these counts.*choose float64"):
+        engine.run(_spec(precision="float32", iterations=10, repeats=1), counts=data)
+    result = engine.run(_spec(precision="float64", iterations=10, repeats=1), counts=data)
+    assert result.status == "ok" and result.warnings == []
+
+
+def _csv_bytes(table, names) -> bytes:
+    return (",".join(names) + "\n" + "\n".join(",".join(map(str, row)) for row in table) + "\n").encode()
+
+
+def test_an_all_zero_column_is_dropped_and_the_fit_is_that_of_the_data_without_it():
+    from core.data.csv_counts import read_csv_bytes
+
+    counts = simulate(40, 6, d=1, seed=0).counts.astype(int)
+    with_zero = np.insert(counts, 2, 0, axis=1)
+    names = [f"sp{j}" for j in range(7)]
+    kept = [name for j, name in enumerate(names) if j != 2]
+    spec = _spec(dataset=DatasetSpec(kind="csv", counts_path="c.csv"), iterations=30, repeats=1)
+    dropped = engine.run(spec, counts=read_csv_bytes(_csv_bytes(with_zero, names), None, "c.csv"))
+    without = engine.run(spec, counts=read_csv_bytes(_csv_bytes(counts, kept), None, "c.csv"))
+    assert dropped.p == without.p == 6 and dropped.elbo == without.elbo
+    assert dropped.warnings[0].startswith("c.csv: dropped 1 all-zero column (column 3 ('sp2'))")
+    assert without.warnings == []
 
 
 def test_absent_device_is_a_clear_error():

@@ -155,6 +155,7 @@ def test_frame_holds_what_the_stored_runs_hold(store):
             expected = {"created": pd.Timestamp(run.created_at, unit="s", tz="UTC"),
                         **{f"{key}_version": run.versions[key] for key in ("jax", "jaxlib", "optax", "numpy", "python")},
                         **{key: run.versions[key] for key in ("platform", "cpu_count", "host")},
+                        "warning_count": len(run.warnings),
                         }.get(name, getattr(run, name, None))
             if expected is None:
                 assert value is None or pd.isna(value), (run.strategy, name, value)

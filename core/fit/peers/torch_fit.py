@@ -34,7 +34,8 @@ _RECOMPILE_LIMIT = 256
 
 
 class TorchData(NamedTuple):
-    """Y, O, X (n, p), (n, p), (n, d) and sum(log Y!) (0-d, exact), all of the fit's dtype."""
+    """Y, O, X (n, p), (n, p), (n, d) of the fit's dtype and sum(log Y!) (0-d, exact, float64
+    as in `core.fit.model.PLNData`)."""
 
     counts: Any
     offsets: Any
@@ -57,7 +58,7 @@ def host_data(counts: np.ndarray, offsets: np.ndarray, covariates: np.ndarray, p
     # Own, writable copies: torch.as_tensor shares a NumPy array's memory (and warns on
     # read-only ones, such as the cached oaks arrays).
     return TorchData(*(np.array(a, dtype=dtype, order="C") for a in (counts, offsets, covariates)),
-                     np.array(log_factorial_sum, dtype=dtype))
+                     np.array(log_factorial_sum, dtype=np.float64))
 
 
 def place_data(host: TorchData, device) -> TorchData:
@@ -84,8 +85,15 @@ def _logdet_spd(matrix):
     return 2.0 * torch.sum(torch.log(torch.diagonal(_cholesky(matrix))))
 
 
+def _wide_sum(terms):
+    """`core.fit.model.wide_sum` in torch: the sum of (n, p) ELBO terms, accumulated in float64."""
+
+    return torch.sum(terms, dtype=torch.float64)
+
+
 def elbo(params: tuple, precision, data: TorchData):
-    """`core.fit.model.elbo` in torch: the ELBO at any B, M, S and Omega."""
+    """`core.fit.model.elbo` in torch: the ELBO at any B, M, S and Omega, with its large sums
+    accumulated and its terms assembled in float64, returned in the fit's dtype."""
 
     B, M, S = params
     Y, O, X, log_factorial_sum = data
@@ -93,14 +101,16 @@ def elbo(params: tuple, precision, data: TorchData):
     S2 = S * S
     A = torch.exp(O + M + 0.5 * S2)
     R = M - X @ B
-    trace = torch.sum(precision * (R.T @ R)) + torch.sum(torch.diagonal(precision) * torch.sum(S2, dim=0))
-    return (
-        0.5 * n * _logdet_spd(precision)
-        + torch.sum(Y * (O + M) - A + 0.5 * torch.log(S2))
+    trace = (_wide_sum((R @ precision) * R)
+             + torch.sum(torch.diagonal(precision) * torch.sum(S2, dim=0)).to(torch.float64))
+    value = (
+        0.5 * n * _logdet_spd(precision).to(torch.float64)
+        + _wide_sum(Y * (O + M) - A + 0.5 * torch.log(S2))
         - 0.5 * trace
         - log_factorial_sum
         + 0.5 * n * p
     )
+    return value.to(Y.dtype)
 
 
 def negative_elbo(params: tuple, precision, data: TorchData):

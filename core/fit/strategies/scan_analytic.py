@@ -17,16 +17,24 @@ algebra and the cost of each operation outweigh the arithmetic:
 - Inside the loop, B, M and S are packed rows of one (2n + d, p) array, and so are the
   optimizer's moments. The optimizer then runs as a few fused loops over one array
   instead of one set per parameter. This gives the same result for element-wise
-  transformations (every optimizer in `core.fit.optim`). The state is unpacked to `PLNParams`
+  transformations (the gradient optimizers seed, adam and rprop). The state is unpacked to `PLNParams`
   when the loop ends.
-- After the first iteration, Omega is the closed form for the current B, M and S, so the
-  trace term tr(Omega (R^T R + D)) equals n p (see `core.fit.model`) and is not evaluated. The
-  first iteration, whose Omega is the starting one, evaluates it.
 - The ELBO of the new parameters (its exponential A, its logarithm and their sum) is
   computed at the end of the iteration that makes them. It is carried, with A and R, into
-  the next iteration, which reports it and uses A and R for its gradient. Sums are
-  matrix-vector products, which XLA fuses into one pass rather than a multi-pass
-  reduction.
+  the next iteration, which adds the part of the trace term that needs R Omega, reports
+  it and uses A and R for its gradient. Sums are matrix-vector products with a float64
+  result (`model.wide_sum`), which XLA fuses into the loop that makes the terms.
+- Accuracy in float32: the ELBO reported is that of (B, M, S, Omega) as held, Omega
+  included, with the whole trace term tr(Omega (R^T R + D)): its R part as
+  sum((R Omega) * R), from the R Omega that the next gradient forms anyway. At the closed
+  form the ELBO is stationary in Omega, so the float32 errors of Sigma's Gram over n rows
+  and of its inverse cancel to first order; taking the trace term as n p, as the closed
+  form would give in exact arithmetic, leaves them in (up to 1.7e-6 of the ELBO at oaks
+  x1000; summing in float32 left 1e-2). log det(Omega) is -log det(Sigma) from Sigma's
+  Cholesky factor plus tr(Sigma Omega) - p, the first-order effect of the float32 inverse
+  (a p x p product-sum; no second Cholesky, and none of a float32 Omega that rounding has
+  left indefinite). The terms are assembled in float64 and the ELBO reported in the fit's
+  dtype.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ import jax.numpy as jnp
 import optax
 
 from core.fit import model
-from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState
+from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, as_algorithm, scan_loop
 
 
 class _Carry(NamedTuple):
@@ -50,7 +58,8 @@ class _Carry(NamedTuple):
         opt_state: the optimizer's state, with every `PLNParams` in it packed the same way.
         residual: R = M - X B, (n, p).
         rate: A = exp(O + M + S^2 / 2), (n, p).
-        elbo: the ELBO at these parameters and this Omega.
+        elbo: the ELBO at these parameters and this Omega less its -tr(Omega R^T R)/2 part,
+            float64 (the next iteration adds that part, from the R Omega it forms).
     """
 
     packed: jax.Array
@@ -89,15 +98,19 @@ def _unpack_state(packed_state, like, n: int):
 
 
 def _rate_and_sum(M: jax.Array, S: jax.Array, data: model.PLNData) -> tuple[jax.Array, jax.Array]:
-    """A = exp(O + M + S^2/2), (n, p), and sum(Y (O + M) - A + log(S^2) / 2)."""
+    """A = exp(O + M + S^2/2), (n, p), and sum(Y (O + M) - A + log(S^2) / 2) in float64."""
     Y, O, _, _ = data
-    n, p = Y.shape
     S2 = S * S
     A = jnp.exp(O + M + 0.5 * S2)
     terms = Y * (O + M) - A + 0.5 * jnp.log(S2)
-    # As matrix-vector products, XLA fuses the sum into the loop that makes the terms; as a
-    # reduction, it makes a separate, multi-pass reduction over them.
-    return A, jnp.ones((n,), terms.dtype) @ (terms @ jnp.ones((p,), terms.dtype))
+    # A matrix-vector product with a float64 result: XLA fuses it into the loop that makes
+    # the terms and accumulates each row in float64 (a float32 ones(n) @ rows lost 1e-2).
+    return A, model.wide_sum(terms)
+
+
+def _diagonal_term(Omega: jax.Array, column_sums: jax.Array) -> jax.Array:
+    """tr(Omega D) = sum(diag(Omega) * colsum(S^2)), the trace term's part without R."""
+    return jnp.sum(jnp.diagonal(Omega) * column_sums)
 
 
 def _precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -116,8 +129,10 @@ def _precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
     return inverse_t @ inverse_t.T, -2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
 
 
-def _fit(state: FitState, data: model.PLNData, optimizer: optax.GradientTransformation, iterations: int):
-    """The whole fit as one scan: `iterations` steps from `state`. Returns FitOutput, ELBO (iterations,)."""
+def _fit(state: FitState, data: model.PLNData, optimizer, iterations: int, stopping=None):
+    """The whole fit as one scan: `iterations` steps from `state` (fewer with `stopping`).
+    Returns FitOutput, ELBO (iterations,)."""
+    optimizer = as_algorithm(optimizer).transformation  # gradient optimizers only (core.spec.refusal)
     Y, O, X, log_factorial_sum = data
     n, p = Y.shape
     B, M, S = state.params
@@ -128,20 +143,29 @@ def _fit(state: FitState, data: model.PLNData, optimizer: optax.GradientTransfor
             != jax.tree_util.tree_structure(jax.eval_shape(optimizer.init, packed_params))):
         raise ValueError("scan_analytic packs the parameters; this optimizer's state does not mirror them")
 
-    # The first ELBO, with the full trace term: the starting Omega need not be a closed form
-    # (the seed init uses I).
+    wide = model.wide_dtype(Y.dtype)
+    constant = 0.5 * n * p - jnp.asarray(log_factorial_sum, wide)
+
+    def elbo_without_quadratic(Omega, logdet, terms_sum, column_sums):
+        """The ELBO less -tr(Omega R^T R)/2, which the next iteration adds from its R Omega."""
+        return (0.5 * n * logdet + terms_sum + constant
+                - 0.5 * _diagonal_term(Omega, column_sums).astype(wide))
+
+    # The starting Omega need not be a closed form (the seed init uses I): the trace term is
+    # evaluated for it as for every other, so the first iteration needs no special case.
     R = M - X @ B
     A, terms_sum = _rate_and_sum(M, S, data)
     Omega = state.precision
-    trace_term = jnp.sum(Omega * (R.T @ R)) + jnp.sum(jnp.diagonal(Omega) * jnp.sum(S * S, axis=0))
-    first_elbo = (0.5 * n * model._logdet_spd(Omega) + terms_sum - 0.5 * trace_term
-                  - log_factorial_sum + 0.5 * n * p)
-    start = _Carry(packed_params, Omega, packed_state, R, A, first_elbo)
+    logdet = model._logdet_spd(Omega).astype(wide)
+    start = _Carry(packed_params, Omega, packed_state, R, A,
+                   elbo_without_quadratic(Omega, logdet, terms_sum, jnp.sum(S * S, axis=0)))
 
     def step(carry: _Carry, _):
         S = _unpack(carry.packed, n).latent_sd
         Omega, R, A = carry.precision, carry.residual, carry.rate
         R_omega = R @ Omega
+        # tr(Omega R^T R) = sum((R Omega) * R), from the R Omega the gradient needs anyway.
+        reported = carry.elbo - 0.5 * model.wide_sum(R_omega * R)
         # The optimizer minimises -ELBO: these are the ELBO's gradients, negated.
         loss_gradient = model.PLNParams(
             coef=-(X.T @ R_omega),
@@ -153,17 +177,20 @@ def _fit(state: FitState, data: model.PLNData, optimizer: optax.GradientTransfor
 
         B, M, S = _unpack(packed, n)
         R = M - X @ B
-        covariance = (R.T @ R + jnp.diag(jnp.sum(S * S, axis=0))) / n
+        column_sums = jnp.sum(S * S, axis=0)
+        covariance = (R.T @ R + jnp.diag(column_sums)) / n
         Omega, logdet = _precision_and_logdet(covariance)
+        # log det of the float32 Omega itself: its inverse's rounding, to first order.
+        inversion = jnp.sum(covariance.astype(wide) * Omega.T.astype(wide)) - p
         A, terms_sum = _rate_and_sum(M, S, data)
-        # Omega is the closed form here, so the trace term is n p and cancels the constant.
-        elbo = 0.5 * n * logdet + terms_sum - log_factorial_sum
-        return _Carry(packed, Omega, opt_state, R, A, elbo), carry.elbo
+        elbo = elbo_without_quadratic(Omega, logdet.astype(wide) + inversion, terms_sum, column_sums)
+        # float64 out: the stopping test compares it; scan_loop rounds the trace to Y.dtype.
+        return _Carry(packed, Omega, opt_state, R, A, elbo), reported
 
-    final, trace = jax.lax.scan(step, start, length=iterations)
+    final, trace, run, stop = scan_loop(step, start, iterations, stopping, Y.dtype)
     params = _unpack(final.packed, n)
     opt_state = _unpack_state(final.opt_state, state.opt_state, n)
-    return FitOutput(FitState(params, final.precision, opt_state), trace, iterations)
+    return FitOutput(FitState(params, final.precision, opt_state), trace, run, stop)
 
 
 class ScanAnalytic(CompiledLoopStrategy):

@@ -1,0 +1,104 @@
+"""CSV files as people write them: separators, decimal commas, header lines, row names, zero columns."""
+
+import numpy as np
+import pytest
+
+from core.data import csv_counts, csv_layout
+from core.data.counts import DataError
+
+COUNTS = np.array([[0, 12, 3], [5, 0, 1], [7, 8, 9]], dtype=float)
+
+
+def _read(text, header="auto", offsets=None):
+    return csv_counts.read_csv_bytes(text.encode(), offsets.encode() if offsets else None, "t.csv",
+                                     offsets_name="o.csv", header=header)
+
+
+@pytest.mark.parametrize("text, separator", [
+    ("a,b,c\n0,12,3\n5,0,1\n7,8,9\n", "commas"),
+    ("a;b;c\n0;12;3\n5;0;1\n7;8;9\n", "semicolons"),        # spreadsheets in many locales, R's write.csv2
+    ("a\tb\tc\n0\t12\t3\n5\t0\t1\n7\t8\t9\n", "tabs"),      # R's write.table(sep = "\t")
+])
+def test_separators_are_found(text, separator):
+    got = _read(text)
+    np.testing.assert_array_equal(got.counts, COUNTS)
+    if separator != "commas":
+        assert f"t.csv: cells separated by {separator}" in got.notes
+    assert "t.csv: line 1 read as column names: it holds words (e.g. 'a')" in got.notes
+
+
+def test_semicolons_with_decimal_commas_in_the_offsets():
+    got = _read("a;b;c\n0;12;3\n5;0;1\n7;8;9\n", offsets="a;b;c\n0,5;1;1,25\n0;0;0\n0;0;-2,5\n")
+    np.testing.assert_array_equal(got.offsets, [[0.5, 1, 1.25], [0, 0, 0], [0, 0, -2.5]])
+    assert "o.csv: cells separated by semicolons, with decimal commas" in got.notes
+
+
+def test_r_write_table_header_one_cell_short_over_row_names():
+    # R's write.table(x, sep = "\t") writes the column names without a corner cell.
+    got = _read("1001\t1002\t1003\ns1\t0\t12\t3\ns2\t5\t0\t1\ns3\t7\t8\t9\n")
+    np.testing.assert_array_equal(got.counts, COUNTS)
+    assert any("one cell fewer than the lines below" in note for note in got.notes)
+
+
+def test_r_write_csv_numeric_names_quoted_over_row_names():
+    # R's write.csv quotes the (numeric) column names and the row names, never the counts.
+    text = '"","1001","1002","1003"\n"1",0,12,3\n"2",5,0,1\n"3",7,8,9\n'
+    np.testing.assert_array_equal(_read(text).counts, COUNTS)
+    # Quoted numbers over unquoted ones, without row names.
+    got = _read('"1001","1002","1003"\n0,12,3\n5,0,1\n7,8,9\n')
+    np.testing.assert_array_equal(got.counts, COUNTS)
+    assert any("quoted like names" in note for note in got.notes)
+
+
+def test_numeric_header_is_read_as_the_user_says():
+    text = "1001,1002,1003\n0,12,3\n5,0,1\n7,8,9\n"
+    auto = _read(text)
+    # Numbers over numbers: auto cannot tell ids from counts, reads data and says how to change it.
+    assert auto.n == 4 and any("choose header: yes" in note for note in auto.notes)
+    named = _read(text, header="yes")
+    np.testing.assert_array_equal(named.counts, COUNTS)
+    assert "t.csv: line 1 read as column names (header: yes)" in named.notes
+    plain = _read("0,12,3\n5,0,1\n7,8,9\n", header="no")
+    np.testing.assert_array_equal(plain.counts, COUNTS)
+
+
+def test_header_no_with_words_names_the_cell():
+    with pytest.raises(DataError, match=r"non-numeric cell; only numbers are accepted; line 1, column 1 holds 'a'"):
+        _read("a,b,c\n0,12,3\n5,0,1\n", header="no")
+
+
+def test_header_choice_is_checked():
+    with pytest.raises(DataError, match="header must be one of auto, yes, no; got 'maybe'"):
+        _read("a,b\n1,2\n3,4\n", header="maybe")
+    assert csv_layout.HEADER_CHOICES == ("auto", "yes", "no")
+
+
+def test_a_bad_cell_is_located_whatever_the_separator():
+    with pytest.raises(DataError, match=r"line 3, column 2 \('b'\) holds 'x'"):
+        _read("a\tb\tc\n0\t12\t3\n5\tx\t1\n")
+    with pytest.raises(DataError, match=r"non-integer count; .*line 2, column 3 \('c'\) holds '2.5'"):
+        _read("a;b;c\n0;12;2,5\n5;0;1\n")
+
+
+def test_all_zero_columns_are_dropped_and_named():
+    got = _read("a,zero,c,none\n0,0,3,0\n5,0,1,0\n7,0,9,0\n")
+    np.testing.assert_array_equal(got.counts, COUNTS[:, [0, 2]])
+    assert got.p == 2 and got.offsets.shape == (3, 2)
+    (warning,) = got.warnings
+    assert warning.startswith("t.csv: dropped 2 all-zero columns (column 2 ('zero'), column 4 ('none')), "
+                              "as pyPLNmodels does")
+    # The offsets lose the same columns.
+    with_offsets = _read("a,zero,c\n0,0,3\n5,0,1\n", offsets="a,zero,c\n1,2,3\n4,5,6\n")
+    np.testing.assert_array_equal(with_offsets.offsets, [[1, 3], [4, 6]])
+    # Without a header the column is named by its number, as an editor shows it.
+    assert _read("1,0,3\n5,0,1\n").warnings[0].startswith("t.csv: dropped 1 all-zero column (column 2),")
+
+
+def test_all_zero_table_is_refused():
+    with pytest.raises(DataError, match="t.csv: every count is 0"):
+        _read("a,b\n0,0\n0,0\n")
+
+
+def test_not_utf8_is_refused_with_what_is_accepted():
+    with pytest.raises(DataError, match="not readable as UTF-8 text .* saved as UTF-8, is needed"):
+        csv_counts.read_csv_bytes("caf\xe9,b\n1,2\n3,4\n".encode("latin-1"), None, "t.csv")

@@ -1,0 +1,91 @@
+"""How a fit ended, from its ELBO trace alone: diverged (non-finite or blown up), converged or not."""
+
+import numpy as np
+import pytest
+
+from core.run import outcome
+from core.run.result import Measurement, RunResult, cache_label, is_cache_label
+from core.spec import FitSpec
+
+NAN = float("nan")
+
+
+def test_a_rising_trace_is_ok_and_converged_only_against_a_tolerance():
+    trace = [-1000.0, -500.0, -400.0, -399.96]
+    fixed = outcome.judge(trace, tol=0.0)
+    assert fixed.status == "ok" and fixed.diverged_at is None and fixed.error is None
+    assert fixed.final_change == pytest.approx(0.04 / 399.96)
+    # tol = 0 asks for every iteration, not for convergence: nothing to judge.
+    assert fixed.converged is None
+    assert outcome.judge(trace, tol=1e-3).converged is True
+    # Stopped improving by more than the tolerance at the last step: not converged.
+    assert outcome.judge(trace, tol=1e-5).converged is False
+    assert outcome.judge(trace, tol=1e-5, iterations=4).converged is False
+    # A compiled loop that stopped before its cap stopped at tol, on a float64 ELBO that a
+    # float32 trace may round to a larger last change.
+    assert outcome.judge(trace, tol=1e-5, iterations=500).converged is True
+
+
+def test_a_non_finite_value_cuts_the_trace_where_it_went_wrong():
+    ended = outcome.judge([-10.0, -9.0, NAN, -8.0], tol=0.0)
+    assert ended.status == "diverged" and ended.diverged_at == 2
+    np.testing.assert_array_equal(ended.elbo, [-10.0, -9.0])
+    assert ended.error == "ELBO not finite at iteration 2"
+    assert ended.final_change is None and ended.converged is None
+
+
+def test_an_elbo_ending_orders_of_magnitude_below_its_start_is_diverged():
+    # The adam lr 10 case on oaks: -3.3e7 to -3.5e29, finite all the way.
+    trace = [-3.3e7, -3.7e20, -4.4e6, -6.2e6, -2.6e12] + [-3.5e29] * 5
+    ended = outcome.judge(trace, tol=1e-6)
+    assert ended.status == "diverged"
+    # Iteration 1 was far below too, but the fit came back; it went wrong for good at 4.
+    assert ended.diverged_at == 4
+    assert len(ended.elbo) == len(trace)  # every value is finite: the whole curve is kept
+    assert "blew up" in ended.error and "from iteration 4 on" in ended.error
+    assert ended.converged is None
+
+
+def test_a_fit_that_dips_and_recovers_is_not_diverged():
+    assert outcome.judge([-3.3e7, -3.7e20, -4.4e6, -3.0e4], tol=0.0).status == "ok"
+    # An ELBO near 0 is measured from at least one unit: -1 to -500 is not a blow-up.
+    assert outcome.judge([-0.001, -500.0], tol=0.0).status == "ok"
+    assert outcome.judge([-0.001, -5000.0], tol=0.0).status == "diverged"
+
+
+def test_a_blow_up_that_ends_non_finite_says_both():
+    ended = outcome.judge([-100.0, -1e9, -1e12, float("-inf")], tol=0.0)
+    assert ended.diverged_at == 1 and len(ended.elbo) == 3
+    assert "from iteration 1 on" in ended.error and "not finite at iteration 3" in ended.error
+
+
+def _measurement(elbo):
+    return Measurement(elbo=np.asarray(elbo), times=[1.0], shape=(2, 2, 1), transfer_s=0.0, trace_lower_s=0.0,
+                       compile_s=0.0, first_call_s=1.0, compile_count=0, disk_cache_hits=0, recompile_count=0,
+                       cache="none", devices=1, processes=1, device_kind="cpu", versions={}, optimizer="seed",
+                       lr=0.01, init="seed")
+
+
+def test_the_result_carries_the_outcome_warnings_and_advice():
+    spec = FitSpec(tol=1e-3, precision="float32")
+    result = RunResult.measured(spec, _measurement([-10.0, -9.0, -8.999]), 0.0, (0.0, 1.0),
+                                 warnings=("data changed",))
+    assert result.status == "ok" and result.converged is True and result.to_dict()["converged"] is True
+    assert result.final_change == pytest.approx(0.001 / 8.999) and result.warnings == ["data changed"]
+    broken = RunResult.measured(spec, _measurement([-10.0, NAN]), 0.0, (0.0, 1.0))
+    assert broken.status == "diverged" and broken.iterations_run == 1 and broken.converged is None
+    assert "try float64" in broken.error
+    # float64 has no such excuse: no advice.
+    plain = RunResult.measured(FitSpec(precision="float64"), _measurement([-10.0, NAN]), 0.0, (0.0, 1.0))
+    assert plain.error == "ELBO not finite at iteration 1"
+
+
+def test_cache_labels_say_where_each_executable_came_from():
+    assert cache_label(1, 0, 0) == "compiled" and cache_label(0, 5, 0) == "disk"
+    assert cache_label(0, 0, 5) == "memory" and cache_label(0, 0, 0) == "none"
+    assert cache_label(1, 3, 0) == "compiled 1, disk 3"
+    assert cache_label(1, 0, 4) == "compiled 1, memory 4"
+    for label in ("compiled", "disk", "memory", "none", "compiled 1, disk 3", "disk 2, memory 1"):
+        assert is_cache_label(label), label
+    for label in ("", "cached", "disk 3, compiled 1", "compiled 0, disk 3", "compiled 1", "none 1, disk 2"):
+        assert not is_cache_label(label), label
