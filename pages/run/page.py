@@ -6,7 +6,7 @@ import streamlit as st
 
 from core.charts import bars, lines
 from core.run import spread
-from core.spec import FitSpec, SpecError, refusal
+from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
 from pages.ui import display, resources, running, settings, state
 from pages.ui.text import md, public
@@ -15,7 +15,9 @@ st.title("Which JIT strategy is fastest?", anchor=False)
 st.caption("The same Poisson log-normal fit, compiled in different ways; set the problem in the sidebar.")
 
 names = [r.name for r in resources.runnables()]
-state.default("run_strategies", [n for n in resources.tutorial_levels() if n in names])
+# The tutorial's levels that run the sidebar's default optimizer (jit_per_function runs
+# only gradient steps; the Story page walks every level with the tutorial's own).
+state.default("run_strategies", settings.DEFAULTS.runnable([n for n in resources.tutorial_levels() if n in names])[0])
 
 chosen = st.pills("Strategies", names, selection_mode="multi", key="run_strategies", persist_state="session",
                   help=resources.strategy_help()) or []
@@ -29,25 +31,21 @@ try:
 except SpecError as exc:
     st.error(public(exc), icon=":material/error:")
     st.stop()
-specs, skipped = [], []
-for name in chosen:
-    if refusal(name, problem.optimizer) is not None:
-        skipped.append(name)  # e.g. jit_per_function has no pieces for a line search
-        continue
-    try:
-        specs.append(problem.fit_spec(name, dataset=dataset))
-    except SpecError as exc:
-        st.error(public(exc), icon=":material/error:")
-        st.stop()
+runnable, skipped = problem.runnable(chosen)  # e.g. jit_per_function has no pieces for a line search
+try:
+    specs = [problem.fit_spec(name, dataset=dataset) for name in runnable]
+except SpecError as exc:
+    st.error(public(exc), icon=":material/error:")
+    st.stop()
 st.markdown(problem.label)
 if skipped:
-    st.caption(f":material/block: Not run: {', '.join(skipped)}, which run only the gradient optimizers seed, "
-               f"adam and rprop, not {problem.optimizer} (their pieces, or their PyTorch twins, are those of a "
-               "gradient step). Pick one of those in the sidebar to run them.",
-               help=" ".join(refusal(name, problem.optimizer) for name in skipped))
+    caption, why = problem.refused_note(skipped)
+    st.caption(caption, help=why)
 go, note_slot = st.columns([1, 3], vertical_alignment="center")
 if not specs:
-    st.info("Choose at least one strategy to run.", icon=":material/checklist:")
+    st.info("Choose at least one strategy to run." if not skipped else
+            "Choose a strategy that runs the sidebar's optimizer, or a gradient optimizer in the sidebar.",
+            icon=":material/checklist:")
     st.stop()
 
 store = resources.store_or_stop()

@@ -12,7 +12,7 @@ from pages.scaling import device_count
 from pages.ui import display, resources, running, settings, state
 from pages.ui.text import public
 
-DEFAULT_STRATEGIES = ("scan", "jit_step", "jit_per_function")
+DEFAULT_STRATEGIES = ("scan", "jit_step", "fori_loop")
 
 st.title("When does compilation stop mattering?", anchor=False)
 st.caption("Compilation costs about the same whatever n; the fit itself grows with n. Sweep the oaks data "
@@ -77,6 +77,10 @@ with n_tab:
     go, retime_slot = st.columns([1, 3], vertical_alignment="center")
 
     problem = settings.current()
+    chosen, skipped = problem.runnable(chosen)
+    if skipped:
+        caption, why = problem.refused_note(skipped)
+        st.caption(caption, help=why)
     try:
         grid = [problem.fit_spec(name, dataset=DatasetSpec(kind="oaks", replicate=k))
                 for k in sizes for name in chosen]

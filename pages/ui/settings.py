@@ -11,7 +11,16 @@ import dataclasses
 import streamlit as st
 
 from core.data.counts import CountData
-from core.spec import LEARNING_RATE_OPTIMIZERS, OAKS_COLUMNS, DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from core.spec import (
+    GRADIENT_OPTIMIZERS,
+    LEARNING_RATE_OPTIMIZERS,
+    OAKS_COLUMNS,
+    DatasetSpec,
+    FitSpec,
+    OptimizerSpec,
+    SpecError,
+    refusal,
+)
 from pages.ui.text import md
 from pages.ui.upload import Upload, current_upload
 
@@ -80,6 +89,21 @@ class Problem:
             dataset=dataset or self.dataset_spec(), strategy=strategy, iterations=whole("iterations", self.iterations),
             precision=self.precision, device=self.device, optimizer=OptimizerSpec(self.optimizer, lr), init=self.init,
             repeats=whole("repeats", self.repeats), tol=0.0 if strategy in TORCH_TWINS else float(self.tol))
+
+    def runnable(self, strategies: list[str]) -> tuple[list[str], list[str]]:
+        """`strategies` split into those that can run this optimizer and those that refuse
+        it (`core.spec.refusal`: jit_per_function, scan_analytic and the PyTorch twins run
+        only the gradient optimizers), each in the given order."""
+        refused = [name for name in strategies if refusal(name, self.optimizer) is not None]
+        return [name for name in strategies if name not in refused], refused
+
+    def refused_note(self, refused: list[str]) -> tuple[str, str]:
+        """A caption (markdown) saying which strategies were not run and how to run them,
+        and their refusals in full for its help."""
+        caption = (f":material/block: Not run: {', '.join(refused)}, which run only the gradient optimizers "
+                   f"{', '.join(GRADIENT_OPTIMIZERS)}, not {self.optimizer}. Pick one of those in the sidebar to "
+                   "run them.")
+        return caption, " ".join(refusal(name, self.optimizer) or "" for name in refused)
 
     @property
     def counts(self) -> CountData | None:

@@ -102,7 +102,9 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert sorted(r.strategy for r in runs) == ["jit_step", "scan"]
     assert all(r.dataset == "simulated 40x5 d=1 (seed 0)" and r.iterations == 10 for r in runs)
     assert len(at.get(CHART)) >= 4  # timing bars, speed-up, two ELBO curves
-    assert "Fastest steady state" in [m.label for m in at.metric]
+    # 10 iterations do not meet the sidebar's tolerance: a fit, not a solution, says so.
+    assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"]
+    assert "no solution" in at.metric[0].delta
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
     table = at.dataframe[0].value
     assert sorted(table["strategy"]) == ["jit_step", "scan"]
@@ -119,6 +121,18 @@ def test_run_page_runs_stores_and_shows_results(store):
     again.button(key="run_go").click().run()
     assert not again.exception, [e.value for e in again.exception]
     assert sorted(r.iterations for r in store.list()) == [10, 10, 11, 11]
+
+
+def test_the_run_pages_default_fit_converges_and_heads_with_its_time_to_solution(store):
+    at = tiny_problem(open_app(), strategies=("scan",))
+    at.sidebar.number_input(key="sb_iterations").set_value(500)
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    (run,) = store.list()
+    assert run.optimizer == "preconditioned_lbfgs" and run.iterations_run < 500 and run.converged
+    assert run.time_to_solution_s == run.run_s
+    headline = at.metric[0]
+    assert headline.label == "Fastest to solution" and f"{run.iterations_run:,} it" in headline.delta
 
 
 def test_stored_run_appears_on_compare_and_can_be_deleted(store):
