@@ -17,8 +17,9 @@ from core.data.counts import DataError
 from core.run.result import RunResult
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
-
+from pages.ui import settings
 from pages.ui.text import plain
+
 from project import APP
 
 TIMEOUT = 120
@@ -46,14 +47,15 @@ def tiny_problem(at: AppTest, strategies=("scan", "jit_step")) -> AppTest:
 
 
 def fake_run(strategy: str = "scan", replicate: int = 1, run_s: float = 0.05, compile_s: float = 0.3,
-             created_at: float | None = None) -> RunResult:
-    """A stored-looking run of the sidebar's default settings on oaks x`replicate`."""
-    spec = FitSpec(dataset=DatasetSpec(kind="oaks", replicate=replicate), strategy=strategy)
+             created_at: float | None = None, spec: FitSpec | None = None) -> RunResult:
+    """A stored-looking run of the sidebar's default settings on oaks x`replicate` (or of `spec`)."""
+    spec = spec or settings.DEFAULTS.fit_spec(strategy, dataset=DatasetSpec(kind="oaks", replicate=replicate))
     elbo = [-2.0e5 + 300.0 * i for i in range(spec.iterations)]
     return RunResult(
         spec=spec.to_dict(), spec_key=spec.key, strategy=strategy, dataset=spec.dataset.label,
-        n=116 * replicate, p=114, d=1, precision="float32", device="cpu", iterations=spec.iterations,
-        optimizer="seed", lr=0.01, init="seed", repeats=3, tol=0.0, status="ok", error=None,
+        n=116 * replicate, p=114, d=1, precision=spec.precision, device="cpu", iterations=spec.iterations,
+        optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init, repeats=spec.repeats, tol=spec.tol,
+        status="ok", error=None,
         diverged_at=None, iterations_run=spec.iterations, transfer_s=0.001, trace_lower_s=0.05,
         compile_s=compile_s, first_call_s=run_s * 1.5, run_s=run_s, run_s_min=run_s, run_s_max=run_s,
         per_iter_ms=1e3 * run_s / spec.iterations, compile_count=1, disk_cache_hits=0, recompile_count=0,

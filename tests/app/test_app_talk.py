@@ -12,6 +12,7 @@ import pyarrow as pa
 from test_app import CHART, fake_run, open_app, tiny_problem
 
 from core.bench import story
+from pages.ui import settings
 from pages.ui.text import plain
 
 
@@ -23,8 +24,10 @@ def _chart_text(at) -> str:
 
 
 def test_the_story_walks_stored_steps_one_click_at_a_time(store):
+    # The story runs the sidebar's problem its own way (the tutorial's optimizer, no tolerance).
+    specs = story.specs(settings.DEFAULTS.fit_spec("eager"))
     for index, step in enumerate(story.STEPS[:3]):
-        store.add(fake_run(step.strategy, run_s=[2.0, 0.2, 0.05][index]))
+        store.add(fake_run(step.strategy, run_s=[2.0, 0.2, 0.05][index], spec=specs[index]))
     at = open_app("pages/story/page.py")
     assert not at.error and at.subheader[0].value.startswith("Step 1 of")
     assert [b.key for b in at.button] == ["story_prev", "story_next", "story_warm"]

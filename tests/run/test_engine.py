@@ -1,6 +1,7 @@
 """The engine: timings reported apart, executables cached, divergence caught, devices checked."""
 
 import os
+import re
 import threading
 
 import numpy as np
@@ -42,7 +43,9 @@ def test_second_run_reuses_executables_without_recompiling(strategy):
     cache = prepared.ExecutableCache()
     first = engine.run(_spec(strategy=strategy), cache=cache)
     second = engine.run(_spec(strategy=strategy), cache=cache)
-    assert first.cache in ("compiled", "disk") and first.recompile_count == 0
+    # Compiled, loaded, or both: the persistent cache is shared by the suite, and an earlier
+    # test may have left some of jit_per_function's functions there ("compiled 4, disk 1").
+    assert set(re.findall("[a-z]+", first.cache)) <= {"compiled", "disk"} and first.recompile_count == 0
     assert second.cache == "memory"
     assert second.compile_count == 0 and second.recompile_count == 0
     assert second.trace_lower_s == 0 and second.compile_s == 0
