@@ -1,6 +1,7 @@
-"""How fast the dashboard answers: first paint after `streamlit run`, and re-showing a stored run.
+"""How fast the dashboard answers: first paint, re-showing a stored run, and click to chart.
 
-Prints figures (median of --repeats); not a test. Needs Debian's chromium.
+Prints figures (median of --repeats); not a test. Needs Debian's chromium. Timings on a
+shared machine are indicative: rerun where it matters.
 
     .venv/bin/python benchmarks/dashboard_timing.py --repeats 3
 
@@ -11,12 +12,17 @@ Prints figures (median of --repeats); not a test. Needs Debian's chromium.
    in a brand-new browser (cold HTTP cache), in a new tab of a browser that has the app
    cached (a new Streamlit session), and within one session, going back to the stored
    settings after changing them.
+3. Click to chart, at 1024x768 with the sidebar open, as in a talk: a click on the story's
+   Next once every step is warmed up (until the new step's bar is drawn), a Compare filter
+   (until its charts are redrawn), and a Run click on a problem not yet stored (scan only,
+   oaks x1, 50 iterations: until its charts are drawn, the fit and its compile included).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -24,13 +30,14 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
-from served_app import launch_browser, served_app, wait_painted  # noqa: E402
+from served_app import CHARTS_DRAWN, launch_browser, served_app, wait_painted  # noqa: E402
 
 CHARTS_RENDERED = "() => document.querySelectorAll('.vega-embed canvas, .vega-embed svg').length >= 3"
+PROJECTOR = {"width": 1024, "height": 768}
 
 
 def _seed_store(env: dict[str, str]) -> None:
-    """Store the Run page's default spec by running it once through the page."""
+    """Store the Run page's default spec and warm the story up, through the pages."""
     from playwright.sync_api import sync_playwright
 
     with served_app(env) as (base, _), sync_playwright() as playwright:
@@ -40,6 +47,11 @@ def _seed_store(env: dict[str, str]) -> None:
         wait_painted(page)
         page.get_by_role("button", name="Run 5 strategies").click()
         page.wait_for_function(CHARTS_RENDERED, timeout=600_000)
+        wait_painted(page, timeout_ms=600_000)
+        page.locator("[data-testid='stSidebarNav'] a", has_text="Story").click()
+        wait_painted(page)
+        page.get_by_role("button", name=re.compile("^Warm up")).click()
+        page.get_by_role("button", name=re.compile("^Warmed up")).wait_for(timeout=600_000)
         browser.close()
 
 
@@ -93,6 +105,49 @@ def stored_run_in_session(page) -> float:
     return time.perf_counter() - start
 
 
+def _bars_drawn(page) -> int:
+    return page.evaluate("() => document.querySelectorAll('.vega-embed svg .role-mark path').length")
+
+
+def story_next(page, base: str) -> float:
+    """From step 1 of a warmed-up story, Next (the → key): until step 2's bar is drawn."""
+    page.goto(f"{base}/story")
+    wait_painted(page)
+    page.get_by_text(re.compile(r"Step 1 of")).wait_for()
+    page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=60_000)
+    before = _bars_drawn(page)
+    start = time.perf_counter()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"() => document.querySelectorAll('.vega-embed svg .role-mark path').length > {before}",
+                           timeout=60_000)
+    return time.perf_counter() - start
+
+
+def compare_filter(page, base: str) -> float:
+    """Compare, Precision filter set to float32: until the page has run and its charts are back."""
+    page.goto(f"{base}/compare")
+    wait_painted(page)
+    page.wait_for_function(CHARTS_DRAWN, arg=3, timeout=60_000)
+    start = time.perf_counter()
+    page.get_by_role("combobox", name=re.compile("Precision")).click()
+    page.get_by_role("option", name="float32", exact=True).click()
+    page.wait_for_url(re.compile("precision=float32"), timeout=60_000)
+    wait_painted(page)
+    page.wait_for_function(CHARTS_DRAWN, arg=3, timeout=60_000)
+    return time.perf_counter() - start
+
+
+def run_click(page, base: str, iterations: int) -> float:
+    """Run on a spec not yet stored (scan, oaks x1): until its result charts are drawn."""
+    page.goto(f"{base}/?strategies=scan&iterations={iterations}")
+    wait_painted(page)
+    start = time.perf_counter()
+    page.get_by_role("button", name=re.compile(r"^Run 1 strategy")).click()
+    page.get_by_text("Where the time goes (s)").wait_for(timeout=300_000)
+    page.wait_for_function(CHARTS_DRAWN, arg=4, timeout=300_000)
+    return time.perf_counter() - start
+
+
 def _report(label: str, seconds: list[float]) -> None:
     print(f"{label} (s): median {statistics.median(seconds):.2f}  all {', '.join(f'{t:.2f}' for t in seconds)}")
 
@@ -104,7 +159,8 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     scratch = tempfile.mkdtemp(prefix="plnlab-dashboard-timing-")
-    env = {"PLNLAB_DB": os.path.join(scratch, "runs.sqlite3"), "PLNLAB_JAX_CACHE": os.path.join(scratch, "jax")}
+    env = {"PLNLAB_DB": os.path.join(scratch, "runs.sqlite3"), "PLNLAB_JAX_CACHE": os.path.join(scratch, "jax"),
+           "PLNLAB_QUEUE_DIR": os.path.join(scratch, "queue")}
     _report("first paint after `streamlit run`", [first_paint(env) for _ in range(args.repeats)])
     _seed_store(env)
     with served_app(env) as (base, _), sync_playwright() as playwright:
@@ -117,6 +173,11 @@ def main() -> None:
         page.goto(base)
         page.wait_for_function(CHARTS_RENDERED, timeout=60_000)
         _report("stored run, same session", [stored_run_in_session(page) for _ in range(args.repeats)])
+        projector = browser.new_context(viewport=PROJECTOR).new_page()
+        _report("click to chart: story Next, warmed up", [story_next(projector, base) for _ in range(args.repeats)])
+        _report("click to chart: Compare filter", [compare_filter(projector, base) for _ in range(args.repeats)])
+        _report("click to chart: Run, new spec (fit and compile included)",
+                [run_click(projector, base, 50 + i) for i in range(args.repeats)])
         browser.close()
 
 

@@ -191,15 +191,16 @@ def cli_session(env: dict, deadline: float, tally: Tally, index: int) -> None:
 def import_poisoned_run(db: str, scratch: str) -> None:
     """A diverged run of the sidebar's default scan whose text fields are markdown, imported
     from a file as a colleague could; the Run page shows it at once."""
-    from core.spec import DatasetSpec, FitSpec
     from core.store.run_store import RunStore
+    from pages.ui.settings import DEFAULTS
 
-    spec = FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan")
+    spec = DEFAULTS.fit_spec("scan")
     now = time.time()
     record = {
         "spec": spec.to_dict(), "spec_key": spec.key, "strategy": "scan", "dataset": spec.dataset.label,
         "n": 116, "p": 114, "d": 1, "precision": spec.precision, "device": "cpu", "iterations": spec.iterations,
-        "optimizer": "seed", "lr": 0.01, "init": "seed", "repeats": spec.repeats, "tol": 0.0, "status": "diverged",
+        "optimizer": spec.optimizer.name, "lr": spec.optimizer.lr, "init": spec.init, "repeats": spec.repeats,
+        "tol": spec.tol, "status": "diverged",
         "error": POISON["error"], "diverged_at": 2, "iterations_run": 2, "transfer_s": 0.001,
         "trace_lower_s": 0.05, "compile_s": 0.3, "first_call_s": 0.2, "run_s": 0.1, "run_s_min": 0.1,
         "run_s_max": 0.1, "per_iter_ms": 0.7, "compile_count": 1, "disk_cache_hits": 0, "recompile_count": 0,

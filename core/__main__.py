@@ -1,4 +1,4 @@
-"""The command line: `python -m core strategies|run|list|export|import`.
+"""The command line: `python -m core strategies|run|solve|list|export|import|bench`.
 
 Headless runs and sweeps go into the same store as the dashboard's (`--db`, else
 $PLNLAB_DB, else the per-user default). Exit status: 0 for a stored run (diverged
@@ -35,6 +35,7 @@ from core.spec import (
 )
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+BENCH_TABLES = ("per-iteration", "time-to-solution")
 
 
 class _BadUsage(Exception):
@@ -67,6 +68,20 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="run store file (default: $PLNLAB_DB or the per-user store)")
 
 
+def _add_data(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", choices=DATASET_KINDS, default="oaks")
+    parser.add_argument("--replicate", type=int, default=1, help="oaks: repeat each row K times")
+    parser.add_argument("--n", type=int, default=1000, help="simulated, simulated_on_device: rows")
+    parser.add_argument("--p", type=int, default=50, help="simulated, simulated_on_device: columns")
+    parser.add_argument("--d", type=int, default=1,
+                        help="simulated, simulated_on_device: covariates (intercept included)")
+    parser.add_argument("--seed", type=int, default=0, help="simulated, simulated_on_device: random seed")
+    parser.add_argument("--counts", default="", help="csv: counts file")
+    parser.add_argument("--offsets", default="", help="csv: log-offsets file (optional)")
+    parser.add_argument("--header", choices=HEADER_CHOICES, default="auto",
+                        help="csv: whether line 1 names the columns; auto decides and says why (default)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m core", description="PLN JIT Lab: fit PLN under JAX JIT strategies, time it, store it.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -75,32 +90,26 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true")
 
     run = sub.add_parser("run", help="fit, time and store one run")
-    run.add_argument("--dataset", choices=DATASET_KINDS, default="oaks")
-    run.add_argument("--replicate", type=int, default=1, help="oaks: repeat each row K times")
-    run.add_argument("--n", type=int, default=1000, help="simulated, simulated_on_device: rows")
-    run.add_argument("--p", type=int, default=50, help="simulated, simulated_on_device: columns")
-    run.add_argument("--d", type=int, default=1,
-                     help="simulated, simulated_on_device: covariates (intercept included)")
-    run.add_argument("--seed", type=int, default=0, help="simulated, simulated_on_device: random seed")
-    run.add_argument("--counts", default="", help="csv: counts file")
-    run.add_argument("--offsets", default="", help="csv: log-offsets file (optional)")
-    run.add_argument("--header", choices=HEADER_CHOICES, default="auto",
-                     help="csv: whether line 1 names the columns; auto decides and says why (default)")
+    _add_data(run)
     run.add_argument("--strategy", default=None,
                      help="default: scan, or sharded with --distributed, --devices K > 1 or "
                           "--dataset simulated_on_device")
     run.add_argument("--devices", type=int, default=0,
                      help="sharded: span the first K devices of --device (default 0: all); simulated CPU "
                           "devices need XLA_FLAGS=--xla_force_host_platform_device_count=K")
-    run.add_argument("--iterations", type=int, default=150)
+    run.add_argument("--iterations", type=int, default=150, help="the most iterations (fewer when --tol stops it)")
     run.add_argument("--precision", choices=PRECISIONS, default="float32")
     run.add_argument("--device", choices=DEVICES, default="cpu")
     run.add_argument("--optimizer", choices=OPTIMIZERS, default="seed")
     run.add_argument("--lr", type=float, default=0.01)
     run.add_argument("--init", choices=INITS, default="seed")
     run.add_argument("--repeats", type=int, default=3)
-    run.add_argument("--tol", type=float, default=0.0)
+    run.add_argument("--tol", type=float, default=0.0,
+                     help="stop after the first iteration whose relative ELBO change is under this (0: never)")
     run.add_argument("--json", action="store_true", help="print the stored run as one JSON line")
+    run.add_argument("--cold", action="store_true",
+                     help="compile from scratch: skip the in-memory and persistent compilation caches for this "
+                          "run (the new executables are cached afterwards)")
     run.add_argument("--distributed", action="store_true",
                      help="join a jax.distributed run of the sharded strategy over every process's devices; "
                           "process 0 stores the run")
@@ -108,6 +117,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--num-processes", type=int, default=None, help="--distributed: how many processes")
     run.add_argument("--process-id", type=int, default=None, help="--distributed: this process's index")
     _add_db(run)
+
+    solve = sub.add_parser("solve", help="fit to convergence with the fastest configuration measured here, "
+                                         "time and store it")
+    _add_data(solve)
+    solve.add_argument("--precision", choices=PRECISIONS, default="float32")
+    solve.add_argument("--device", choices=DEVICES, default="cpu")
+    solve.add_argument("--strategy", default=None, help="default: the fastest measured (else scan)")
+    solve.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
+                       help="default: the fastest measured (else preconditioned_lbfgs)")
+    solve.add_argument("--init", choices=INITS, default=None, help="default: the fastest's (else log_rates)")
+    solve.add_argument("--tol", type=float, default=None,
+                       help="relative ELBO change to stop at; default: the fastest's (else 1e-7, float64 1e-9)")
+    solve.add_argument("--iterations", type=int, default=None, help="the most iterations (default: the "
+                                                                     "fastest's, else 1000)")
+    solve.add_argument("--repeats", type=int, default=3)
+    solve.add_argument("--json", action="store_true", help="print the stored run as one JSON line")
+    _add_db(solve)
 
     stored = sub.add_parser("list", help="list stored runs")
     stored.add_argument("--json", action="store_true")
@@ -127,6 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--precision", choices=PRECISIONS, default="float32")
     bench.add_argument("--device", choices=DEVICES, default="cpu")
     bench.add_argument("--repeats", type=int, default=5)
+    bench.add_argument("--cold", action="store_true", help="compile every run from scratch (see run --cold)")
+    bench.add_argument("--tables", nargs="+", choices=BENCH_TABLES, default=list(BENCH_TABLES),
+                       help="per-iteration: every strategy for a fixed number of iterations; time-to-solution: "
+                            "iterations and seconds to within 1e-5 of the best ELBO, against pyPLNmodels")
+    bench.add_argument("--solve-strategies", nargs="+", default=["scan"],
+                       help="time-to-solution: the strategies to run each optimizer under")
+    bench.add_argument("--solve-optimizers", nargs="+", choices=OPTIMIZERS, default=None,
+                       help="time-to-solution: default pyplnmodels_rprop lbfgs diagonal_newton preconditioned_lbfgs")
     _add_db(bench)
 
     imported = sub.add_parser("import", help="import runs from .json, .csv or .parquet")
@@ -136,11 +170,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fit_spec(args: argparse.Namespace) -> FitSpec:
-    from core.data.counts import content_hash
     from core.run import catalog
 
     if args.strategy not in catalog.names():
         raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {args.strategy!r}")
+    return FitSpec(
+        dataset=_dataset_spec(args), strategy=args.strategy, iterations=args.iterations, precision=args.precision,
+        device=args.device, optimizer=OptimizerSpec(args.optimizer, args.lr), init=args.init,
+        repeats=args.repeats, tol=args.tol, devices=args.devices,
+    )
+
+
+def _dataset_spec(args: argparse.Namespace) -> DatasetSpec:
+    from core.data.counts import content_hash
+
     if args.dataset != "csv" and args.header != "auto":
         raise SpecError(f"--header applies to --dataset csv only; got --dataset {args.dataset}")
     if args.dataset == "oaks":
@@ -157,11 +200,7 @@ def _fit_spec(args: argparse.Namespace) -> FitSpec:
         dataset = DatasetSpec(kind="csv", counts_path=os.path.abspath(args.counts),
                               offsets_path=os.path.abspath(args.offsets) if args.offsets else "",
                               content_hash=content_hash(*paths), header=args.header)
-    return FitSpec(
-        dataset=dataset, strategy=args.strategy, iterations=args.iterations, precision=args.precision,
-        device=args.device, optimizer=OptimizerSpec(args.optimizer, args.lr), init=args.init,
-        repeats=args.repeats, tol=args.tol, devices=args.devices,
-    )
+    return dataset
 
 
 class _StderrProgress:
@@ -239,25 +278,63 @@ def _command_run(args) -> int:
     progress = _StderrProgress(label)
     counts = _read_csv_saying_how(spec) if spec.dataset.kind == "csv" else None
     if primary:
-        result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
+        result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line",
+                                          cold=args.cold)
     else:
         # Process 0 holds its host's device queue for the whole distributed run; the
         # others join its collectives rather than queue (they would wait for each other).
-        result = engine.run(spec, counts, on_progress=progress, hold_device=False)
+        result = engine.run(spec, counts, on_progress=progress, hold_device=False, cold=args.cold)
     if not primary:
         # Every process computed the same fit; process 0 alone writes it.
         sys.stderr.write(f"{label}: not stored (process 0 stores the run); final ELBO {result.final_elbo}\n")
         if args.json:
             _print_json(result.to_dict())
         return EXIT_OK
-    if args.json:
+    _print_run(result, args.json)
+    return EXIT_OK
+
+
+def _print_run(result, as_json: bool) -> None:
+    if as_json:
         _print_json(result.to_dict())
-    else:
-        print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {result.status}; "
-              f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
-              f"steady {result.run_s:.4f} s = {result.per_iter_ms:.3f} ms/iteration; final ELBO {result.final_elbo}")
-        for line in ([result.error] if result.error else []) + _convergence(result) + result.warnings:
-            print(f"  {line}")
+        return
+    solved = (f"; time to solution {result.time_to_solution_s:.4f} s" if result.time_to_solution_s is not None
+              else "")
+    print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {result.status}; "
+          f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
+          f"steady {result.run_s:.4f} s = {result.iterations_run} iterations x {result.per_iter_ms:.3f} ms"
+          f"{solved}; final ELBO {result.final_elbo}")
+    for line in ([result.error] if result.error else []) + _convergence(result) + result.warnings:
+        print(f"  {line}")
+
+
+def _command_solve(args) -> int:
+    from core.bench import solve
+    from core.data import datasets
+    from core.run import catalog
+    from core.store import stored_run
+    from core.store.run_store import RunStore
+
+    if args.strategy is not None and args.strategy not in catalog.names():
+        raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {args.strategy!r}")
+    if args.tol is not None and not args.tol > 0:
+        raise SpecError(f"solve stops at a tolerance: --tol must be > 0; got {args.tol}")
+    dataset = _dataset_spec(args)
+    counts = datasets.load(dataset) if dataset.kind == "csv" else None
+    store = RunStore(args.db)
+    given = {"strategy": args.strategy, "optimizer": args.optimizer, "init": args.init, "tol": args.tol,
+             "iterations": args.iterations}
+    choice = solve.choose(store.frame(), dataset, args.precision, args.device, given)
+    spec = solve.solve_spec(dataset, args.precision, args.device, args.repeats, choice)
+    sys.stderr.write(f"solving {dataset.label} with {spec.strategy}, {spec.optimizer.label}, init {spec.init}, "
+                     f"tol {spec.tol:g}, at most {spec.iterations:,} iterations: {choice.why}\n")
+    result = stored_run.run_and_store(store, spec, counts, on_progress=_StderrProgress(f"{spec.strategy} on "
+                                                                                     f"{dataset.label}"),
+                                      owner="command line")
+    if result.time_to_solution_s is None and result.status == "ok":
+        sys.stderr.write(f"not converged: the relative ELBO change stayed above {spec.tol:g} for "
+                         f"{spec.iterations:,} iterations (raise --iterations or --tol)\n")
+    _print_run(result, args.json)
     return EXIT_OK
 
 
@@ -328,30 +405,40 @@ def _command_import(args) -> int:
 
 def _command_bench(args) -> int:
     from core.bench import grid
+    from core.bench import time_to_solution as tts
     from core.run import catalog
     from core.store.run_store import RunStore
 
     names = args.strategies or catalog.names()
-    for name in names:
+    for name in names + args.solve_strategies:
         if name not in catalog.names():
             raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {name!r}")
     iterations = args.iterations or [400 if size == 1 else 100 for size in args.sizes]
     if len(iterations) != len(args.sizes):
         raise SpecError(f"--iterations needs one value per size ({len(args.sizes)}); got {len(iterations)}")
     specs = grid.oaks_grid(args.sizes, names, iterations, args.precision, args.repeats, args.device)
+    contenders = tts.contenders(args.solve_strategies, args.solve_optimizers or tts.DEFAULT_OPTIMIZERS)
+    for contender in contenders:  # refused pairs are refused before anything runs
+        contender.spec(DatasetSpec(), 1, args.precision, args.repeats, args.device)
     store = RunStore(args.db)
 
     def progress(result) -> None:
-        sys.stderr.write(f"  {result.strategy} on {result.dataset}: {result.per_iter_ms:.3f} ms/iteration\n")
+        sys.stderr.write(f"  {result.strategy} ({result.optimizer}) on {result.dataset}: {result.iterations_run} "
+                         f"iterations, {result.per_iter_ms:.3f} ms/iteration\n")
 
-    rows = grid.run_grid(specs, store, progress)
-    print(grid.table(rows))
+    if "per-iteration" in args.tables:
+        print(grid.table(grid.run_grid(specs, store, progress, cold=args.cold)))
+    if "time-to-solution" in args.tables:
+        solutions = tts.run(args.sizes, contenders, store, args.precision, args.repeats, args.device, progress)
+        print(f"\nTime to solution: steady-state seconds to within 1e-5 (relative) of the best ELBO any "
+              f"contender reached ({args.precision}, median of {args.repeats} repeats)")
+        print(tts.table(solutions))
     return EXIT_OK
 
 
 COMMANDS = {
     "bench": _command_bench,
-    "strategies": _command_strategies, "run": _command_run, "list": _command_list,
+    "strategies": _command_strategies, "run": _command_run, "solve": _command_solve, "list": _command_list,
     "export": _command_export, "import": _command_import,
 }
 

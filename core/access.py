@@ -75,3 +75,39 @@ class Throttle:
             while len(self._wrong) > MAX_CLIENTS:
                 self._wrong.popitem(last=False)
         return False, self.wait_s(client)
+
+
+ALLOW_DELETE_ENV = "PLNLAB_ALLOW_DELETE"
+_YES, _NO = ("", "1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def others_may_be_deleted() -> bool:
+    """$PLNLAB_ALLOW_DELETE: whether a session may delete runs it did not make when no
+    password is set (default yes; "0", "false", "no" or "off" turn it off).
+
+    Raises:
+        ValueError: the variable holds something else (the message says what is accepted).
+    """
+    text = os.environ.get(ALLOW_DELETE_ENV, "").strip().lower()
+    if text in _YES:
+        return True
+    if text in _NO:
+        return False
+    raise ValueError(f"{ALLOW_DELETE_ENV} must be 1 or 0 (or yes/no, true/false, on/off); got {text!r}")
+
+
+def deletion(run_ids, own_ids, password: str | None) -> str:
+    """What deleting `run_ids` takes, for a session that made the runs `own_ids`.
+
+    Returns:
+        "confirm": only this session's own runs: a confirmation is enough.
+        "password": runs of others, and a password is set: it must be given again.
+        "confirm others": runs of others, no password, deletion allowed: a confirmation
+            that says whose runs they are.
+        "off": runs of others, no password, and $PLNLAB_ALLOW_DELETE turned it off.
+    """
+    if set(run_ids) <= set(own_ids):
+        return "confirm"
+    if password:
+        return "password"
+    return "confirm others" if others_may_be_deleted() else "off"

@@ -20,8 +20,15 @@ DATASET_KINDS = ("oaks", "simulated", "csv", "simulated_on_device")
 SIMULATED_KINDS = ("simulated", "simulated_on_device")
 PRECISIONS = ("float32", "float64")
 DEVICES = ("cpu", "gpu", "tpu")
-OPTIMIZERS = ("seed", "adam", "rprop")
-INITS = ("seed", "log_counts")
+# Optimizers that move B, M and S by the ELBO's gradient (optax transformations; the seed
+# tutorial's algorithm), and those that move M and S with B and Sigma at their closed forms
+# (the profiled ELBO, as pyPLNmodels fits it). See `core.fit.algorithms`.
+GRADIENT_OPTIMIZERS = ("seed", "adam", "rprop")
+PROFILED_OPTIMIZERS = ("pyplnmodels_rprop", "lbfgs", "diagonal_newton", "preconditioned_lbfgs")
+OPTIMIZERS = GRADIENT_OPTIMIZERS + PROFILED_OPTIMIZERS
+# Those whose steps scale with `OptimizerSpec.lr`; the others ignore it.
+LEARNING_RATE_OPTIMIZERS = ("adam", "rprop", "pyplnmodels_rprop")
+INITS = ("seed", "log_counts", "log_rates")
 # Whether line 1 of a CSV file names the columns: "auto" decides (core.data.csv_layout).
 HEADER_CHOICES = ("auto", "yes", "no")
 # pyPLNmodels' oaks data: 116 samples x 114 amplicons; "oaks xK" repeats every row K times.
@@ -156,12 +163,19 @@ class DatasetSpec:
 
 @dataclasses.dataclass(frozen=True)
 class OptimizerSpec:
-    """Which optax transformation drives the gradient steps (see `core.fit.optim`).
+    """Which algorithm moves the parameters (see `core.fit.algorithms`).
 
     Attributes:
-        name: "seed" (the tutorial's RAdam, negated and clipped to 0.1; `lr` unused),
-            "adam" or "rprop" (pyPLNmodels' choice).
-        lr: learning rate for adam and rprop.
+        name: one of `OPTIMIZERS`. On B, M and S by gradient: "seed" (the seed tutorial's
+            RAdam, negated and clipped to 0.1; `lr` unused), "adam", "rprop" (optax.rprop:
+            not pyPLNmodels' algorithm, its steps lag the gradient by one iteration and it
+            moves B by gradient). On M and S with B and Sigma profiled: "pyplnmodels_rprop"
+            (pyPLNmodels' own algorithm: torch's Rprop), "lbfgs" (optax.lbfgs and its line
+            search), "diagonal_newton" (variational EM, a Newton step per cell) and
+            "preconditioned_lbfgs" (L-BFGS with a diagonal curvature, the fastest to
+            converge).
+        lr: learning rate (the initial step size for the two Rprops), for the optimizers of
+            `LEARNING_RATE_OPTIMIZERS`; the others ignore it.
     """
 
     name: str = "seed"
@@ -176,7 +190,32 @@ class OptimizerSpec:
 
     @property
     def label(self) -> str:
-        return "seed (RAdam, clip 0.1)" if self.name == "seed" else f"{self.name}(lr={self.lr:g})"
+        if self.name == "seed":
+            return "seed (the tutorial's RAdam, clip 0.1)"
+        return f"{self.name}(lr={self.lr:g})" if self.name in LEARNING_RATE_OPTIMIZERS else self.name
+
+
+# What each strategy needs of an optimizer beyond its init and step functions, and the
+# peers that are no optimizer's twin: (strategies, optimizers they take, why).
+_NEEDS = (
+    (("scan_analytic",), GRADIENT_OPTIMIZERS,
+     "writes out the gradient of the full ELBO in B, M and S and packs them into one array for an "
+     "element-wise optax transformation"),
+    (("jit_per_function",), GRADIENT_OPTIMIZERS,
+     "jits the pieces of a gradient step on B, M and S (value_and_grad, the optimizer's update, "
+     "apply_updates, Sigma, its inverse); the profiled optimizers' steps are made of other pieces"),
+    (("torch_eager", "torch_compile"), GRADIENT_OPTIMIZERS,
+     "mirrors the optax optimizers seed, adam and rprop line for line in PyTorch"),
+)
+
+
+def refusal(strategy: str, optimizer: str) -> str | None:
+    """Why `strategy` cannot run `optimizer`, or None when it can."""
+    for strategies, accepted, why in _NEEDS:
+        if strategy in strategies and optimizer not in accepted:
+            return (f"strategy {strategy} {why}, so it runs only the optimizers {', '.join(accepted)}; got "
+                    f"{optimizer}: run it under another strategy (jit_step, scan, while_loop ...)")
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,13 +225,17 @@ class FitSpec:
     Attributes:
         dataset: the data.
         strategy: a name from `core.fit.strategies.names()`.
-        iterations: gradient steps (the while_loop strategy may stop earlier at `tol`).
+        iterations: the most iterations to run (fewer when the fit stops at `tol`).
         precision: "float32" or "float64"; every array of the fit has this dtype.
         device: platform to run on: "cpu", "gpu" or "tpu".
         optimizer: the gradient transformation.
-        init: "seed" (M = 0, S = 1, B = 0, Omega = I) or "log_counts" (pyPLNmodels').
+        init: "seed" (M = 0, S = 1, B = 0, Omega = I), "log_counts" (pyPLNmodels') or
+            "log_rates" (log_counts less the log-offsets); see `core.fit.model.init_params`.
         repeats: steady-state timing repeats after the first call.
-        tol: relative ELBO change under which while_loop stops; 0 runs every iteration.
+        tol: every strategy stops after the first iteration whose relative ELBO change
+            |ELBO_k - ELBO_k-1| / |ELBO_k| is under `tol` (or not a number), from the third
+            iteration on; 0 runs every iteration. (pyPLNmodels' own `tol` is another criterion; the pyplnmodels peer
+            stops by this one.)
         devices: how many devices of the platform the sharded strategy spans (the first
             `devices` of them); 0, the default, means all. Other strategies run on one
             device: for them 1 is accepted and stored as 0, so the same computation keeps
@@ -221,6 +264,8 @@ class FitSpec:
         if not 0.0 <= float(self.tol) < 1.0:
             raise SpecError(f"tol must be in [0, 1); got {self.tol}")
         _check_int("devices", self.devices, 0, MAX_DEVICES)
+        if (why := refusal(self.strategy, self.optimizer.name)) is not None:
+            raise SpecError(why)
         if self.strategy != "sharded":
             if self.devices > 1:
                 raise SpecError(f"devices > 1 needs the sharded strategy (the others run on one device); "

@@ -17,7 +17,8 @@ from project import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-PAGES = {"Run": "", "Compare": "compare", "Scaling": "scaling", "Under the hood": "under_the_hood", "About": "about"}
+PAGES = {"Run": "", "Story": "story", "Compare": "compare", "Scaling": "scaling", "Under the hood": "under_the_hood",
+         "About": "about"}
 
 
 def free_port() -> int:
@@ -66,6 +67,49 @@ def wait_healthy(base: str, process: subprocess.Popen, timeout_s: float) -> floa
                     return time.perf_counter() - start
         time.sleep(0.05)
     raise TimeoutError(f"streamlit did not answer within {timeout_s} s")
+
+
+# Text a reader cannot read whole at the current size, as found in the DOM: an element that
+# clips (overflow hidden or an ellipsis) and whose content is wider than its box, content
+# wider than its box (equations), and Vega text cut with an ellipsis or past its SVG's edge.
+TRUNCATED_TEXT_JS = """
+() => {
+  const found = [];
+  const shown = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  for (const root of document.querySelectorAll('[data-testid="stMain"], [data-testid="stSidebar"]')) {
+    for (const el of root.querySelectorAll('*')) {
+      const elsewhere = el.closest('.vega-embed, [data-testid="stDataFrame"], .katex-mathml');
+      if (!shown(el) || !el.innerText || elsewhere) continue;
+      const style = getComputedStyle(el);
+      const clips = ['hidden', 'clip'].includes(style.overflowX) || style.textOverflow === 'ellipsis';
+      if (clips && el.scrollWidth > el.clientWidth + 1)
+        found.push(`${el.closest('[data-testid]')?.dataset.testid}: "${el.innerText.slice(0, 50)}" cut by `
+                   + `${el.scrollWidth - el.clientWidth} px`);
+    }
+  }
+  for (const el of document.querySelectorAll('[data-testid="stMarkdownContainer"]')) {
+    if (shown(el) && !el.querySelector('.katex-display') && el.scrollWidth > el.clientWidth + 1)
+      found.push(`overflow: "${el.innerText.slice(0, 50)}" by ${el.scrollWidth - el.clientWidth} px`);
+  }
+  // A displayed equation is as wide as it is drawn (its glyphs may overhang by a pixel or
+  // two): it must fit its column.
+  for (const el of document.querySelectorAll('.katex-display')) {
+    const column = el.closest('[data-testid="stVerticalBlock"]');
+    if (shown(el) && column && el.scrollWidth > column.clientWidth + 1)
+      found.push(`equation wider than its column by ${el.scrollWidth - column.clientWidth} px`);
+  }
+  for (const svg of document.querySelectorAll('.vega-embed svg')) {
+    const box = svg.getBoundingClientRect();
+    for (const text of svg.querySelectorAll('text')) {
+      const r = text.getBoundingClientRect();
+      if (text.textContent && (text.textContent.includes('…') || r.right > box.right + 1 || r.left < box.left - 1))
+        found.push(`chart text "${text.textContent.slice(0, 50)}" cut`);
+    }
+  }
+  return found;
+}
+"""
+CHARTS_DRAWN = "(n) => document.querySelectorAll('.vega-embed svg').length >= n"
 
 
 def launch_browser(playwright):

@@ -53,6 +53,25 @@ def test_run_json_then_disk_cache_in_a_second_process(store):
     assert REQUIRED - {"elbo"} <= set(listed[0])
 
 
+def test_cold_compiles_from_scratch_every_time_and_leaves_the_cache_filled(store):
+    args = ["run", "--dataset", "oaks", "--strategy", "scan", "--iterations", "10", "--repeats", "1", "--json"]
+    warm = json.loads(cli(*args, env=store).stdout.strip().splitlines()[-1])
+    assert warm["cache"] == "compiled" and warm["from_scratch"] == 0
+    # The executable is on disk now; --cold compiles anyway, twice in a row.
+    for _ in range(2):
+        done = cli(*args, "--cold", env=store)
+        assert done.returncode == 0, done.stderr
+        cold = json.loads(done.stdout.strip().splitlines()[-1])
+        assert cold["cache"] == "compiled" and cold["from_scratch"] == 1
+        assert cold["compile_count"] >= 1 and cold["disk_cache_hits"] == 0 and cold["compile_s"] > 0
+        assert cold["elbo"] == warm["elbo"]
+    # Without --cold the next process loads what the cold runs left in the cache.
+    after = json.loads(cli(*args, env=store).stdout.strip().splitlines()[-1])
+    assert after["cache"] == "disk" and after["compile_count"] == 0 and after["from_scratch"] == 0
+    text = cli(*args[:-1], "--cold", env=store).stdout
+    assert "(compiled)" in text
+
+
 def test_export_then_import_into_another_store(store, tmp_path):
     assert cli("run", "--dataset", "simulated", "--n", "30", "--p", "4", "--iterations", "5", "--repeats", "1",
                env=store).returncode == 0
@@ -142,3 +161,20 @@ def test_a_wide_csv_is_refused_with_the_cap_named_and_nothing_is_stored(store, t
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     assert "10,000 columns; this server fits at most 2,000 (PLNLAB_MAX_COLUMNS)" in done.stderr
     assert json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1]) == []
+
+
+def test_solve_fits_to_convergence_then_reuses_the_fastest_stored_configuration(store):
+    args = ["solve", "--dataset", "simulated", "--n", "40", "--p", "6", "--precision", "float64", "--repeats", "1",
+            "--json"]
+    first = cli(*args, env=store)
+    assert first.returncode == 0, first.stderr
+    result = json.loads(first.stdout.strip().splitlines()[-1])
+    assert REQUIRED | {"time_to_solution_s", "iterations_run"} <= set(result)
+    assert (result["strategy"], result["optimizer"], result["tol"]) == ("scan", "preconditioned_lbfgs", 1e-9)
+    assert result["time_to_solution_s"] == result["run_s"] and result["iterations_run"] < result["iterations"]
+    assert "the lab's default" in first.stderr
+    second = cli(*args, env=store)
+    assert second.returncode == 0 and f"run #{result['id']}" in second.stderr
+    assert cli("solve", "--tol", "0", env=store).returncode == 2
+    refused = cli("solve", "--strategy", "scan_analytic", "--optimizer", "lbfgs", env=store)
+    assert refused.returncode == 2 and "runs only the optimizers" in refused.stderr

@@ -40,8 +40,9 @@ def oaks_grid(
 
 
 def run_grid(specs: list[FitSpec], store=None, on_result: Callable[[RunResult], None] | None = None,
-             ) -> list[tuple[RunResult, Any]]:
-    """Run every spec in order (data loaded once per dataset), storing each result.
+             cold: bool = False) -> list[tuple[RunResult, Any]]:
+    """Run every spec in order (data loaded once per dataset), storing each result; `cold`
+    compiles each from scratch (`core.run.cold_compile`).
 
     Returns (result, analysis) pairs; the analysis (`core.inspect.roofline.Analysis`: XLA's cost
     per iteration, the roofline floor, peak memory) is None for the peers, whose work
@@ -53,9 +54,9 @@ def run_grid(specs: list[FitSpec], store=None, on_result: Callable[[RunResult], 
         if spec.dataset not in loaded:
             loaded[spec.dataset] = datasets.load(spec.dataset)
         if store is not None:
-            result = stored_run.run_and_store(store, spec, loaded[spec.dataset], owner="benchmark")
+            result = stored_run.run_and_store(store, spec, loaded[spec.dataset], owner="benchmark", cold=cold)
         else:
-            result = engine.run(spec, counts=loaded[spec.dataset], owner="benchmark")
+            result = engine.run(spec, counts=loaded[spec.dataset], owner="benchmark", cold=cold)
         # After the run, its executables are in the engine's cache: nothing recompiles here.
         analysis = roofline.analyse(spec, loaded[spec.dataset]) if catalog.get(spec.strategy).inspectable else None
         rows.append((result, analysis))

@@ -1,9 +1,12 @@
-"""Bar charts of runs: where the time went, speed-ups, ratios to a pinned run, group summaries.
+"""Bar charts of runs: where the time went, and speed-ups over a baseline strategy.
 
 Input and output as in `core.charts.style` (a DataFrame of runs in, a Vega-Lite chart out, a
 note instead of a traceback). Diverged runs stop early, so their timings are not
 comparable: they never enter a median or a ratio, and the bars mark them ("(diverged)",
-lighter, dashed outline) instead of dropping them silently.
+lighter, dashed outline) instead of dropping them silently. Steady-state timings carry the
+range of their repeats (a whisker from the fastest to the slowest), and a speed-up whose
+ranges overlap is labelled as noise (`core.run.spread`). Ratios to a pinned run and group
+summaries are in `core.charts.comparisons`.
 """
 
 from __future__ import annotations
@@ -12,16 +15,18 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.style import color_by_strategy, not_diverged, note_chart, strategy_rank
+from core.charts.style import PHASE_COLORS, color_by_strategy, not_diverged, note_chart, strategy_rank, with_spread
+from core.run import spread
 
-# Chronological, which is also the stack order. No phase colour is a paler version of
-# another, so that a diverged (paler) bar cannot be read as a different phase.
+# Chronological, which is also the stack order; the colours are `style.PHASE_COLORS`.
 PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile",
           "first_call_s": "first call", "run_s": "steady state"}
-PHASE_COLORS = ("#009E73", "#E69F00", "#CC79A7", "#0072B2")
+# How a run's y label says its executable was not compiled for it.
+CACHE_NOTES = {"memory": "cached", "disk": "cached"}
+COLD_NOTE = "cold compile"
 
 
-def _run_labels(runs: pd.DataFrame) -> pd.DataFrame:
+def run_labels(runs: pd.DataFrame) -> pd.DataFrame:
     """Copy sorted by strategy, with `run` (one axis label per run) and `diverged`."""
     df = runs.assign(strategy=runs["strategy"].astype(str), diverged=~not_diverged(runs))
     ids = df["id"] if "id" in df else pd.Series(df.index, index=df.index)
@@ -30,164 +35,187 @@ def _run_labels(runs: pd.DataFrame) -> pd.DataFrame:
     else:  # "#id" only where a strategy repeats: "scan #12" is noise otherwise
         run = df["strategy"].where(~df["strategy"].duplicated(keep=False),
                                    df["strategy"] + " #" + ids.astype(str))
+    if "cache" in df:
+        note = df["cache"].map(CACHE_NOTES)
+        run = run.where(note.isna(), run + " (" + note.fillna("") + ")")
     df["run"] = run.where(~df["diverged"], run + " (diverged)")
     df = df.assign(_r=strategy_rank(df["strategy"]), _i=ids).sort_values(["_r", "_i"])
     return df.drop(columns=["_r", "_i"])
 
 
-def _times(values: pd.Series) -> pd.Series:
-    return values.map(lambda v: "" if not np.isfinite(v) else
-                      f"×{v:.1f}" if v >= 1 else f"×{v:.2g}")
+def whiskers(data: pd.DataFrame, x: str, x2: str, y: alt.Y) -> alt.LayerChart:
+    """A range drawn so that it reads on any bar and either theme: a light halo under a dark line."""
+    base = alt.Chart(data).encode(x=f"{x}:Q", x2=f"{x2}:Q", y=y)
+    return alt.layer(base.mark_rule(color="#FFFFFF", strokeWidth=6, opacity=0.85),
+                     base.mark_rule(color="#111111", strokeWidth=2))
 
 
-def _bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
+def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
                    tips: list) -> alt.LayerChart:
-    """Bars from 1 to `x` on a log axis (faster and slower point opposite ways), a dashed
-    rule at 1, and the `text` column right of each bar (or of the rule, for bars below 1)."""
-    df = df.assign(one=1.0, text_x=df[x].where(df[x] > 1, 1.0).fillna(1.0))
+    """Bars from 1 to `x` on a log axis (faster and slower point opposite ways), a whisker
+    from `low` to `high`, a dashed rule at 1, and the `text` column right of each bar."""
+    df = df.assign(one=1.0)
+    df["text_x"] = df[["high", x]].max(axis=1).where(lambda v: v > 1, 1.0).fillna(1.0)
     bars = alt.Chart(df).mark_bar().encode(
         x=alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=x_title), x2="one:Q", y=y,
         color=color_by_strategy(df, legend=False), tooltip=tips)
-    text = alt.Chart(df).mark_text(align="left", dx=4, fontSize=14).encode(
-        x="text_x:Q", y=y, text="text:N", tooltip=tips)
-    rule = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="one:Q")
-    return alt.layer(bars, rule, text, title=title).properties(height=alt.Step(28))
+    ranged = df[df["high"] > df["low"]]
+    text = alt.Chart(df).mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N", tooltip=tips)
+    # Named, so the stylesheet can give it the page's text colour (its marks' class is "reference_marks").
+    rule = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="one:Q").properties(
+        name="reference")
+    return alt.layer(bars, whiskers(ranged, "low", "high", y), rule, text, title=title).properties(
+        height=alt.Step(30))
 
 
-def timing_bars(runs: pd.DataFrame) -> alt.Chart:
+def _cold_rows(cold_compiles: pd.DataFrame | None, shown: pd.DataFrame) -> pd.DataFrame:
+    """One row per cold compile stored for a strategy shown with a cached executable."""
+    if cold_compiles is None or cold_compiles.empty or "cache" not in shown:
+        return shown.iloc[:0]
+    cached = set(shown.loc[shown["cache"].isin(list(CACHE_NOTES)), "strategy"])
+    rows = cold_compiles[cold_compiles["strategy"].astype(str).isin(cached)].drop_duplicates("strategy")
+    rows = rows.assign(strategy=rows["strategy"].astype(str), diverged=False, first_call_s=0.0, run_s=0.0,
+                       cold=True)
+    rows["run"] = rows["strategy"] + f": {COLD_NOTE} #" + rows["id"].astype(int).astype(str)
+    return rows
+
+
+def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> alt.LayerChart | alt.Chart:
     """Stacked horizontal bars of where each run's time went.
 
     Args:
         runs: columns strategy, trace_lower_s, compile_s, first_call_s, run_s; optional
-            id, label, status, n, cache.
+            id, label, status, n, cache, run_s_min, run_s_max, repeats.
+        cold_compiles: stored runs that compiled from scratch (columns strategy, id,
+            trace_lower_s, compile_s): for each strategy of `runs` whose executable came from
+            a cache, its cold compile is drawn under it, hollow, so that the compile part
+            never silently disappears.
 
     Returns:
-        One bar per run: trace+lower | compile | first call | steady state, in seconds.
+        One bar per run: trace+lower | compile | first call | steady state, in seconds, with
+        a whisker over the steady state's range; runs that loaded a cached executable say
+        "(cached)"; cold compiles are dashed outlines labelled "strategy: cold compile #id".
     """
     title = "Where the time goes (s)"
     if runs.empty:
         return note_chart("No runs to show yet.", title)
-    df = _run_labels(runs)
+    df = run_labels(runs).assign(cold=False)
+    cold = _cold_rows(cold_compiles, df)
+    if not cold.empty:  # each cold compile right under the runs of its strategy
+        df = pd.concat([df, cold[[c for c in df.columns if c in cold]]], ignore_index=True)
+        df = df.assign(_r=strategy_rank(df["strategy"])).sort_values(["_r", "cold"], kind="stable").drop(columns="_r")
     extra = [c for c in ("n", "cache") if c in df]
-    long = df.melt(id_vars=["run", "strategy", "diverged", *extra], value_vars=list(PHASES),
+    long = df.melt(id_vars=["run", "strategy", "diverged", "cold", *extra], value_vars=list(PHASES),
                    var_name="column", value_name="seconds")
+    long = long[~(long["cold"] & long["column"].isin(["first_call_s", "run_s"]))]
     long["phase"] = long["column"].map(PHASES)
     long["phase_rank"] = long["column"].map({c: i for i, c in enumerate(PHASES)})
-    diverged = alt.datum.diverged
-    return alt.Chart(long, title=title).mark_bar(strokeWidth=1.5).encode(
+    hollow = alt.datum.diverged | alt.datum.cold
+    y = alt.Y("run:N", sort=list(df["run"]), title=None)
+    stacked = alt.Chart(long).mark_bar(strokeWidth=2).encode(
         x=alt.X("seconds:Q", stack="zero", title="time (s)"),
-        y=alt.Y("run:N", sort=list(df["run"]), title=None),
+        y=y,
         color=alt.Color("phase:N", title="phase", sort=None, scale=alt.Scale(
             domain=list(PHASES.values()), range=list(PHASE_COLORS))),
         order=alt.Order("phase_rank:Q"),
-        opacity=alt.condition(diverged, alt.value(0.45), alt.value(1.0)),
-        stroke=alt.condition(diverged, alt.value("#333333"), alt.value(None)),
-        strokeDash=alt.condition(diverged, alt.value([4, 2]), alt.value([1, 0])),
+        opacity=alt.condition(hollow, alt.value(0.4), alt.value(1.0)),
+        stroke=alt.condition(hollow, alt.value("#111111"), alt.value(None)),
+        strokeDash=alt.condition(hollow, alt.value([5, 3]), alt.value([1, 0])),
         tooltip=["run:N", "phase:N", alt.Tooltip("seconds:Q", format=".4f", title="seconds (s)"),
                  *[f"{c}:N" for c in extra]],
-    ).properties(height=alt.Step(28))
+    )
+    ranged = with_spread(df[~df["cold"] & ~df["diverged"]], "run_s")
+    ranged = ranged[ranged["spread_known"] & (ranged["high"] > ranged["low"])]
+    if ranged.empty:
+        return stacked.properties(title=title, height=alt.Step(30))
+    before = ranged["trace_lower_s"] + ranged["compile_s"] + ranged["first_call_s"]
+    ranged = ranged.assign(range_low=before + ranged["low"], range_high=before + ranged["high"])
+    return alt.layer(stacked, whiskers(ranged, "range_low", "range_high", y), title=title).properties(
+        height=alt.Step(30))
 
 
 def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt.LayerChart:
-    """Steady-state speed-up of each strategy over a baseline strategy.
+    """Steady-state speed-up of each strategy over a baseline strategy, with its range.
 
     Args:
-        runs: columns strategy, run_s; optional status.
-        baseline: the strategy whose median run_s is the reference.
+        runs: columns strategy, run_s; optional run_s_min, run_s_max, repeats, status.
+        baseline: the strategy whose runs are the reference.
 
     Returns:
-        Bars of median run_s(baseline) / median run_s(strategy) (log x), labelled "×12.3";
-        all-diverged strategies are listed as "diverged". A note if the baseline is absent.
+        Bars of median run_s(baseline) / median run_s(strategy) (log x), a whisker over the
+        range the repeats allow, labelled "×23.5 (×21–×26)", or "within noise" when the
+        ranges overlap; all-diverged strategies are listed as "diverged". A note if the
+        baseline is absent.
     """
     title = f"Speed-up over {baseline} (steady state)"
-    df = runs.assign(strategy=runs["strategy"].astype(str), ok=not_diverged(runs))
-    base = df.loc[df["ok"] & (df["strategy"] == baseline), "run_s"].median()
-    if not base > 0:  # also catches NaN: no non-diverged baseline run
+    df = with_spread(runs.assign(strategy=runs["strategy"].astype(str), ok=not_diverged(runs)), "run_s")
+    finished = df[df["ok"]]
+
+    def pooled(rows: pd.DataFrame) -> spread.Spread:
+        return spread.Spread.pooled(spread.Spread(r.run_s, r.low, r.high, 2 if r.spread_known else 1)
+                                    for r in rows.itertuples())
+
+    base_rows = finished[finished["strategy"] == baseline]
+    if base_rows.empty or not base_rows["run_s"].median() > 0:
         return note_chart(f"Run the {baseline} strategy to see speed-ups against it.", title)
-    per = df.groupby("strategy").agg(runs=("ok", "size"),
-                                     diverged=("ok", lambda s: int((~s).sum())))
-    per = per.join(df[df["ok"]].groupby("strategy")["run_s"].median()).reset_index()
-    per["speedup"] = base / per["run_s"]
-    per["text"] = _times(per["speedup"])
-    some = (per["diverged"] > 0) & per["speedup"].notna()
-    if some.any():  # an empty selection maps to int64, which pandas 3 will not add to str
-        per.loc[some, "text"] += per.loc[some, "diverged"].map(lambda k: f" ({k} diverged)")
-    per.loc[per["speedup"].isna(), "text"] = "diverged"
+    base = pooled(base_rows)
+    rows = []
+    for name, group in df.groupby("strategy", sort=False):
+        done = group[group["ok"]]
+        found = spread.speedup(base, pooled(done)) if not done.empty else None
+        diverged = int((~group["ok"]).sum())
+        text = found.brief if found is not None else "diverged"
+        if found is not None and name == baseline:
+            text = "baseline"
+        elif found is not None and diverged:
+            text += f" ({diverged} diverged)"
+        rows.append({"strategy": name, "runs": len(group), "diverged": diverged,
+                     "run_s": done["run_s"].median() if not done.empty else np.nan,
+                     "speedup": found.value if found else np.nan, "low": found.low if found else np.nan,
+                     "high": found.high if found else np.nan, "text": text,
+                     "verdict": found.label if found else "diverged"})
+    per = pd.DataFrame(rows)
     tips = ["strategy:N", alt.Tooltip("speedup:Q", format=".2f", title="speed-up (×)"),
+            alt.Tooltip("verdict:N", title="with range"),
             alt.Tooltip("run_s:Q", format=".4f", title="median run (s)"), "runs:Q", "diverged:Q"]
     order = list(per.sort_values("strategy", key=strategy_rank)["strategy"])
-    return _bars_from_one(per, "speedup", alt.Y("strategy:N", sort=order, title=None),
+    return bars_from_one(per, "speedup", alt.Y("strategy:N", sort=order, title=None),
                           f"speed-up over {baseline} (×, log scale)", title, tips)
 
 
-def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_ms",
-                    log_x: bool = True) -> alt.Chart | alt.LayerChart:
-    """Median with a min-max rule per group, over non-diverged runs.
+def story_bars(rows: pd.DataFrame, steps: list[str],
+               seconds: tuple[float, float] | None = None) -> alt.Chart | alt.LayerChart:
+    """The story's growing chart: one bar per step shown so far, in its strategy's colour.
 
     Args:
-        runs: columns in `by` and `metric`; optional status.
-        by: columns defining a group, e.g. ["strategy", "precision"].
-        metric: a numeric column; a _ms or _s suffix gives the axis unit.
-        log_x: log x axis (timings across strategies span decades).
+        rows: `core.bench.story.chart_rows` (step, strategy, run_s, run_s_min, run_s_max,
+            repeats, speedup: the label of the speed-up since the first step).
+        steps: every step's label, in order: the axis lists them all from the start, so that
+            each new bar appears in its place and nothing moves.
+        seconds: the x axis's (low, high) in seconds, fixed for the same reason; default:
+            the range of `rows`.
 
     Returns:
-        One row per group; groups with diverged runs say "(k diverged)", so an
-        all-diverged group is listed rather than dropped.
+        Bars of seconds per fit (log x) with a whisker over the repeats' range, labelled
+        with the cumulative speed-up.
     """
-    title = f"{metric} by {', '.join(by)}: median and min-max"
-    if runs.empty or not by:
-        return note_chart("No runs to summarise.", title)
-    df = runs.assign(group=runs[by].astype(str).agg(" · ".join, axis=1), ok=not_diverged(runs))
-    stats = df[df["ok"]].groupby("group")[metric].agg(["median", "min", "max", "size"])
-    out = df.groupby("group").agg(diverged=("ok", lambda s: int((~s).sum())),
-                                  any_max=(metric, "max")).join(stats).reset_index()
-    out["size"] = out["size"].fillna(0).astype(int)
-    out["text"] = out["diverged"].map(lambda k: f"({k} diverged)" if k else "")
-    out["text_x"] = out["max"].fillna(out["any_max"])  # all-diverged: label at their values
-    color = {}
-    if "strategy" in by:
-        first = df.drop_duplicates("group").set_index("group")
-        out["strategy"] = out["group"].map(first["strategy"])
-        out = out.assign(_r=strategy_rank(out["strategy"])).sort_values(["_r", "group"])
-        color = {"color": color_by_strategy(out)}
-    unit = "ms" if metric.endswith("_ms") else "s" if metric.endswith("_s") else ""
-    x_title = f"{metric} ({', '.join(filter(None, [unit, 'log scale' if log_x else '']))})"
-    y = alt.Y("group:N", sort=list(out["group"]), title=", ".join(by))
-    tips = ["group:N", *[alt.Tooltip(f"{c}:Q", format=".4g") for c in ("median", "min", "max")],
-            alt.Tooltip("size:Q", title="runs"), "diverged:Q"]
-    base = alt.Chart(out)
-    scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
-    rule = base.mark_rule(strokeWidth=2).encode(
-        x=alt.X("min:Q", title=x_title, scale=scale),
-        x2="max:Q", y=y, tooltip=tips, **color)
-    point = base.mark_point(filled=True, size=90).encode(x="median:Q", y=y, tooltip=tips, **color)
-    text = base.mark_text(align="left", dx=6, color="#555555").encode(
-        x="text_x:Q", y=y, text="text:N")
-    return alt.layer(rule, point, text, title=title).properties(height=alt.Step(28))
-
-
-def ratio_bars(runs: pd.DataFrame, baseline_id: int,
-               metric: str = "run_s") -> alt.Chart | alt.LayerChart:
-    """Each run's `metric` divided by that of a pinned baseline run.
-
-    Args:
-        runs: columns id, strategy, `metric`; optional label, status.
-        baseline_id: `id` of the pinned run.
-        metric: a timing column (lower is better: below 1 is faster).
-
-    Returns:
-        Bars from 1 to the ratio (log x) labelled "×0.25"; diverged runs get no ratio and
-        read "diverged". A note if the baseline is absent or diverged.
-    """
-    title = f"{metric} relative to run #{baseline_id}"
-    base = runs[runs["id"] == baseline_id]
-    if base.empty or not not_diverged(base).all() or not base[metric].iloc[0] > 0:
-        return note_chart(f"Pin a finished, non-diverged run (#{baseline_id} is not one).", title)
-    df = _run_labels(runs)
-    df["ratio"] = (df[metric] / base[metric].iloc[0]).where(~df["diverged"])
-    df["text"] = _times(df["ratio"]).where(~df["diverged"], "diverged")
-    df.loc[df["id"] == baseline_id, "text"] = "baseline"
-    tips = ["run:N", "id:N", alt.Tooltip(f"{metric}:Q", format=".4g"),
-            alt.Tooltip("ratio:Q", format=".3f", title="ratio (×)")]
-    return _bars_from_one(df, "ratio", alt.Y("run:N", sort=list(df["run"]), title=None),
-                          f"{metric} / {metric} of run #{baseline_id} (×, log scale)", title, tips)
+    title = "Seconds per fit, step by step"
+    if rows.empty:
+        return note_chart("Press Next to run the first step.", title)
+    df = with_spread(rows, "run_s")
+    low, high = seconds or (float(df["low"].min()), float(df["high"].max()))
+    floor = low / 2  # a log axis has no zero: bars start at its left end
+    df["floor"] = floor
+    y = alt.Y("step:N", sort=steps, scale=alt.Scale(domain=steps), title=None)
+    x = alt.X("run_s:Q", title="seconds per fit, steady state (log scale)",
+              scale=alt.Scale(type="log", domain=[floor, high * 1.5], nice=False))
+    tips = ["step:N", "strategy:N", alt.Tooltip("run_s:Q", format=".4g", title="median (s)"),
+            alt.Tooltip("low:Q", format=".4g", title="fastest repeat (s)"),
+            alt.Tooltip("high:Q", format=".4g", title="slowest repeat (s)"),
+            alt.Tooltip("speedup:N", title="since step 1")]
+    bars = alt.Chart(df).mark_bar().encode(x=x, x2="floor:Q", y=y, color=color_by_strategy(df, legend=False),
+                                           tooltip=tips)
+    ranged = df[df["spread_known"] & (df["high"] > df["low"])]
+    text = alt.Chart(df.assign(text_x=df["high"])).mark_text(align="left", dx=8, fontWeight=600).encode(
+        x="text_x:Q", y=y, text="speedup:N")
+    return alt.layer(bars, whiskers(ranged, "low", "high", y), text, title=title).properties(height=alt.Step(40))

@@ -11,13 +11,15 @@ import numpy as np
 import pandas as pd
 
 from core.charts.style import (
+    REFERENCE_COLOR,
     STRATEGY_COLORS,
     UNITS,
-    UNKNOWN_COLOR,
     color_by_strategy,
     median_by,
+    natural_order,
     not_diverged,
     note_chart,
+    with_spread,
 )
 
 
@@ -59,7 +61,7 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
     enc = dict(x=x_enc, y=alt.Y("log_neg_elbo:Q", scale=alt.Scale(zero=False), title="log(-ELBO)"),
                color=color_by_strategy(df), detail="run_id:N", tooltip=tips)
     if df.groupby("strategy")["run_id"].nunique().gt(1).any():
-        enc["strokeDash"] = alt.StrokeDash("label:N", title="run")
+        enc["strokeDash"] = alt.StrokeDash("label:N", title="run", sort=natural_order(df["label"]))
     return alt.Chart(df, title=title).mark_line().encode(**enc)
 
 
@@ -67,67 +69,93 @@ def scaling_lines(runs: pd.DataFrame, y: str = "per_iter_ms") -> alt.Chart | alt
     """How a timing grows with n, per strategy, on log-log axes.
 
     Args:
-        runs: columns strategy, n and `y`; optional status.
+        runs: columns strategy, n and `y`; optional status, and run_s, run_s_min,
+            run_s_max, repeats (the repeats' range, for per_iter_ms and run_s).
         y: "per_iter_ms", "run_s" or "compile_s".
 
     Returns:
-        Median over non-diverged runs per (strategy, n), points joined by lines; diverged
-        runs as crosses. Zeros (eager, cache hits) have no place on a log axis: left out.
+        Median over non-diverged runs per (strategy, n), points joined by lines, with a
+        vertical whisker from the fastest to the slowest repeat; diverged runs as crosses.
+        Zeros (eager, cache hits) have no place on a log axis: left out.
     """
     if y not in UNITS:
         raise ValueError(f"y must be one of {', '.join(UNITS)}; got {y!r}")
     title = f"Scaling with n: {UNITS[y]}"
-    df = runs.assign(strategy=runs["strategy"].astype(str))
+    df = with_spread(runs.assign(strategy=runs["strategy"].astype(str)), y)
     df = df[df[y] > 0]
     med = median_by(df, ["strategy", "n"], [y])
     if med.empty:
         return note_chart("No non-diverged runs with a positive value to plot.", title)
+    ok = df[not_diverged(df)].groupby(["strategy", "n"])
+    med = med.merge(ok["low"].min().rename("low").reset_index(), on=["strategy", "n"]).merge(
+        ok["high"].max().rename("high").reset_index(), on=["strategy", "n"])
+    tips = ["strategy:N", alt.Tooltip("n:Q", format=","), alt.Tooltip(f"{y}:Q", format=".4g", title=UNITS[y]),
+            alt.Tooltip("low:Q", format=".4g", title="fastest repeat"),
+            alt.Tooltip("high:Q", format=".4g", title="slowest repeat")]
     enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log"), title="n (rows, log scale)"),
                y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log"), title=f"{UNITS[y]}, log scale"),
-               color=color_by_strategy(df), tooltip=["strategy:N", alt.Tooltip("n:Q", format=","),
-                                          alt.Tooltip(f"{y}:Q", format=".4g", title=UNITS[y])])
+               color=color_by_strategy(df), tooltip=tips)
     lines = alt.Chart(med).mark_line(point=True).encode(**enc)
+    ranged = med[med["high"] > med["low"]]
+    layers = [lines]
+    if not ranged.empty:
+        layers.append(alt.Chart(ranged).mark_rule(strokeWidth=2).encode(
+            x="n:Q", y="low:Q", y2="high:Q", color=enc["color"], tooltip=tips))
     bad = df[~not_diverged(df)].assign(status="diverged")
-    if bad.empty:
-        return lines.properties(title=title)
-    crosses = alt.Chart(bad).mark_point(shape="cross", size=90, filled=True, opacity=0.7).encode(
-        **{**enc, "tooltip": [*enc["tooltip"], "status:N"]})
-    return alt.layer(lines, crosses, title=title)
+    if not bad.empty:
+        layers.append(alt.Chart(bad).mark_point(shape="cross", size=90, filled=True, opacity=0.7).encode(
+            x=enc["x"], y=enc["y"], color=enc["color"], tooltip=["strategy:N", alt.Tooltip("n:Q", format=","),
+                                                                  alt.Tooltip(f"{y}:Q", format=".4g"), "status:N"]))
+    return layers[0].properties(title=title) if len(layers) == 1 else alt.layer(*layers, title=title)
+
+
+COMPILED, CACHE_LOAD, STEADY = "compile (compiled now)", "compile (cache load)", "steady-state run"
 
 
 def compile_vs_run(runs: pd.DataFrame) -> alt.Chart | alt.LayerChart:
     """Compilation (trace_lower_s + compile_s) against steady state as n grows.
 
     Compilation is nearly flat in n while the run grows with it: where a strategy's dashed
-    line drops below its solid one, compiling stopped mattering.
+    line drops below its solid one, compiling stopped mattering. Only runs that compiled
+    (cache "compiled") draw the compile line; runs that loaded a cached executable are
+    hollow points apart, so that a cache load is never read as a compile.
 
     Args:
-        runs: columns strategy, n, trace_lower_s, compile_s, run_s; optional status.
+        runs: columns strategy, n, trace_lower_s, compile_s, run_s; optional status, cache.
 
     Returns:
         Log-log lines of median seconds vs n, colour by strategy, dash by timing kind.
     """
     title = "Compilation vs steady state, by n"
-    df = runs.assign(strategy=runs["strategy"].astype(str),
-                     compile_total_s=runs["trace_lower_s"] + runs["compile_s"])
-    med = median_by(df, ["strategy", "n"], ["compile_total_s", "run_s"])
-    long = med.melt(id_vars=["strategy", "n", "runs"], value_vars=["compile_total_s", "run_s"],
-                    var_name="column", value_name="seconds")
-    long["timing"] = long["column"].map({"compile_total_s": "trace+lower+compile",
-                                         "run_s": "steady-state run"})
-    long = long[long["seconds"] > 0]  # eager and cache hits compile nothing: no log position
+    cache = runs["cache"] if "cache" in runs else pd.Series("compiled", index=runs.index)
+    df = runs.assign(strategy=runs["strategy"].astype(str), compile_total_s=runs["trace_lower_s"] + runs["compile_s"],
+                     cache=cache)
+    compiled = median_by(df[df["cache"] == "compiled"], ["strategy", "n"], ["compile_total_s"])
+    loaded = median_by(df[df["cache"].isin(["memory", "disk"])], ["strategy", "n"], ["compile_total_s"])
+    steady = median_by(df, ["strategy", "n"], ["run_s"])
+    long = pd.concat([compiled.rename(columns={"compile_total_s": "seconds"}).assign(timing=COMPILED),
+                      loaded.rename(columns={"compile_total_s": "seconds"}).assign(timing=CACHE_LOAD),
+                      steady.rename(columns={"run_s": "seconds"}).assign(timing=STEADY)], ignore_index=True)
+    long = long[long["seconds"] > 0]  # eager compiles nothing, a memory hit costs nothing: no log position
     if long.empty:
         return note_chart("No non-diverged runs to plot.", title)
     enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log"), title="n (rows, log scale)"),
                y=alt.Y("seconds:Q", scale=alt.Scale(type="log"), title="time (s, log scale)"),
-               color=color_by_strategy(long), detail="timing:N",
+               color=color_by_strategy(long),
                tooltip=["strategy:N", alt.Tooltip("n:Q", format=","), "timing:N",
                         alt.Tooltip("seconds:Q", format=".4g", title="median (s)"), "runs:Q"])
     # Points in their own layer: on a line mark with point=True the dash legend loses its strokes.
     dash = alt.StrokeDash("timing:N", title="timing", scale=alt.Scale(
-        domain=["steady-state run", "trace+lower+compile"], range=[[1, 0], [6, 4]]))
-    lines = alt.Chart(long).mark_line().encode(strokeDash=dash, **enc)
-    return alt.layer(lines, alt.Chart(long).mark_point(filled=True).encode(**enc), title=title)
+        domain=[STEADY, COMPILED], range=[[1, 0], [6, 4]]))
+    drawn = long[long["timing"] != CACHE_LOAD]
+    lines = alt.Chart(drawn).mark_line().encode(strokeDash=dash, detail="timing:N", **enc)
+    points = alt.Chart(drawn).mark_point(filled=True).encode(**enc)
+    loads = long[long["timing"] == CACHE_LOAD]
+    if loads.empty:
+        return alt.layer(lines, points, title=title)
+    hollow = alt.Chart(loads).mark_point(filled=False, size=140, strokeWidth=2).encode(
+        shape=alt.Shape("timing:N", title=None, scale=alt.Scale(domain=[CACHE_LOAD], range=["diamond"])), **enc)
+    return alt.layer(lines, points, hollow, title=title)
 
 
 def device_scaling(table: pd.DataFrame, series: str) -> alt.Chart | alt.LayerChart:
@@ -164,7 +192,7 @@ def device_scaling(table: pd.DataFrame, series: str) -> alt.Chart | alt.LayerCha
             alt.Tooltip("speed_up:Q", format=".2f", title="speed-up vs 1 device"),
             alt.Tooltip("efficiency:Q", format=".2f", title="efficiency"), alt.Tooltip("runs:Q", title="runs")]
     colour = alt.Color("line:N", title=None, legend=alt.Legend(symbolType="stroke"), scale=alt.Scale(
-        domain=["measured", "ideal"], range=[STRATEGY_COLORS["sharded"], UNKNOWN_COLOR]))
+        domain=["measured", "ideal"], range=[STRATEGY_COLORS["sharded"], REFERENCE_COLOR]))
     # Same field and title as the colour: Vega-Lite merges both into one legend.
     dash = alt.StrokeDash("line:N", title=None, scale=alt.Scale(domain=["measured", "ideal"],
                                                                 range=[[1, 0], [6, 4]]))

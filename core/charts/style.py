@@ -14,27 +14,44 @@ charts in `core.charts.bars`, the roofline in `core.charts.roofline`.
 
 from __future__ import annotations
 
+import re
+
 import altair as alt
+import numpy as np
 import pandas as pd
 
 STRATEGY_ORDER = (
     "eager", "jit_per_function", "jit_step", "scan", "scan_namedtuple",
-    "scan_pytree_class", "fori_loop", "while_loop", "sharded", "fastest",
+    "scan_pytree_class", "fori_loop", "while_loop", "scan_analytic", "sharded",
     "pyplnmodels", "torch_eager", "torch_compile",
 )
-# Okabe-Ito (2008) extended with Paul Tol's "muted" scheme: hues that stay apart under the
-# common colour-vision deficiencies. Okabe-Ito yellow is left out: it vanishes on white
-# under a projector. Families share hues (Python-loop jits warm, scans blue, lax loops green).
+# Picked by search from Okabe-Ito, Paul Tol's schemes and an even hue grid so that, under
+# normal vision and simulated protanopia and deuteranopia (Machado et al. 2009): any two
+# strategies differ by CIELAB delta E >= 14, neighbours in this order and the groups shown
+# together by default (the tutorial's five, the peers) by >= 36; every colour has 3:1
+# contrast on white (WCAG's bar for graphics) and 2:1 on the dark theme. Checked by
+# tests/charts/test_palette.py; `core.charts.colour_vision` has the arithmetic.
 STRATEGY_COLORS = {
-    "eager": "#000000", "jit_per_function": "#E69F00", "jit_step": "#D55E00",
-    "scan": "#0072B2", "scan_namedtuple": "#56B4E9", "scan_pytree_class": "#332288",
-    "fori_loop": "#009E73", "while_loop": "#117733", "sharded": "#CC79A7",
-    "fastest": "#882255", "pyplnmodels": "#999933", "torch_eager": "#CC6677",
-    "torch_compile": "#44AA99",
+    "eager": "#734026", "jit_per_function": "#339999", "jit_step": "#144BB8",
+    "scan": "#E65E19", "scan_namedtuple": "#0077BB", "scan_pytree_class": "#5E19E6",
+    "fori_loop": "#009E73", "while_loop": "#7E47EB", "scan_analytic": "#265973",
+    "sharded": "#BF6A40", "pyplnmodels": "#EB47EB", "torch_eager": "#8C510A",
+    "torch_compile": "#225555",
 }
-UNKNOWN_COLOR = "#9E9E9E"
-UNITS = {"per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run (s)",
-         "compile_s": "compile (s)"}
+# Strategies this program no longer knows (imported runs): one more hue, used by none above.
+UNKNOWN_COLOR = "#DDCC77"
+# The phases of a run are greys, light to dark in time order: no strategy is grey, so a
+# phase chart beside a strategy chart can never be read as naming strategies.
+PHASE_COLORS = ("#D4D4D4", "#A3A3A3", "#707070", "#3D3D3D")
+# Lines that are neither a strategy nor a phase (an ideal): a slate that reads on both themes.
+REFERENCE_COLOR = "#6A6A8A"
+# Axis titles and chart titles for timing columns, in words.
+LABELS = {
+    "time_to_solution_s": "time to solution (s)", "per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run (s)",
+    "compile_s": "XLA compile (s)", "first_call_s": "first call (s)", "trace_lower_s": "trace+lower (s)",
+    "transfer_s": "data transfer (s)",
+}
+UNITS = {name: LABELS[name] for name in ("per_iter_ms", "run_s", "compile_s")}
 
 
 def strategy_color_scale(present: list[str]) -> alt.Scale:
@@ -74,11 +91,42 @@ def strategy_rank(strategy: pd.Series) -> pd.Series:
 
 def note_chart(text: str, title: str) -> alt.Chart:
     """A chart holding only a message, for input that cannot be plotted."""
-    return alt.Chart(pd.DataFrame({"note": [text]}), title=title).mark_text(
-        size=16, color="#555555").encode(text="note:N").properties(height=60)
+    return alt.Chart(pd.DataFrame({"note": [text]}), title=title).mark_text(size=16).encode(
+        text="note:N").properties(height=60)
 
 
 def median_by(runs: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
     """Median of `cols` over non-diverged runs per `keys`, with a `runs` count."""
     grouped = runs[not_diverged(runs)].groupby(keys)
     return grouped[cols].median().join(grouped.size().rename("runs")).reset_index()
+
+
+def with_spread(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """`runs` with `low` and `high`: the fastest and slowest repeat of `metric`.
+
+    run_s (and time_to_solution_s, which is run_s where set) has its repeats' range
+    (run_s_min, run_s_max), per_iter_ms the same range per iteration; the other timings are measured once, so their range is the value itself
+    and `spread_known` is False.
+    """
+    df = runs.copy()
+    # time_to_solution_s is run_s for a run that stopped at its tolerance: the same repeats.
+    if metric in ("run_s", "per_iter_ms", "time_to_solution_s") and {"run_s_min", "run_s_max"} <= set(df):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = df[metric] / df["run_s"] if metric != "run_s" else 1.0
+        df["low"], df["high"] = df["run_s_min"] * scale, df["run_s_max"] * scale
+        repeats = df["repeats"] if "repeats" in df else pd.Series(2, index=df.index)
+        df["spread_known"] = (repeats.fillna(2) >= 2) & np.isfinite(df["low"]) & np.isfinite(df["high"])
+    else:
+        df["low"] = df["high"] = df[metric]
+        df["spread_known"] = False
+    return df
+
+
+def natural_key(text: str) -> tuple:
+    """A sort key reading digits as numbers: "#2 scan" before "#10 scan"."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text)))
+
+
+def natural_order(values) -> list[str]:
+    """The distinct values as strings, in `natural_key` order."""
+    return sorted({str(v) for v in values}, key=natural_key)

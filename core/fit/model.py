@@ -167,8 +167,8 @@ def _logdet_spd(matrix: jax.Array) -> jax.Array:
 def elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData) -> jax.Array:
     """The ELBO at any B, M, S and Omega (not only at the closed forms).
 
-    Large sums are accumulated and the terms assembled in float64 (see the module
-    docstring); the elementwise work stays in the data's dtype.
+    Large sums are accumulated and the terms assembled in float64 (`wide_elbo`); the
+    elementwise work stays in the data's dtype.
 
     Args:
         params: B (d, p), M (n, p), S (n, p).
@@ -177,6 +177,17 @@ def elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData)
 
     Returns:
         Scalar ELBO (a negative number for count data), of the data's dtype.
+    """
+    return wide_elbo(params, precision, data).astype(data.counts.dtype)
+
+
+def wide_elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData) -> jax.Array:
+    """The ELBO with its sums accumulated and its terms assembled in float64, returned so
+    (`wide_dtype`; `elbo` rounds it to the data's dtype): what a stopping test compares,
+    since a float32 ELBO cannot tell changes under its rounding (1.2e-7 of it) from none.
+    The elementwise work stays in the data's dtype, and so do the gradients taken through it.
+
+    Args, shapes: as `elbo`.
     """
     B, M, S = params
     Y, O, X = data.counts, data.offsets, data.covariates
@@ -187,18 +198,17 @@ def elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData)
     A = jnp.exp(O + M + 0.5 * S2)
     R = keep(M - X @ B)
     # tr(Omega (R^T R + D)) = sum((R Omega) * R) + sum(diag(Omega) colsum(S^2)): no float32
-    # Gram over n rows, and under autodiff the same (n, p) x (p, p) products as before.
+    # Gram over n rows, and under autodiff the same (n, p) x (p, p) products.
     trace = wide_sum((R @ precision) * R) + jnp.sum(
         jnp.diagonal(precision) * jnp.sum(keep(S2), axis=0)).astype(wide)
     n = jnp.asarray(n, wide)
-    value = (
+    return (
         0.5 * n * _logdet_spd(precision).astype(wide)
         + wide_sum(keep(Y * (O + M) - A + 0.5 * jnp.log(S2)))
         - 0.5 * trace
         - jnp.asarray(data.log_factorial_sum, wide)
         + 0.5 * n * p
     )
-    return value.astype(Y.dtype)
 
 
 def negative_elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLNData) -> jax.Array:
@@ -264,7 +274,11 @@ def init_params(data: PLNData | PaddedPLNData, init: str) -> tuple[PLNParams, ja
         data: the fit's data; dtypes follow `data.counts`.
         init: "seed" is the tutorial's M = 0, S = 1, B = 0, Omega = I. "log_counts" is
             pyPLNmodels': M = log(Y + (Y == 0)), S = 0.5, with B and Omega at their
-            closed forms for that M and S.
+            closed forms for that M and S. "log_rates" is the same less the log-offsets,
+            M = log(Y + (Y == 0)) - O: pyPLNmodels' start ignores the offsets, so its
+            A = exp(O + M + S^2/2) starts near Y exp(O) (on oaks O spans 4.3 to 9.4),
+            where this one starts near Y (the line-search optimizers then take 15% to
+            60% fewer iterations on oaks).
 
     Returns:
         (params, precision). M and S are laid out like Y (`*_like`), so that row-sharded
@@ -281,9 +295,11 @@ def init_params(data: PLNData | PaddedPLNData, init: str) -> tuple[PLNParams, ja
             latent_sd=jnp.ones_like(Y, dtype),
         )
         return params, jnp.eye(p, dtype=dtype)
-    if init == "log_counts":
+    if init in ("log_counts", "log_rates"):
         M = jnp.log(Y + (Y == 0).astype(dtype))
+        if init == "log_rates":
+            M = M - data.offsets
         S = jnp.full_like(Y, 0.5, dtype)
         params = PLNParams(coef=closed_form_coef(M, X), latent_mean=M, latent_sd=S)
         return params, closed_form_precision(params, data)
-    raise ValueError(f"init must be 'seed' or 'log_counts'; got {init!r}")
+    raise ValueError(f"init must be 'seed', 'log_counts' or 'log_rates'; got {init!r}")

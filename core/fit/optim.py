@@ -1,18 +1,18 @@
-"""Optimizer specs -> optax gradient transformations.
+"""Optimizer specs -> optax transformations, for the optimizers that are one.
 
-Every strategy builds its optimizer here, so that "same configuration" means the same
-transformation whatever is compiled around it.
+Every strategy builds its optimizer from here (through `core.fit.algorithms`), so that
+"same configuration" means the same transformation whatever is compiled around it.
 """
 
 from __future__ import annotations
 
 import optax
 
+from core.fit.torch_rprop import STEP_SIZES, torch_rprop
 from core.spec import OptimizerSpec
 
-# pyPLNmodels fits with torch.optim.Rprop(lr=0.01, step_sizes=(1e-10, 50)).
-RPROP_MIN_STEP = 1e-10
-RPROP_MAX_STEP = 50.0
+# optax.rprop with pyPLNmodels' step-size bounds (its algorithm is "pyplnmodels_rprop").
+RPROP_MIN_STEP, RPROP_MAX_STEP = STEP_SIZES
 # The tutorial's update is clipped to 0.1 per coordinate; its lr = 1e-4 is never used.
 SEED_CLIP = 0.1
 
@@ -20,7 +20,12 @@ SEED_CLIP = 0.1
 def make_optimizer(spec: OptimizerSpec) -> optax.GradientTransformation:
     """The optax transformation for `spec`; updates are to be *added* to the parameters.
 
-    The loss handed to it is -ELBO, so each transformation descends.
+    The loss handed to it is -ELBO, so each transformation descends. "seed", "adam" and
+    "rprop" move B, M and S; "pyplnmodels_rprop" is torch's Rprop, for M and S.
+
+    Raises:
+        ValueError: `spec` names an optimizer with its own step (lbfgs, diagonal_newton,
+            preconditioned_lbfgs): see `core.fit.algorithms`.
     """
     if spec.name == "seed":
         # RAdam's direction, negated to descend, then clipped: the seed tutorial's chain.
@@ -29,4 +34,6 @@ def make_optimizer(spec: OptimizerSpec) -> optax.GradientTransformation:
         return optax.adam(spec.lr)
     if spec.name == "rprop":
         return optax.rprop(spec.lr, min_step_size=RPROP_MIN_STEP, max_step_size=RPROP_MAX_STEP)
-    raise ValueError(f"unknown optimizer {spec.name!r}")
+    if spec.name == "pyplnmodels_rprop":
+        return torch_rprop(spec.lr)
+    raise ValueError(f"optimizer {spec.name!r} is not an optax transformation of the gradient")

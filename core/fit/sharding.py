@@ -21,9 +21,6 @@ from core.fit import model
 from core.spec import SpecError
 
 ROWS = "rows"
-# Leaves of the fit state that have one row per sample: M, S, and the optimizer's
-# moments and step sizes for them (optax mirrors the params' NamedTuple in its state).
-_ROW_LEAVES = frozenset({"latent_mean", "latent_sd"})
 
 
 def first_devices(platform: str, count: int = 0) -> list:
@@ -56,9 +53,11 @@ def mesh_for(platform: str, count: int = 0) -> Mesh:
     return Mesh(np.asarray(first_devices(platform, count)), (ROWS,))
 
 
-def row_sharding(mesh: Mesh, ndim: int = 2) -> NamedSharding:
-    """Rows (axis 0) split over the mesh; the other axes whole."""
-    return NamedSharding(mesh, P(ROWS, *([None] * (ndim - 1))))
+def row_sharding(mesh: Mesh, ndim: int = 2, axis: int = 0) -> NamedSharding:
+    """Rows (axis `axis`) split over the mesh; the other axes whole."""
+    spec = [None] * ndim
+    spec[axis] = ROWS
+    return NamedSharding(mesh, P(*spec))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:
@@ -120,11 +119,18 @@ def lay_out(value, sharding: NamedSharding) -> jax.Array:
 
 
 def state_shardings(state, mesh: Mesh):
-    """The layout of a fit state: per-row leaves row-sharded, the rest replicated."""
+    """The layout of a fit state: per-row leaves row-sharded, the rest replicated.
+
+    Per-row leaves are those shaped like M, (n, p), or stacks of such, (k, n, p): M, S and
+    what algorithms keep for them (optax's moments and step sizes, gradients, L-BFGS
+    memories); they are split on their rows axis (-2). Omega is replicated even when n = p.
+    """
+    rows = np.shape(state.params.latent_mean)
 
     def choose(path, leaf):
-        name = getattr(path[-1], "name", None) if path else None
-        return row_sharding(mesh, np.ndim(leaf)) if name in _ROW_LEAVES else replicated(mesh)
+        shape = np.shape(leaf)
+        per_row = len(shape) >= 2 and shape[-2:] == rows and getattr(path[0], "name", None) != "precision"
+        return row_sharding(mesh, len(shape), axis=len(shape) - 2) if per_row else replicated(mesh)
 
     return jax.tree_util.tree_map_with_path(choose, state)
 

@@ -137,11 +137,17 @@ def _jaxpr(prep) -> tuple[str, str]:
     or for Python loops, the jaxpr is that of one iteration.
     """
     strategy, problem = prep.strategy, prep.problem
-    optimizer = problem.transformation
+    optimizer = problem.algorithm
     whole_fit = getattr(sys.modules[type(strategy).__module__], "_fit", None)
-    available = {"state": prep.state, "data": prep.data, "tol": prep.tol,
+    # A loop that stops takes where it stands (`base.Stop`): here, at the start.
+    stop = base.start_stop(problem.iterations, problem.dtype)
+    available = {"state": prep.state, "data": prep.data, "tol": prep.tol, "stop": stop,
                  "optimizer": optimizer, "iterations": problem.iterations}
-    parameters = inspect.signature(whole_fit).parameters if whole_fit is not None else {}
+    if problem.stops:
+        available["stopping"] = (prep.tol, stop)
+    signature = inspect.signature(whole_fit).parameters if whole_fit is not None else {}
+    parameters = [name for name, parameter in signature.items()
+                  if name in available or parameter.default is inspect.Parameter.empty]
     if strategy.python_loop or not parameters or any(name not in available for name in parameters):
         step = functools.partial(base.fit_step, optimizer=optimizer)
         jaxpr = jax.make_jaxpr(step)(prep.state, prep.data)
@@ -152,8 +158,9 @@ def _jaxpr(prep) -> tuple[str, str]:
             what += "; the whole loop needs arguments that only the strategy's lower() builds"
         return str(jaxpr), what
     static = {name: available[name] for name in ("optimizer", "iterations") if name in parameters}
-    traced = [available[name] for name in parameters if name not in static]
-    jaxpr = jax.make_jaxpr(functools.partial(whole_fit, **static))(*traced)
+    names = [name for name in parameters if name not in static]
+    jaxpr = jax.make_jaxpr(lambda *values: whole_fit(**static, **dict(zip(names, values))))(
+        *[available[name] for name in names])
     return str(jaxpr), f"the whole fit ({type(strategy).__module__}._fit, {problem.iterations} iterations)"
 
 
@@ -169,13 +176,14 @@ def _executable(name: str, lowered, compiled) -> Executable:
     return Executable(name, lowered.as_text(), optimized, normalise_cost(compiled.cost_analysis()), memory)
 
 
-def _stops_early(strategy) -> bool:
-    """Whether the compiled loop takes a tolerance, i.e. may run fewer iterations."""
+def _stops_early(strategy, problem) -> bool:
+    """Whether the compiled loop stops at a tolerance, i.e. may run fewer iterations."""
     whole_fit = getattr(sys.modules[type(strategy).__module__], "_fit", None)
-    return whole_fit is not None and "tol" in inspect.signature(whole_fit).parameters
+    return problem.stops or (whole_fit is not None and "tol" in inspect.signature(whole_fit).parameters)
 
 
-def _costs(strategy, executables: tuple[Executable, ...], iterations: int, devices: int) -> tuple[Cost, Cost, str]:
+def _costs(strategy, problem, executables: tuple[Executable, ...], devices: int) -> tuple[Cost, Cost, str]:
+    iterations = problem.iterations
     if not executables:
         return Cost(), Cost(), "Nothing is compiled ahead, so XLA has no cost estimate to give."
     total = Cost(0.0, 0.0, 0.0)
@@ -187,7 +195,7 @@ def _costs(strategy, executables: tuple[Executable, ...], iterations: int, devic
     else:
         note = ("XLA counts a loop body once whatever its trip count, so the executable's figures "
                 f"are one iteration (plus the set-up around the loop); per run is that times {iterations}.")
-        if _stops_early(strategy):
+        if _stops_early(strategy, problem):
             note += " This loop may stop early at its tolerance: the per-run figure is an upper bound."
     if devices > 1:
         note += f" The program is partitioned over {devices} devices: the figures are those of one device."
@@ -242,7 +250,7 @@ def inspect_fit(spec: FitSpec, counts=None) -> Inspection:
         executables = tuple(_executable(name, lowered[name], prep.executables[name]) for name in lowered)
         layout = tuple(array_layouts(prep.data, "data") + array_layouts(prep.state, "state"))
     devices = strategy.device_count(prep.device)
-    per_iteration, per_run, note = _costs(strategy, executables, problem.iterations, devices)
+    per_iteration, per_run, note = _costs(strategy, problem, executables, devices)
     return Inspection(
         strategy=strategy.name,
         description=strategy.description(),

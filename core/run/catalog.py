@@ -54,9 +54,11 @@ class Runnable(abc.ABC):
     @abc.abstractmethod
     def measure(self, spec: FitSpec, counts: CountData | None, report: ProgressCallback,
                 cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool,
-                budget: Budget | None = None) -> Measurement:
+                budget: Budget | None = None, cold: bool = False) -> Measurement:
         """Time one fit of `spec` (already checked); `watched` asks for live ELBO reports;
-        past `budget` the fit stops where a cancel would and is marked `timed_out`."""
+        past `budget` the fit stops where a cancel would and is marked `timed_out`; `cold`
+        asks for compiling from scratch (`core.run.cold_compile`; runnables with no cache of
+        their own to skip ignore it)."""
 
 
 class JaxRunnable(Runnable):
@@ -72,8 +74,8 @@ class JaxRunnable(Runnable):
         self.donates_state = strategy.donates_state
         self.tag = "Python loop" if strategy.python_loop else "loop compiled"
 
-    def measure(self, spec, counts, report, cancel, cache, watched, budget=None):
-        return jax_timing.measure(spec, counts, report, cancel, cache, watched, budget)
+    def measure(self, spec, counts, report, cancel, cache, watched, budget=None, cold=False):
+        return jax_timing.measure(spec, counts, report, cancel, cache, watched, budget, cold)
 
 
 class PeerRunnable(Runnable):
@@ -89,7 +91,9 @@ class PeerRunnable(Runnable):
         # pyPLNmodels' loop is its own `fit`; the PyTorch twins run ours from Python.
         self.python_loop = name != "pyplnmodels"
 
-    def measure(self, spec, counts, report, cancel, cache, watched, budget=None):
+    def measure(self, spec, counts, report, cancel, cache, watched, budget=None, cold=False):
+        # torch.compile's caches are process-wide settings with no per-thread bypass: a peer
+        # ignores `cold`, and its result says so (from_scratch 0).
         # Deferred: torch and pyPLNmodels take seconds to import, and only a peer's run needs them.
         from core.run import peer_timing
 

@@ -46,6 +46,7 @@ def run(
     cancel: threading.Event | None = None,
     owner: str = "command line",
     hold_device: bool = True,
+    cold: bool = False,
 ) -> RunResult:
     """Fit `spec` and time it; the result is not stored (see `core.store.stored_run`).
 
@@ -66,6 +67,9 @@ def run(
         owner: who is running, as shown to others in the device queue.
         hold_device: False skips the queue: for the non-primary processes of a
             distributed run, which join the primary's collectives (it holds the queue).
+        cold: compile from scratch, skipping the in-memory and the persistent compilation
+            caches for this run only (`core.run.cold_compile`); the run still stores its
+            executables in both. It compiles while holding the device queue.
 
     A run may hold the device for `core.run.budget.max_run_seconds()`: one that cannot
     finish within it is refused, one that passes it stops and returns as "timed_out".
@@ -90,7 +94,8 @@ def run(
         window_start = time.time()
         allowed.start()
         measurement = runnable.measure(spec, counts, report, cancel, cache,
-                                       watched=on_progress is not None or cancel is not None, budget=allowed)
+                                       watched=on_progress is not None or cancel is not None, budget=allowed,
+                                       cold=cold)
         window = (window_start, time.time())
     return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
 

@@ -16,20 +16,22 @@ import numpy as np
 from core.data.counts import CountData
 from core.run import progress, runtime
 from core.run.budget import Budget
+from core.run.cold_compile import from_scratch
 from core.run.compilations import CompileCounter
 from core.run.prepared import ExecutableCache, prepare, timed
 from core.run.progress import Progress, ProgressCallback
-from core.run.result import Measurement, cache_label
+from core.run.result import Measurement
 from core.spec import FitSpec
 
 
 def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
             cancel: threading.Event | None, cache: ExecutableCache | None, watched: bool,
-            budget: Budget | None = None) -> Measurement:
+            budget: Budget | None = None, cold: bool = False) -> Measurement:
     """Prepare and time `spec`'s fit; `watched` asks for live reports from loops that can
     give them. Past `budget`, the fit stops at the next iteration (Python loops) or call
-    (split compiled loops) and the measurement is marked `timed_out`."""
-    prep = prepare(spec, counts, report, cache)
+    (split compiled loops) and the measurement is marked `timed_out`. `cold` compiles from
+    scratch (`core.run.cold_compile`), the first call's own compilations included."""
+    prep = prepare(spec, counts, report, cache, cold=cold)
     progress.check(cancel)
     strategy, problem = prep.strategy, prep.problem
     between_steps = None
@@ -38,9 +40,11 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
         between_steps = (progress.live_elbo_reporter(report, problem.iterations, cancel, budget) if watched
                          else progress.stop_checker(cancel, budget))
     report(Progress("first_call", 0, problem.iterations))
-    with CompileCounter() as first_counter, jax.default_device(prep.device):
-        # Copied outside the timing: a run that donates its state consumes it.
+    with jax.default_device(prep.device):
+        # Copied outside the timing (a run that donates its state consumes it) and outside
+        # the count: the copy compiles helpers of its own.
         start = jax.block_until_ready(strategy.fresh_state(prep.state))
+    with CompileCounter() as first_counter, jax.default_device(prep.device), from_scratch(cold):
         output, first_call_s = timed(
             lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between_steps))
     elbo = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
@@ -65,12 +69,10 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
     compilation = prep.compilation
     compile_count = compilation.compile_count + first_counter.compiles
     disk_cache_hits = compilation.disk_cache_hits + first_counter.disk_hits
+    # The label says where the strategy's executables came from (`prepare` counts them);
+    # the counts add what the first call compiled besides, such as the op that stacks a
+    # Python loop's ELBOs, which the persistent cache may hold while the executables are new.
     cache_state = compilation.cache
-    if strategy.compiled_ahead and compile_count + disk_cache_hits:
-        # The label counts what the run's compile counts count, the first call's included
-        # (a Python loop stacks its ELBOs with an op compiled at its first use).
-        from_memory = len(prep.executables) if compilation.cache == "memory" else 0
-        cache_state = cache_label(compile_count, disk_cache_hits, from_memory)
     return Measurement(
         elbo=elbo, times=times, shape=(problem.n, problem.p, problem.d),
         transfer_s=prep.transfer_s, trace_lower_s=compilation.trace_lower_s, compile_s=compilation.compile_s,
@@ -84,4 +86,5 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
         optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init,
         chunk_iterations=problem.chunk,
         timed_out=budget is not None and budget.passed,
+        from_scratch=cold and strategy.compiled_ahead,
     )

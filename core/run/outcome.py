@@ -10,8 +10,9 @@ while_loop's tolerance, or any stopping rule inside a compiled loop).
   at lr 10 on oaks goes from -3.3e7 to -3.5e29 and stays there), even though every value is
   finite. `diverged_at` is the first iteration of the blow-up that never recovered, or the
   first non-finite one, whichever comes first.
-- **Converged**: the last relative change |ELBO_k - ELBO_k-1| / |ELBO_k| is under the spec's
-  `tol` (the test while_loop stops on). With `tol = 0` the spec asked for a fixed number of
+- **Converged**: the fit stopped before its last iteration (the compiled loops stop only at
+  `tol`, tested on a float64-accumulated ELBO that a float32 trace may round), or the last
+  relative change |ELBO_k - ELBO_k-1| / |ELBO_k| is under the spec's `tol`. With `tol = 0` the spec asked for a fixed number of
   iterations, not for convergence, and `converged` is None; the last change is kept either way.
 """
 
@@ -34,7 +35,8 @@ class Outcome:
         diverged_at: the iteration where the fit went wrong, or None.
         error: for a diverged fit, what happened and where; else None.
         final_change: the last relative ELBO change, or None (diverged, or fewer than 2 values).
-        converged: `final_change < tol` when tol > 0; None when tol = 0 or the fit diverged.
+        converged: when tol > 0, whether the fit stopped early or `final_change < tol`; None
+            when tol = 0 or the fit diverged.
     """
 
     elbo: np.ndarray
@@ -62,8 +64,9 @@ def _blow_up_start(trace: np.ndarray) -> int | None:
     return int(above[-1]) + 1 if above.size else 0
 
 
-def judge(elbo, tol: float) -> Outcome:
-    """Judge an ELBO trace (one value per iteration run) against the spec's `tol`."""
+def judge(elbo, tol: float, iterations: int | None = None) -> Outcome:
+    """Judge an ELBO trace (one value per iteration run) against the spec's `tol` and its
+    iteration cap `iterations` (None: the trace ran them all)."""
     trace = np.asarray(elbo, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(trace))
     not_finite_at = int(bad[0]) if bad.size else None
@@ -81,5 +84,6 @@ def judge(elbo, tol: float) -> Outcome:
     final_change = None
     if trace.size >= 2 and trace[-1] != 0.0:
         final_change = float(abs(trace[-1] - trace[-2]) / abs(trace[-1]))
-    converged = None if tol <= 0 or final_change is None else bool(final_change < tol)
+    stopped_early = iterations is not None and trace.size < iterations
+    converged = None if tol <= 0 or final_change is None else bool(final_change < tol or stopped_early)
     return Outcome(trace, None, None, final_change, converged)

@@ -41,7 +41,6 @@ from core.run.progress import Progress, ProgressCallback
 from core.run.result import Measurement
 from core.spec import FitSpec, SpecError
 
-
 # pyPLNmodels' ELBO is its own code's: in float32 it sums and assembles in float32, which the
 # lab's accurate sums (core.fit.model.wide_sum) cannot reach.
 FLOAT32_PYPLNMODELS = ("pyPLNmodels computes its float32 ELBO with its own float32 sums, which are not held to "
@@ -63,9 +62,9 @@ def torch_device(platform_name: str) -> torch.device:
 
 def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
             cancel: threading.Event | None, watched: bool, budget: Budget | None = None) -> Measurement:
-    """Fit and time `spec` with the peer named `spec.strategy` (`tol` is ignored: every
-    iteration runs). Past `budget` the fit stops after the current iteration and the
-    measurement is marked `timed_out`.
+    """Fit and time `spec` with the peer named `spec.strategy`; pyplnmodels stops at `tol` as
+    the strategies do (the PyTorch twins run every iteration). Past `budget` the fit stops
+    after the current iteration and the measurement is marked `timed_out`.
 
     Raises:
         SpecError: the device is not available to PyTorch, or the data are invalid.
@@ -179,7 +178,7 @@ def _measure_pyplnmodels(spec: FitSpec, counts, device, report, cancel, live, bu
         return live(done[0] - 1, value)
 
     model, first_call_s, diverged = peer.timed_fit(counts, device, spec.precision, spec.iterations, sync,
-                                                    on_iteration)
+                                                    on_iteration, spec.tol)
     stirling = diverged if diverged is not None else peer.recorded_elbo(model)
     times = []
     # A diverged (or stopped) fit is not timed again: its steady state would be a different run.
@@ -189,7 +188,7 @@ def _measure_pyplnmodels(spec: FitSpec, counts, device, report, cancel, live, bu
             break
         report(Progress("repeat", r, spec.repeats))
         _, seconds, stopped = peer.timed_fit(counts, device, spec.precision, spec.iterations, sync,
-                                             lambda value: _over(budget))
+                                             lambda value: _over(budget), spec.tol)
         if stopped is not None:
             break  # stopped partway by the budget: not a whole repeat
         times.append(seconds)

@@ -23,6 +23,7 @@ from core.data.counts import CountData
 from core.data.on_device import simulate_on_devices
 from core.fit import model, strategies
 from core.run import result, runtime
+from core.run.cold_compile import from_scratch
 from core.run.compilations import CompileCounter
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.spec import FitSpec
@@ -78,6 +79,15 @@ def chunk_iterations(cells: int, iterations: int) -> int:
         return 0
     most = max(1, CHUNK_WORK // max(1, cells))
     return max(k for k in range(1, min(most, iterations) + 1) if iterations % k == 0)
+
+
+def stopping_chunk_iterations(cells: int, iterations: int) -> int:
+    """Iterations per call for a compiled loop that stops at a tolerance: as many as
+    `CHUNK_WORK` allows, 0 (one call) when the whole loop is within it. Any count will do:
+    its loop ends where the fit's iterations do (`core.fit.strategies.base.Stop`)."""
+    if cells * iterations <= CHUNK_WORK:
+        return 0
+    return max(1, CHUNK_WORK // max(1, cells))
 
 
 class Compilation(NamedTuple):
@@ -138,8 +148,14 @@ def prepare(
     counts: CountData | None = None,
     on_progress: ProgressCallback | None = None,
     cache: ExecutableCache | None = None,
+    cold: bool = False,
 ) -> PreparedFit:
-    """Load and place the data, build the initial state, and get the executables."""
+    """Load and place the data, build the initial state, and get the executables.
+
+    Args:
+        cold: compile from scratch: neither `cache` nor JAX's persistent cache is read
+            (`core.run.cold_compile`); the new executables are stored in both.
+    """
     runtime.configure()
     report = on_progress or ignore
     strategy = strategies.get(spec.strategy, devices=spec.devices)
@@ -159,31 +175,38 @@ def prepare(
         host = model.make_data(counts.counts, counts.offsets, counts.covariates, spec.precision)
         report(Progress("transfer"))
         data, transfer_s = timed(lambda: strategy.place_data(host, device))
+    stops = spec.tol > 0
+    chunk = (stopping_chunk_iterations if stops else chunk_iterations)(shape[0] * shape[1], spec.iterations)
     problem = strategies.Problem(
         n=shape[0], p=shape[1], d=shape[2], dtype=spec.precision,
         iterations=spec.iterations, optimizer=spec.optimizer,
-        chunk=chunk_iterations(shape[0] * shape[1], spec.iterations) if strategy.chunkable else 0,
+        chunk=chunk if strategy.chunkable else 0, stops=stops,
     )
     with jax.default_device(device):
-        state = strategy.place_state(strategies.init_state(data, spec.init, problem.transformation), device)
+        state = strategy.place_state(strategies.init_state(data, spec.init, problem.algorithm), device)
         state = jax.block_until_ready(state)
         tol = jax.device_put(jnp.asarray(spec.tol, dtype=spec.precision), device)
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
            device.platform, device.id, devices_used)
     cache = DEFAULT_CACHE if cache is None else cache
-    executables = cache.get(key) if strategy.compiled_ahead else {}
+    if not strategy.compiled_ahead:
+        executables = {}
+    else:  # a cold run compiles again, whatever this process has
+        executables = None if cold else cache.get(key)
     if executables is not None:
         compilation = Compilation(0.0, 0.0, 0, 0, "memory" if strategy.compiled_ahead else "none")
     else:
         report(Progress("compile"))
         counter = CompileCounter()
-        with counter, jax.default_device(device):
+        with jax.default_device(device), from_scratch(cold):
             lowered, trace_lower_s = _timed_host(lambda: strategy.lower(problem, state, data, tol))
-            executables, compile_s = _timed_host(lambda: strategy.compile(lowered))
+            # Counted while the strategy's executables are built or loaded, not while tracing,
+            # whose eager helpers (a copy, a stack) compile and hit the disk cache on their own.
+            with counter:
+                executables, compile_s = _timed_host(lambda: strategy.compile(lowered))
         cache.put(key, executables)
         # Nothing compiled or loaded: JAX's own in-process cache had the same computations
-        # (another spec, same HLO). Lowering also builds small helpers, so the counts are not
-        # one per executable and are shown as counted.
+        # (another spec, same HLO).
         cache_state = result.cache_label(counter.compiles, counter.disk_hits,
                                          0 if counter.backend_compiles else len(executables))
         compilation = Compilation(trace_lower_s, compile_s, counter.compiles, counter.disk_hits, cache_state)

@@ -24,6 +24,12 @@ STATUSES = ("ok", "diverged", "interrupted", "timed_out")
 CACHE_STATES = ("compiled", "memory", "disk", "none")
 
 
+def met_tolerance(elbo: np.ndarray, spec: FitSpec) -> bool:
+    """Whether a fit of `spec` whose ELBO curve is `elbo` stopped at its tolerance
+    (`core.run.outcome.judge`'s `converged`)."""
+    return outcome.judge(elbo, spec.tol, spec.iterations).converged is True
+
+
 def cache_label(compiled: int, disk: int, memory: int) -> str:
     """"compiled", "disk" or "memory" when every executable came from one place, else
     "compiled 1, disk 3" (the counts of each place, zeros left out); "none" for no executable."""
@@ -92,6 +98,7 @@ class Measurement:
     init: str
     chunk_iterations: int = 0
     timed_out: bool = False
+    from_scratch: bool = False
     warnings: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -139,11 +146,20 @@ class RunResult:
             calls (so that a cancel lands within seconds); 0 when it ran in one call.
         timed_start, timed_end: epoch seconds of the timed section, while the run held
             the device; `to_dict()` also gives them as `timed_window` [start, end].
+        time_to_solution_s: for a fit that stopped at its tolerance (`tol` > 0, the last
+            relative ELBO change under it), the steady-state seconds from its first
+            iteration to the stop: `run_s`, whose repeats all stop there. None for a fit
+            run for a fixed number of iterations (`tol` = 0), one that used them all
+            before meeting `tol`, or one that did not finish.
         final_change: the last relative ELBO change |ELBO_k - ELBO_k-1| / |ELBO_k|, or None
             (diverged, or one iteration); `converged` compares it with `tol`.
         warnings: what a reader of this run's numbers must know, one sentence each: the data
             were changed to be fitted (all-zero columns dropped), or float32 rounding may
             move the ELBO by more than the lab promises. Empty for most runs.
+        from_scratch: 1 when the run was asked to compile from scratch and skipped the
+            in-memory and persistent compilation caches (`core.run.cold_compile`); 0 when
+            it could use them (its `cache` then says whether it did) or compiles nothing
+            ahead (eager, the peers).
     """
 
     spec: dict[str, Any]
@@ -190,16 +206,20 @@ class RunResult:
     timed_end: float = 0.0
     id: int = 0
     created_at: float = 0.0
+    from_scratch: int = 0
+    time_to_solution_s: float | None = None
     final_change: float | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def converged(self) -> bool | None:
-        """Whether the last relative ELBO change is under `tol`; None when `tol` is 0 (a fixed
-        number of iterations was asked for) or the fit diverged (see `core.run.outcome`)."""
+        """Whether the fit stopped at `tol`: before its last iteration (the strategies stop
+        only there, on a float64-accumulated ELBO that the trace may round), or with its last
+        relative ELBO change under `tol`; None when `tol` is 0 (a fixed number of iterations
+        was asked for) or the fit did not finish well (see `core.run.outcome`)."""
         if self.tol <= 0 or self.final_change is None or self.status != "ok":
             return None
-        return self.final_change < self.tol
+        return self.iterations_run < self.iterations or self.final_change < self.tol
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -216,7 +236,7 @@ class RunResult:
         """The result of `spec`: its measurement, the time it queued, its timed window, for
         a run that timed out the budget it passed, and `warnings` (about the data and the
         precision) before the measurement's own."""
-        ended = outcome.judge(measurement.elbo, spec.tol)
+        ended = outcome.judge(measurement.elbo, spec.tol, spec.iterations)
         trace = ended.elbo
         times = measurement.times or [0.0]  # a run stopped by its budget may have timed no repeat
         run_s = statistics.median(times)
@@ -229,6 +249,7 @@ class RunResult:
                      f"(PLNLAB_MAX_RUN_SECONDS): {len(trace):,} of {spec.iterations:,} iterations in the first "
                      f"call, {len(measurement.times)} of {spec.repeats} timed repeats")
         return cls(
+            time_to_solution_s=run_s if status == "ok" and measurement.times and ended.converged else None,
             spec=spec.to_dict(), spec_key=spec.key, strategy=spec.strategy, dataset=spec.dataset.label,
             n=n, p=p, d=d, precision=spec.precision, device=spec.device, iterations=spec.iterations,
             optimizer=measurement.optimizer, lr=measurement.lr, init=measurement.init, repeats=spec.repeats,
@@ -260,6 +281,7 @@ class RunResult:
             timed_start=timed_window[0],
             timed_end=timed_window[1],
             created_at=time.time(),
+            from_scratch=int(measurement.from_scratch),
             final_change=ended.final_change,
             warnings=[*warnings, *measurement.warnings],
         )

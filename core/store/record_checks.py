@@ -49,6 +49,9 @@ def check(run: RunResult) -> None:
     if not run.run_s_min <= run.run_s <= run.run_s_max:
         raise RecordError(f"timings are inconsistent: run_s_min {run.run_s_min} <= run_s {run.run_s} "
                           f"<= run_s_max {run.run_s_max} does not hold")
+    if run.time_to_solution_s is not None and not run.run_s_min <= run.time_to_solution_s <= run.run_s_max:
+        raise RecordError(f"time_to_solution_s {run.time_to_solution_s} is not a steady-state time of the run "
+                          f"(run_s_min {run.run_s_min} to run_s_max {run.run_s_max})")
     if not 0 <= run.iterations_run <= run.iterations or len(run.elbo) != run.iterations_run:
         raise RecordError(f"iterations_run must equal the ELBO curve's length ({len(run.elbo):,}) and be at most "
                           f"iterations ({run.iterations:,}); got {run.iterations_run:,}")

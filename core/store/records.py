@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from core.run.result import CACHE_STATES, STATUSES, RunResult, is_cache_label
-from core.store import record_checks
 from core.spec import FitSpec, SpecError
+from core.store import record_checks
 
 # The field types that fit one SQL column each; other fields (dicts, lists) are JSON or bytes.
 SCALAR_TYPES = (int, float, str)
@@ -104,7 +104,8 @@ def validate_record(values: Any, where: str) -> RunResult:
     for field in dataclasses.fields(RunResult):
         base, optional = field_kinds()[field.name]
         if field.name not in values:
-            if field.default is dataclasses.MISSING:
+            # Fields added since a file was written have defaults: older exports still import.
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
                 raise StoreError(f"{where}: missing field {field.name!r}")
             continue
         value = values[field.name]

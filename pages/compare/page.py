@@ -8,22 +8,25 @@ import tempfile
 import pandas as pd
 import streamlit as st
 
-from core.charts import bars, lines
+from core import access as delete_rules
+from core.bench import comparison
+from core.charts import comparisons, lines
+from core.charts.style import LABELS
+from core.run import reach
 from core.store.run_store import StoreError
-from pages.ui import access, display, resources, state
+from pages.ui import access, display, links, resources, running, state
 from pages.ui.text import md, public
 
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
            "status": "Status"}
-TABLE = ["id", "created", "strategy", "dataset", "n", "p", "precision", "device", "device_kind", "iterations",
-         "per_iter_ms", "run_s", "compile_s", "first_call_s", "cache", "final_elbo", "status", "warning_count", "host"]
+TABLE = ["id", "created", "strategy", "optimizer", "dataset", "n", "p", "precision", "device", "device_kind",
+         "time_to_solution_s", "iterations_run", "per_iter_ms", "run_s", "run_s_min", "run_s_max", "compile_s",
+         "first_call_s", "cache", "final_elbo", "status", "warning_count", "host"]
 # Settings a difference in which explains a difference in timings.
 SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
             "lr", "init", "repeats", "tol", "cache", "jax_version", "jaxlib_version", "cpu_count", "host"]
 GROUPS = ["strategy", "dataset", "device", "precision", "device_kind", "optimizer", "init", "host"]
-METRICS = {"per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run (s)",
-           "compile_s": "XLA compile (s)", "first_call_s": "first call (s)", "trace_lower_s": "trace+lower (s)",
-           "transfer_s": "data transfer (s)"}
+METRICS = LABELS
 MAX_CURVES = 12
 # Rows of the table (and so of everything below it): a shared store only grows, and every
 # click here sends the table to the browser; the filters reach older runs.
@@ -94,12 +97,20 @@ for column in FILTERS:
 matching = int(mask.sum())
 view = frame[mask].head(TABLE_ROWS).reset_index(drop=True)  # the frame is newest first
 
+# Runs ticked in a link, ticked again in the table the first time it is drawn in this session.
+from_link = st.session_state.pop("cmp_ticked", None) if not st.session_state.get("cmp_table_drawn") else None
+ticked_default = None
+if from_link:
+    positions = [int(i) for i in view.index[view["id"].isin(from_link)]]
+    ticked_default = {"selection": {"rows": positions}}
+st.session_state["cmp_table_drawn"] = True
 event = st.dataframe(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.session_state['cmp_version']}",
                      on_select="rerun", selection_mode="multi-row", hide_index=True, column_config=COLUMNS,
-                     height=min(420, 38 + 35 * max(1, len(view))))
+                     height=min(420, 38 + 35 * max(1, len(view))), selection_default=ticked_default)
 # Positions in `view`; a tick made before the filters changed may point past its end.
 rows = [r for r in (event.selection.rows if event is not None else []) if r < len(view)]
 picked = view.iloc[rows] if rows else view
+links.write("compare", "ticked", sorted(int(i) for i in view.iloc[rows]["id"]))
 shown = f"{len(view):,} of {len(frame):,} runs shown" if matching <= TABLE_ROWS else \
     f"The newest {len(view):,} of {matching:,} matching runs ({len(frame):,} stored) shown: filter to reach older ones"
 st.caption(f"{shown}; click a column header to sort. "
@@ -123,7 +134,7 @@ st.header("ELBO curves")
 newest = picked.sort_values("created_at", ascending=False).head(MAX_CURVES)
 # Rows of the frame and the curves as arrays: a long curve costs one read, not a Python
 # float per point, and is thinned before it is drawn.
-results = list(newest.itertuples())
+results = sorted(newest.itertuples(), key=lambda r: r.id)  # legends in run order
 labels = [f"#{r.id} {r.strategy}" for r in results]
 curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in newest["id"]]))
 by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
@@ -138,35 +149,59 @@ with by_time:
                   legend="right")
 
 st.header("Grouped timings")
-state.default("cmp_group", ["strategy"])
-state.default("cmp_metric", "per_iter_ms")
+state.default("cmp_group", list(comparison.DEFAULT_GROUPS))
+# Time to solution heads the list where runs have one (they stopped at a tolerance).
+state.default("cmp_metric", "time_to_solution_s" if picked["time_to_solution_s"].notna().any() else "per_iter_ms")
+# A link may name columns or timings this version does not offer: keep the ones it does.
+if [g for g in st.session_state["cmp_group"] if g in GROUPS] != st.session_state["cmp_group"]:
+    st.session_state["cmp_group"] = [g for g in st.session_state["cmp_group"] if g in GROUPS]
+for timing_key in ("cmp_metric", "cmp_metric_ratio"):
+    if st.session_state.get(timing_key, "per_iter_ms") not in METRICS:
+        st.session_state[timing_key] = "per_iter_ms"
 left, right = st.columns([3, 2])
-by = left.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session", placeholder="choose columns")
+by = left.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session", placeholder="choose columns",
+                      help="runs of different sizes differ for reasons other than compiling: keep dataset first")
 metric = right.selectbox("Timing", list(METRICS), key="cmp_metric", persist_state="session", format_func=METRICS.get)
 if by:
-    display.chart(bars.grouped_summary(picked, by, metric),
-                  f"Median (dot) and min to max (line) of {METRICS[metric]} per group; diverged runs left out.",
-                  legend=None)
+    display.chart(comparisons.grouped_summary(picked, by, metric),
+                  f"Median (dot) of the runs' {METRICS[metric]}, and the range (line) from the fastest to the "
+                  "slowest repeat of any run in the group; diverged runs left out.", legend=None)
 else:
     st.info("Choose at least one column to group by.")
 
+st.header("Time to reach the best stored ELBO")
+state.default("cmp_within", 1e-5)
+within = st.select_slider("Within (relative)", [1e-3, 1e-4, 1e-5, 1e-6, 1e-7], key="cmp_within",
+                          persist_state="session", format_func=lambda v: f"{v:g}",
+                          help="how close to the best ELBO stored for the same data counts as solved")
+reached = reach.reach_frame(picked.head(40), store.curves([int(i) for i in picked["id"].head(40)]),
+                            reach.best_by_problem(frame), within)
+display.chart(comparisons.reach_bars(reached, within),
+              f"Iterations until each run's ELBO came within {within:g} of the best final ELBO stored for its data "
+              "(any strategy, optimizer or precision), at its steady-state time per iteration: an estimate from "
+              "one timed run, not a timing of its own.", legend=None)
+
 st.header("Relative to a baseline run")
-ids = [int(i) for i in picked["id"]]
+ids = sorted(int(i) for i in picked["id"])
 described = {int(r.id): f"#{r.id} {r.strategy} · {r.dataset} · {r.precision} · {r.device}"
              for r in picked.itertuples()}
 if st.session_state.get("cmp_baseline") not in ids:
-    eager = picked[picked["strategy"] == "eager"]
-    st.session_state["cmp_baseline"] = int(eager["id"].iloc[0]) if not eager.empty else ids[0]
+    st.session_state["cmp_baseline"] = comparison.default_baseline(picked)
 left, right = st.columns([3, 2])
 baseline = left.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
-                          format_func=described.get)
+                          format_func=described.get, help="only runs of the same problem size are divided by it")
 right.selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session", format_func=METRICS.get)
 ratio_metric = st.session_state["cmp_metric_ratio"]
-ratio_runs = picked.head(40)
+alike = picked[comparison.same_problem(picked, baseline)]
+ratio_runs = alike.head(40)
 if baseline not in set(ratio_runs["id"]):
-    ratio_runs = pd.concat([ratio_runs, picked[picked["id"] == baseline]])
-display.chart(bars.ratio_bars(ratio_runs, baseline, ratio_metric),
-              f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster.", legend=None)
+    ratio_runs = pd.concat([ratio_runs, alike[alike["id"] == baseline]])
+others = len(picked) - len(alike)
+display.chart(comparisons.ratio_bars(ratio_runs, baseline, ratio_metric),
+              f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster; whisker: the range "
+              "the repeats allow, within noise: the ranges overlap."
+              + (f" {others} run{'s' * (others != 1)} of other problem sizes left out: pin one of theirs to compare "
+                 "them." if others else ""), legend=None)
 
 st.header("Settings that differ")
 varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique() > 1]
@@ -199,24 +234,35 @@ import_section()
 
 if rows:
     pending = st.session_state.get("cmp_delete")
-    if pending != ids:
+    try:
+        rule = delete_rules.deletion(ids, st.session_state.get(running.OWN_RUNS, set()), access.password())
+    except ValueError as exc:  # a mistyped PLNLAB_ALLOW_DELETE on the server
+        st.error(str(exc), icon=":material/error:")
+        rule = "off"
+    if rule == "off":
+        st.caption(":material/lock: Deleting runs made by other sessions is turned off on this server "
+                   "(PLNLAB_ALLOW_DELETE); you can delete the runs you made in this session.")
+    elif pending != ids:
         if st.button(f"Delete {len(ids)} ticked run{'s' * (len(ids) != 1)}…", key="cmp_delete_ask",
                      icon=":material/delete:"):
             st.session_state["cmp_delete"] = ids
             st.rerun()
     else:
-        st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} from the shared store, for every user? "
+        whose = "your runs" if rule == "confirm" else "runs made by others too"
+        st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} ({whose}) from the shared store, for every user? "
                    "This cannot be undone (export them first to keep a copy).", icon=":material/warning:")
-        guess = access.password_field("cmp_delete_password", "delete runs")
+        # Only runs of others need the password again (`core.access.deletion`).
+        guess = access.password_field("cmp_delete_password", "delete runs") if rule == "password" else None
         yes, no = st.columns([1, 5])
         clicked = yes.button("Yes, delete", type="primary", key="cmp_delete_yes")
-        refused = access.refusal(guess) if clicked else None
+        refused = access.refusal(guess) if clicked and rule == "password" else None
         if refused:
             st.error(f"{refused} Nothing was deleted.", icon=":material/lock:")
         elif clicked:
             deleted = store.delete(ids)
             st.session_state["cmp_delete"] = None
             st.session_state["cmp_version"] += 1
+            links.write("compare", "ticked", [])
             st.toast(f"Deleted {deleted} run{'s' * (deleted != 1)}.", icon=":material/delete:")
             st.rerun()
         if no.button("Cancel", key="cmp_delete_no"):

@@ -67,6 +67,7 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
                 bar.progress(0.0, text=f"**{label}**: failed")
                 break
             results.append(result)
+            st.session_state.setdefault(running.OWN_RUNS, set()).add(result.id)
             bar.progress(1.0, text=f"**{label}**: done: {result.per_iter_ms:,.3f} ms/iteration")
         cancel_slot.empty()
         done = f"{len(results)} run{'s' * (len(results) != 1)} stored"

@@ -12,7 +12,7 @@ from pages.scaling import device_count
 from pages.ui import display, resources, running, settings, state
 from pages.ui.text import public
 
-DEFAULT_STRATEGIES = ("scan", "jit_step", "jit_per_function")
+DEFAULT_STRATEGIES = ("scan", "jit_step", "fori_loop")
 
 st.title("When does compilation stop mattering?", anchor=False)
 st.caption("Compilation costs about the same whatever n; the fit itself grows with n. Sweep the oaks data "
@@ -33,7 +33,8 @@ def crossover(runs, strategy: str) -> str:
     if compiled.empty:
         if (mine["cache"] == "none").all():
             return f"**{strategy}** compiles nothing ahead: there is no compile cost to amortise."
-        return f"**{strategy}**: every run reused a cached executable, so no compile time was measured."
+        return (f"**{strategy}**: every run stored here loaded a cached executable, so no compile was measured: "
+                "tick **Compile from scratch** and run the sweep again.")
     compile_s = (compiled["trace_lower_s"] + compiled["compile_s"]).groupby(compiled["n"]).median()
     run_s = mine.groupby("n")["run_s"].median()
     sizes = sorted(set(compile_s.index) & set(run_s.index))
@@ -76,6 +77,10 @@ with n_tab:
     go, retime_slot = st.columns([1, 3], vertical_alignment="center")
 
     problem = settings.current()
+    chosen, skipped = problem.runnable(chosen)
+    if skipped:
+        caption, why = problem.refused_note(skipped)
+        st.caption(caption, help=why)
     try:
         grid = [problem.fit_spec(name, dataset=DatasetSpec(kind="oaks", replicate=k))
                 for k in sizes for name in chosen]
@@ -85,11 +90,16 @@ with n_tab:
 
     store = resources.store_or_stop()
     keys = {spec.key for spec in grid}
-    retime = retime_slot.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime",
-                                  persist_state="session")
+    with retime_slot:
+        retime = st.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime",
+                             persist_state="session")
+        cold = st.toggle("Compile from scratch", key="scl_cold", persist_state="session",
+                         help="skip the in-memory and on-disk compilation caches for these runs, so each compile "
+                              "is measured; the new executables are cached afterwards")
     frame = store.frame()
     stored_keys = set(frame.loc[frame["status"] != "interrupted", "spec_key"]) if not frame.empty else set()
-    todo = grid if retime else [spec for spec in grid if spec.key not in stored_keys]
+    # Compiling from scratch is measuring again: it runs the stored pairs too.
+    todo = grid if retime or cold else [spec for spec in grid if spec.key not in stored_keys]
     label = f"Run sweep: {len(todo)} run{'s' * (len(todo) != 1)}" if todo else "Run sweep"
     clicked = go.button(label, type="primary", key="scl_go",
                         disabled=not todo, icon=":material/play_arrow:", width="stretch",
@@ -97,7 +107,7 @@ with n_tab:
                         "every pair is already in the store: tick Re-time to run them again")
     if clicked:
         labels = [f"{spec.strategy} · n = {OAKS_ROWS * spec.dataset.replicate:,}" for spec in todo]
-        results, error = running.run_specs(todo, labels=labels, title=f"Sweep of {len(todo)} runs")
+        results, error = running.run_specs(todo, labels=labels, title=f"Sweep of {len(todo)} runs", cold=cold)
         if error:
             st.error(error, icon=":material/error:")
             frame = store.frame()
@@ -122,14 +132,16 @@ with n_tab:
     left, right = st.columns(2)
     with left:
         display.chart(lines.scaling_lines(runs, "per_iter_ms").properties(height=280),
-                      "Milliseconds per iteration at steady state, log-log: a slope of 1 means time grows like n.")
+                      "Milliseconds per iteration at steady state, log-log: a slope of 1 means time grows like n. "
+                      "Whiskers: the fastest to the slowest repeat.")
     with right:
         display.chart(lines.scaling_lines(runs, "run_s").properties(height=280),
-                      "Seconds for one whole fit (all iterations) at steady state, log-log.")
+                      "Seconds for one whole fit (all iterations) at steady state, log-log; whiskers as left.")
 
     display.chart(lines.compile_vs_run(runs).properties(height=340),
-                  "Dashed: trace+lower+compile, solid: one steady-state fit. Where solid rises above dashed, "
-                  "compiling has paid for itself.", legend="right")
+                  "Dashed: trace+lower+compile of runs that compiled, solid: one steady-state fit. Where solid "
+                  "rises above dashed, compiling has paid for itself. Hollow diamonds: runs that loaded a cached "
+                  "executable instead (a cache load, not a compile).", legend="right")
     with st.container(border=True):
         st.subheader("Compilation stops mattering…")
         for name in [n for n in names if n in set(runs["strategy"])]:

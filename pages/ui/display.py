@@ -11,36 +11,38 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.charts import decimate
+from core.charts import decimate, theme
 from core.run import agreement
 from core.run.result import RunResult
 from core.spec import SpecError
 from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
-TABLE_COLUMNS = {
+TABLE_COLUMNS = {  # no fixed widths: a header wider than its column would be cut on a projector
     "strategy": st.column_config.TextColumn("strategy"),
-    "cache": st.column_config.TextColumn("cache", width="medium",
-                                         help="compiled now, reused from memory or loaded from disk, none (eager), "
-                                              "or how many executables from each, e.g. 'compiled 1, disk 3'"),
-    "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f", width="small",
-                                               help="XLA compilation"),
-    "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f", width="small"),
-    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f", width="small",
-                                           help="steady state: median of the timed repeats"),
-    "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f", width="small",
+    "time_to_solution_s": st.column_config.NumberColumn(
+        "to solution (s)", format="%.4f",
+        help="steady-state seconds from the first iteration to the stop at the tolerance; empty when the fit "
+             "ran a fixed number of iterations or did not meet it"),
+    "iterations_run": st.column_config.NumberColumn("iterations", help="iterations run"),
+    "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or loaded from disk, none "
+                                                       "(eager), or how many executables from each, e.g. "
+                                                       "'compiled 1, disk 3'"),
+    "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f", help="XLA compilation"),
+    "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f"),
+    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f", help="steady state: median of the timed repeats"),
+    "run_s_min": st.column_config.NumberColumn("fastest (s)", format="%.4f", help="the fastest timed repeat"),
+    "run_s_max": st.column_config.NumberColumn("slowest (s)", format="%.4f", help="the slowest timed repeat"),
+    "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f",
                                                  help="steady-state time per iteration (ms)"),
-    "compile_count": st.column_config.NumberColumn("compiles", width="small",
-                                                   help="XLA compilations during the run"),
-    "recompile_count": st.column_config.NumberColumn("recompiles", width="small",
-                                                     help="compilations during the steady-state repeats"),
-    "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f", width="small",
+    "compile_count": st.column_config.NumberColumn("compiles", help="XLA compilations during the run"),
+    "recompile_count": st.column_config.NumberColumn("recompiles", help="compilations during the steady-state repeats"),
+    "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f",
                                                 help="the ELBO itself, exact log Y! (gammaln)"),
-    "final_change": st.column_config.NumberColumn("last change", format="%.1e", width="small",
+    "final_change": st.column_config.NumberColumn("last change", format="%.1e",
                                                   help="relative ELBO change over the last iteration"),
-    "status": st.column_config.TextColumn("status", width="small",
-                                          help="ok, diverged (not finite, or ending orders of magnitude below its "
-                                               "start), interrupted or timed_out"),
+    "status": st.column_config.TextColumn("status", help="ok, diverged (not finite, or ending orders of magnitude "
+                                                         "below its start), interrupted or timed_out"),
 }
 
 
@@ -130,27 +132,46 @@ def when(created_at: float) -> str:
     return datetime.datetime.fromtimestamp(created_at).strftime("%Y-%m-%d %H:%M")
 
 
-def chart(figure, caption: str | None = None, legend: str | None = "bottom") -> None:
-    """An Altair chart across its column, with a one-line caption under it.
+def chart(figure, caption: str | None = None, legend: str | None = "bottom", slot=None) -> None:
+    """An Altair chart across its column, its title above it and a one-line caption under it.
+
+    The title is drawn as page text rather than by Vega, which cuts a title at the chart's
+    width: page text wraps, at 1024 px with the sidebar open as on a wide screen. Charts
+    are SVG, crisp on a projector, and the stylesheet (projector.css) paints their text
+    in the page's colour, light or dark theme alike.
 
     Args:
         figure: a chart from `core.charts`.
         caption: one line saying what the chart shows.
         legend: "bottom" (half-width charts keep their plotting area), "right", or None
             (no legend, where the axis already names every colour).
+        slot: where to draw (e.g. an `st.empty()` redrawn live); default: here.
     """
+    where = slot.container() if slot is not None else st.container()
+    title = figure.title
+    if title is not alt.Undefined and title:
+        text = title if isinstance(title, str) else getattr(title, "text", "")
+        where.markdown(f"**{md(text)}**")
+        figure = figure.copy(deep=False)
+        figure.title = alt.Undefined
     if legend is None:
-        figure = figure.configure_legend(disable=True)
+        legend_config = {"disable": True}
     elif legend == "bottom":
-        figure = figure.configure_legend(orient="bottom", columns=2, labelLimit=200)
+        # One column: a row of labels wider than a half-width chart would be cut.
+        legend_config = {"orient": "bottom", "columns": 1, "labelLimit": 0, "titleLimit": 0}
     else:
-        figure = figure.configure_legend(orient=legend, labelLimit=260)
+        legend_config = {"orient": legend, "labelLimit": 0, "titleLimit": 0}
     # fit-x: the width follows the column, the height is the plot's own (Streamlit's
-    # default "fit" squeezes the plot to leave room for a legend below it).
-    figure = figure.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
-    st.altair_chart(figure.configure_axis(labelLimit=240), width="stretch")
+    # default "fit" squeezes the plot to leave room for a legend below it). The padding
+    # keeps text that Vega sizes by estimate (the last tick label, a bar's label) inside
+    # the chart rather than a pixel or two past its edge.
+    figure = figure.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
+                               padding={"left": 8, "right": 16, "top": 6, "bottom": 6},
+                               usermeta={"embedOptions": {"renderer": "svg"}})
+    figure = theme.configured(figure, axis={"labelLimit": 0}, legend=legend_config)
+    where.altair_chart(figure, width="stretch")
     if caption:
-        st.caption(caption)
+        where.caption(caption)
 
 
 def si(value: float | None, unit: str = "") -> str:

@@ -14,7 +14,7 @@ from core.run.result import RunResult
 from core.spec import FitSpec, SpecError
 from core.store import stored_run
 from core.store.run_store import StoreError
-from pages.ui import access, resources
+from pages.ui import access, display, resources
 from pages.ui.sidebar import refresh_store_caption
 from pages.ui.text import md, public
 
@@ -30,8 +30,8 @@ class _Reporter:
     draws the final curve after the timed call.
     """
 
-    def __init__(self, bar, live, label: str, live_points: list[dict], run_index: int) -> None:
-        self.bar, self.live, self.label = bar, live, label
+    def __init__(self, bar, live, label: str, live_points: list[dict], run_index: int, strategy: str) -> None:
+        self.bar, self.live, self.label, self.strategy = bar, live, label, strategy
         self.shown_label = md(label)
         self.points, self.run_index = live_points, run_index
         self.started = self.last_draw = None
@@ -49,7 +49,9 @@ class _Reporter:
             text += f": repeat {progress.done + 1}/{progress.total}"
         if progress.elbo is not None:
             text += f", ELBO {progress.elbo:,.1f}"
-            self.points.append({"run_id": self.run_index, "strategy": self.label, "label": self.label,
+            # The strategy's own name, so the line takes its colour (a label such as
+            # "scan · n = 1,160" is no strategy the palette knows).
+            self.points.append({"run_id": self.run_index, "strategy": self.strategy, "label": self.label,
                                 "iteration": progress.done, "elbo": progress.elbo})
             now = time.perf_counter()
             self.started = self.started or now
@@ -79,7 +81,7 @@ class _Reporter:
     def _draw_live(self) -> None:
         chart = lines.elbo_curves(pd.DataFrame(self.points)).properties(
             title="Live: log(-ELBO) during the first call (Python-loop strategies)", height=220)
-        self.live.altair_chart(chart, width="stretch")
+        display.chart(chart, slot=self.live, legend="right")
 
 
 def _note_cancelled(title: str) -> None:
@@ -136,8 +138,11 @@ def show_cancelled() -> None:
                 icon=":material/stop_circle:")
 
 
+OWN_RUNS = "own_run_ids"  # the ids of the runs this session made: it may delete them freely
+
+
 def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None,
-              title: str = "Running") -> tuple[list[RunResult], str | None]:
+              title: str = "Running", cold: bool = False) -> tuple[list[RunResult], str | None]:
     """Runs and stores `specs` in order, showing a status box with a progress bar per spec.
 
     Args:
@@ -145,6 +150,7 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
         counts: uploaded CountData for csv specs, else None.
         labels: progress-bar label per spec (default: the strategy).
         title: the status box's label while running.
+        cold: compile every spec from scratch (`core.run.engine.run(cold=True)`).
 
     Returns:
         (the stored results, an error message or None). Each result is stored as soon as
@@ -169,9 +175,9 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
             # expanded must be repeated: an update without it can collapse the box.
             status.update(label=f"{md(title)}: {md(label)} ({index + 1} of {len(specs)})…", expanded=True)
             try:
-                reporter = _Reporter(bar, live, label, live_points, index)
+                reporter = _Reporter(bar, live, label, live_points, index, spec.strategy)
                 result = stored_run.run_and_store(store, spec, counts, cache=resources.executable_cache(),
-                                                  on_progress=reporter, owner="dashboard")
+                                                  on_progress=reporter, owner="dashboard", cold=cold)
                 reporter.finish()
             except (SpecError, StoreError, Cancelled) as exc:
                 error = f"{md(label)}: {public(exc)}"
@@ -186,6 +192,7 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
                 bar.progress(0.0, text=f"**{md(label)}**: failed")
                 break
             results.append(result)
+            st.session_state.setdefault(OWN_RUNS, set()).add(result.id)
             bar.progress(1.0, text=f"**{md(label)}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
                                    f"compile {result.trace_lower_s + result.compile_s:.2f} s ({result.cache})")
         cancel_slot.empty()

@@ -11,7 +11,17 @@ import dataclasses
 import streamlit as st
 
 from core.run.device_queue import default_queue
-from core.spec import INITS, OAKS_REPLICATES, OAKS_ROWS, OPTIMIZERS, PRECISIONS, SpecError, cap, default_cap
+from core.spec import (
+    INITS,
+    LEARNING_RATE_OPTIMIZERS,
+    OAKS_REPLICATES,
+    OAKS_ROWS,
+    OPTIMIZERS,
+    PRECISIONS,
+    SpecError,
+    cap,
+    default_cap,
+)
 from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
 from pages.ui.settings import DEFAULTS, key
@@ -20,9 +30,14 @@ from pages.ui.text import md, public
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
 OPTIMIZER_LABELS = {"seed": "seed: RAdam, clipped at 0.1 (the tutorial's)",
-                    "adam": "adam", "rprop": "rprop (pyPLNmodels')"}
+                    "adam": "adam (optax, on B, M, S)", "rprop": "rprop (optax, on B, M, S)",
+                    "pyplnmodels_rprop": "pyplnmodels_rprop: pyPLNmodels' algorithm",
+                    "lbfgs": "lbfgs (optax.lbfgs, profiled)",
+                    "diagonal_newton": "diagonal_newton (variational EM)",
+                    "preconditioned_lbfgs": "preconditioned_lbfgs (fastest to converge)"}
 INIT_LABELS = {"seed": "seed: M = 0, S = 1 (the tutorial's)",
-               "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')"}
+               "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')",
+               "log_rates": "log_rates: M = log Y - O, S = 0.5"}
 
 
 # Whole-number settings, typed in float boxes (see `_whole_number_input`).
@@ -149,11 +164,11 @@ def _optimizer_inputs() -> None:
     with st.expander(f"Optimizer: {name} · init: {st.session_state['sb_init']}"):
         st.selectbox("Optimizer", OPTIMIZERS, key="sb_optimizer", persist_state="session",
                      format_func=OPTIMIZER_LABELS.get)
-        if st.session_state["sb_optimizer"] != "seed":
+        if st.session_state["sb_optimizer"] in LEARNING_RATE_OPTIMIZERS:
             st.number_input("Learning rate", 1e-6, 10.0, key="sb_lr", persist_state="session", format="%g", step=0.001)
         st.selectbox("Initialisation", INITS, key="sb_init", persist_state="session",
                      format_func=INIT_LABELS.get)
-        st.number_input("Tolerance (while_loop only)", 0.0, 0.99, key="sb_tol", persist_state="session", format="%g",
-                        step=1e-6,
-                        help="relative ELBO change under which while_loop stops; 0 runs every iteration. "
-                             "Other strategies ignore it.")
+        st.number_input("Tolerance", 0.0, 0.99, key="sb_tol", persist_state="session", format="%g",
+                        step=1e-7,
+                        help="every strategy stops after the first iteration whose relative ELBO change is "
+                             "under this; 0 runs every iteration")

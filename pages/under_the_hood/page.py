@@ -151,7 +151,7 @@ st.caption("What a JIT strategy hands to XLA (source, jaxpr, StableHLO, optimize
 # Peers (pyPLNmodels, PyTorch) hand nothing to XLA: only JAX strategies can be inspected.
 summaries = {r.name: r.summary for r in resources.runnables() if r.inspectable}
 state.default("uth_strategy", "scan" if "scan" in summaries else next(iter(summaries)))
-pick, go = st.columns([5, 1], vertical_alignment="bottom")
+pick, go = st.columns([3, 1], vertical_alignment="bottom")  # room for the button at 1024 px
 strategy = pick.selectbox("Strategy", list(summaries), key="uth_strategy", persist_state="session",
                           help=resources.strategy_help(),
                           format_func=lambda name: f"{name}: {summaries[name].replace('`', '')}")

@@ -17,22 +17,13 @@ from core.data.counts import DataError
 from core.run.result import RunResult
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
-
+from pages.ui import settings
 from pages.ui.text import plain
+
 from project import APP
 
 TIMEOUT = 120
 CHART = "vega_lite_chart"  # the element type of st.altair_chart in Streamlit 1.67
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch) -> RunStore:
-    """An empty store at $PLNLAB_DB, and an AppTest that routes like the server."""
-    monkeypatch.setenv("PLNLAB_DB", str(tmp_path / "runs.sqlite3"))
-    monkeypatch.setenv("PLNLAB_JAX_CACHE", str(tmp_path / "jax"))
-    st.cache_resource.clear()
-    yield RunStore(tmp_path / "runs.sqlite3")
-    st.cache_resource.clear()
 
 
 def open_app(page: str | None = None) -> AppTest:
@@ -56,14 +47,15 @@ def tiny_problem(at: AppTest, strategies=("scan", "jit_step")) -> AppTest:
 
 
 def fake_run(strategy: str = "scan", replicate: int = 1, run_s: float = 0.05, compile_s: float = 0.3,
-             created_at: float | None = None) -> RunResult:
-    """A stored-looking run of the sidebar's default settings on oaks x`replicate`."""
-    spec = FitSpec(dataset=DatasetSpec(kind="oaks", replicate=replicate), strategy=strategy)
+             created_at: float | None = None, spec: FitSpec | None = None) -> RunResult:
+    """A stored-looking run of the sidebar's default settings on oaks x`replicate` (or of `spec`)."""
+    spec = spec or settings.DEFAULTS.fit_spec(strategy, dataset=DatasetSpec(kind="oaks", replicate=replicate))
     elbo = [-2.0e5 + 300.0 * i for i in range(spec.iterations)]
     return RunResult(
         spec=spec.to_dict(), spec_key=spec.key, strategy=strategy, dataset=spec.dataset.label,
-        n=116 * replicate, p=114, d=1, precision="float32", device="cpu", iterations=spec.iterations,
-        optimizer="seed", lr=0.01, init="seed", repeats=3, tol=0.0, status="ok", error=None,
+        n=116 * replicate, p=114, d=1, precision=spec.precision, device="cpu", iterations=spec.iterations,
+        optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init, repeats=spec.repeats, tol=spec.tol,
+        status="ok", error=None,
         diverged_at=None, iterations_run=spec.iterations, transfer_s=0.001, trace_lower_s=0.05,
         compile_s=compile_s, first_call_s=run_s * 1.5, run_s=run_s, run_s_min=run_s, run_s_max=run_s,
         per_iter_ms=1e3 * run_s / spec.iterations, compile_count=1, disk_cache_hits=0, recompile_count=0,
@@ -112,7 +104,9 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert sorted(r.strategy for r in runs) == ["jit_step", "scan"]
     assert all(r.dataset == "simulated 40x5 d=1 (seed 0)" and r.iterations == 10 for r in runs)
     assert len(at.get(CHART)) >= 4  # timing bars, speed-up, two ELBO curves
-    assert "Fastest steady state" in [m.label for m in at.metric]
+    # 10 iterations do not meet the sidebar's tolerance: a fit, not a solution, says so.
+    assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"]
+    assert "no solution" in at.metric[0].delta
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
     table = at.dataframe[0].value
     assert sorted(table["strategy"]) == ["jit_step", "scan"]
@@ -129,6 +123,18 @@ def test_run_page_runs_stores_and_shows_results(store):
     again.button(key="run_go").click().run()
     assert not again.exception, [e.value for e in again.exception]
     assert sorted(r.iterations for r in store.list()) == [10, 10, 11, 11]
+
+
+def test_the_run_pages_default_fit_converges_and_heads_with_its_time_to_solution(store):
+    at = tiny_problem(open_app(), strategies=("scan",))
+    at.sidebar.number_input(key="sb_iterations").set_value(500)
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    (run,) = store.list()
+    assert run.optimizer == "preconditioned_lbfgs" and run.iterations_run < 500 and run.converged
+    assert run.time_to_solution_s == run.run_s
+    headline = at.metric[0]
+    assert headline.label == "Fastest to solution" and f"{run.iterations_run:,} it" in headline.delta
 
 
 def test_stored_run_appears_on_compare_and_can_be_deleted(store):

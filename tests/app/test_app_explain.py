@@ -25,11 +25,13 @@ def app(tmp_path, monkeypatch):
 
 
 def tiny_problem(app) -> None:
-    """The sidebar's settings for a simulated 30 x 4 fit of 3 iterations.
+    """The sidebar's settings for a simulated 30 x 4 fit of 3 iterations, with the tutorial's
+    optimizer (which every strategy runs, jit_per_function included).
 
     Set through session state; the sidebar, drawn on every run, keeps them from then on.
     """
-    for key, value in {"sb_dataset": "simulated", "sb_sim_n": 30, "sb_sim_p": 4, "sb_iterations": 3}.items():
+    for key, value in {"sb_dataset": "simulated", "sb_sim_n": 30, "sb_sim_p": 4, "sb_iterations": 3,
+                       "sb_optimizer": "seed", "sb_init": "seed"}.items():
         app.session_state[key] = value
 
 

@@ -69,7 +69,9 @@ def test_a_run_renders_its_charts_and_appears_on_compare(app, page):
     repeats.fill("1")
     repeats.press("Enter")
     wait_painted(page)
-    page.get_by_role("button", name=re.compile(r"^Run \d+ strateg")).click()
+    run_button = page.get_by_role("button", name=re.compile(r"^Run \d+ strateg"))
+    strategies = int(re.search(r"\d+", run_button.inner_text()).group())
+    run_button.click()
     # One chart per result view: timings, speed-up and the two ELBO plots.
     page.wait_for_function("() => document.querySelectorAll('.vega-embed canvas, .vega-embed svg').length >= 3",
                            timeout=RUN_TIMEOUT_MS)
@@ -82,7 +84,7 @@ def test_a_run_renders_its_charts_and_appears_on_compare(app, page):
     _no_exception(page)
     # The table is drawn on a canvas; its caption counts the rows (waited for: under load the
     # page may still be drawing when the status widget first reads idle).
-    page.get_by_text(re.compile(r"\b5 of 5 runs shown")).wait_for(timeout=60_000)
+    page.get_by_text(re.compile(rf"\b{strategies} of {strategies} runs shown")).wait_for(timeout=60_000)
 
 
 def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page):

@@ -14,6 +14,7 @@ import pytest
 from core.run.result import RunResult
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
+from pages.ui import settings
 from served_app import CHROMIUM, launch_browser, served_app, wait_painted
 
 pytestmark = pytest.mark.browser
@@ -43,8 +44,9 @@ CHARTS = "() => document.querySelectorAll('.vega-embed canvas, .vega-embed svg')
 def _run(spec: FitSpec, elbo: list[float], created_at: float, **changes) -> dict:
     run = RunResult(
         spec=spec.to_dict(), spec_key=spec.key, strategy=spec.strategy, dataset=spec.dataset.label,
-        n=116, p=114, d=1, precision=spec.precision, device="cpu", iterations=spec.iterations, optimizer="seed",
-        lr=0.01, init="seed", repeats=spec.repeats, tol=0.0, status="ok", error=None, diverged_at=None,
+        n=116, p=114, d=1, precision=spec.precision, device="cpu", iterations=spec.iterations,
+        optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init, repeats=spec.repeats, tol=spec.tol,
+        status="ok", error=None, diverged_at=None,
         iterations_run=len(elbo), transfer_s=0.001, trace_lower_s=0.05, compile_s=0.3, first_call_s=0.2,
         run_s=0.1, run_s_min=0.1, run_s_max=0.1, per_iter_ms=1e2 / spec.iterations, compile_count=1,
         disk_cache_hits=0, recompile_count=0, cache="compiled", final_elbo=elbo[-1], elbo=elbo, devices=1,
@@ -65,7 +67,7 @@ def served(tmp_path_factory):
     long_spec = FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan", iterations=LONG)
     wiggle = [-2.0e5 + 3.0 * i + 50.0 * ((i * 7919) % 13) for i in range(LONG)]
     records = [_run(long_spec, wiggle, now - 600 + i) for i in range(CURVES)]
-    poisoned = _run(FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan"), [-2.0e5, -1.9e5],
+    poisoned = _run(settings.DEFAULTS.fit_spec("scan"), [-2.0e5, -1.9e5],
                     now - 60, status="diverged", diverged_at=2, **POISON)
     poisoned["versions"]["host"] = POISON["host"]
     records.append(poisoned)
@@ -142,7 +144,7 @@ def test_iterations_typed_as_1e9_are_refused_with_a_message_not_truncated(served
     box.press("Enter")
     page.get_by_text("Number is outside the allowed range").wait_for(timeout=30_000)
     wait_painted(page, 120_000)
-    assert page.get_by_text("150 iterations").count() == 1  # the setting kept its value, not 1
+    assert page.get_by_text("up to 500 iterations").count() == 1  # the setting kept its value, not 1
     box.fill("12.5")
     box.press("Enter")
     wait_painted(page, 120_000)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.charts import bars, lines, style
+from core.charts import bars, comparisons, lines, style
 from core.run import agreement
 
 from project import ROOT
@@ -99,10 +99,10 @@ def _all_builders(runs, elbo_long):
         lines.elbo_curves(elbo_long, x="wall_s"),
         *(lines.scaling_lines(runs, y=y) for y in ("per_iter_ms", "run_s", "compile_s")),
         lines.compile_vs_run(runs),
-        bars.grouped_summary(runs, by=["strategy"]),
-        bars.grouped_summary(runs, by=["strategy", "precision"], metric="run_s", log_x=False),
-        bars.ratio_bars(runs, baseline_id=1),
-        bars.ratio_bars(runs, baseline_id=999),
+        comparisons.grouped_summary(runs, by=["strategy"]),
+        comparisons.grouped_summary(runs, by=["strategy", "precision"], metric="run_s", log_x=False),
+        comparisons.ratio_bars(runs, baseline_id=1),
+        comparisons.ratio_bars(runs, baseline_id=999),
     ]
 
 
@@ -117,7 +117,7 @@ def test_empty_input_gives_a_note_not_an_error(runs, elbo_long):
     empty = runs.iloc[:0]
     for chart in (bars.timing_bars(empty), bars.speedup_bars(empty),
                   lines.scaling_lines(empty), lines.compile_vs_run(empty),
-                  bars.grouped_summary(empty, by=["strategy"]),
+                  comparisons.grouped_summary(empty, by=["strategy"]),
                   lines.elbo_curves(elbo_long.iloc[:0])):
         chart.to_dict()
 
@@ -126,7 +126,7 @@ def test_scan_has_one_colour_across_charts_and_subsets(runs, elbo_long):
     subset = runs[runs["strategy"].isin(["scan", "jit_step"])]
     a = _strategy_colors(lines.scaling_lines(runs).to_dict())
     b = _strategy_colors(bars.speedup_bars(runs).to_dict())
-    c = _strategy_colors(bars.grouped_summary(subset, by=["strategy"]).to_dict())
+    c = _strategy_colors(comparisons.grouped_summary(subset, by=["strategy"]).to_dict())
     d = _strategy_colors(lines.elbo_curves(elbo_long).to_dict())
     assert a["scan"] == b["scan"] == c["scan"] == d["scan"] == style.STRATEGY_COLORS["scan"]
     assert a["my_new_strategy"] == style.UNKNOWN_COLOR
@@ -146,20 +146,25 @@ def test_log_scales_where_promised(runs, elbo_long):
     assert ("x", "wall_s") in _log_fields(lines.elbo_curves(elbo_long, x="wall_s").to_dict())
     assert not _log_fields(lines.elbo_curves(elbo_long).to_dict())
     assert ("x", "speedup") in _log_fields(bars.speedup_bars(runs).to_dict())
-    assert ("x", "ratio") in _log_fields(bars.ratio_bars(runs, 1).to_dict())
+    assert ("x", "ratio") in _log_fields(comparisons.ratio_bars(runs, 1).to_dict())
 
 
-def test_speedup_values_and_labels():
+def test_speedup_values_carry_their_range_and_noise_is_labelled():
     runs = pd.DataFrame([_run(1, "eager", run_s=2.0), _run(2, "scan", run_s=0.5),
                          _run(3, "jit_step", run_s=4.0),
-                         _run(4, "scan", run_s=0.001, status="diverged")])
+                         _run(4, "scan", run_s=0.001, status="diverged"),
+                         _run(5, "scan_namedtuple", run_s=1.9)])
     data = pd.concat(_datasets(bars.speedup_bars(runs).to_dict()))
     per = data.dropna(subset=["strategy"]).drop_duplicates("strategy").set_index("strategy")
     assert per.loc["scan", "speedup"] == pytest.approx(4.0)
     assert per.loc["jit_step", "speedup"] == pytest.approx(0.5)
-    assert per.loc["eager", "speedup"] == pytest.approx(1.0)
-    assert per.loc["scan", "text"] == "×4.0 (1 diverged)"
-    assert per.loc["jit_step", "text"] == "×0.5"
+    assert per.loc["eager", "speedup"] == pytest.approx(1.0) and per.loc["eager", "text"] == "baseline"
+    # Repeats span 0.9x to 1.2x of each median: eager 1.8-2.4 s, scan 0.45-0.6 s.
+    assert (per.loc["scan", "low"], per.loc["scan", "high"]) == pytest.approx((1.8 / 0.6, 2.4 / 0.45))
+    assert per.loc["scan", "text"] == "×4 (×3–×5.3) (1 diverged)"
+    # 1.9 s against 2.0 s, ranges overlapping: noise, not a speed-up.
+    assert per.loc["scan_namedtuple", "text"] == "within noise"
+    assert per.loc["scan_namedtuple", "verdict"].startswith("no significant difference")
 
 
 def test_speedup_without_baseline_is_a_note(runs):
@@ -169,12 +174,13 @@ def test_speedup_without_baseline_is_a_note(runs):
 
 
 def test_grouped_median_ignores_diverged_runs(runs):
-    data = pd.concat(_datasets(bars.grouped_summary(runs, by=["strategy"],
+    data = pd.concat(_datasets(comparisons.grouped_summary(runs, by=["strategy"],
                                                       metric="run_s").to_dict()))
     per = data.set_index("group")
-    # Non-diverged scan runs: 0.5, 5.0, 50.0, 0.6; the diverged 500 s run is left out.
+    # Non-diverged scan runs: 0.5, 5.0, 50.0, 0.6; the diverged 500 s run is left out. The
+    # range spans the repeats: from the fastest (0.9 x 0.5) to the slowest (1.2 x 50).
     assert per.loc["scan", "median"] == pytest.approx(np.median([0.5, 5.0, 50.0, 0.6]))
-    assert per.loc["scan", "max"] == pytest.approx(50.0)
+    assert (per.loc["scan", "min"], per.loc["scan", "max"]) == pytest.approx((0.45, 60.0))
     assert per.loc["scan", "diverged"] == 1
     # An all-diverged group is listed, labelled, with no median.
     assert per.loc["fori_loop", "text"] == "(1 diverged)"
@@ -196,12 +202,12 @@ def test_bars_mark_diverged_runs(runs):
     data = pd.concat(_datasets(bars.timing_bars(runs).to_dict()))
     assert "fori_loop (diverged)" in set(data["run"])
     assert set(data.loc[data["run"].str.endswith("(diverged)"), "diverged"]) == {True}
-    ratio = pd.concat(_datasets(bars.ratio_bars(runs, baseline_id=1).to_dict()))
-    ratio = ratio.dropna(subset=["run"]).set_index("id")
+    ratio = pd.concat(_datasets(comparisons.ratio_bars(runs, baseline_id=1).to_dict()))
+    ratio = ratio.dropna(subset=["run"]).drop_duplicates("id").set_index("id")
     assert ratio.loc[len(runs) - 2, "text"] == "diverged"
     assert pd.isna(ratio.loc[len(runs) - 2, "ratio"])
     assert ratio.loc[3, "ratio"] == pytest.approx(0.25)  # scan 0.5 s vs eager 2.0 s
-    assert ratio.loc[3, "text"] == "×0.25"
+    assert ratio.loc[3, "text"] == "×0.25 (×0.19–×0.33)"
     assert ratio.loc[1, "text"] == "baseline"
     assert ratio.loc[1, "ratio"] == pytest.approx(1.0)
 
@@ -217,19 +223,67 @@ def test_import_is_light():
     assert out.stdout.strip() == "False"
 
 
-def test_timing_bars_stack_in_chronological_order(runs):
+def test_timing_bars_stack_in_chronological_order_with_a_whisker_over_the_steady_state(runs):
     spec = bars.timing_bars(runs).to_dict()
-    assert spec["encoding"]["color"]["scale"]["domain"] == [
+    stacked = spec["layer"][0]
+    assert stacked["encoding"]["color"]["scale"]["domain"] == [
         "trace+lower", "compile", "first call", "steady state"]
-    assert spec["encoding"]["order"]["field"] == "phase_rank"
+    assert stacked["encoding"]["color"]["scale"]["range"] == list(style.PHASE_COLORS)
+    assert stacked["encoding"]["order"]["field"] == "phase_rank"
     data = pd.concat(_datasets(spec))
-    assert len(data) == 4 * len(runs)
+    assert len(data.dropna(subset=["phase"])) == 4 * len(runs)
+    whisker = data.dropna(subset=["range_low"]).drop_duplicates("id").set_index("id")
+    eager = runs.set_index("id").loc[1]
+    before = eager["trace_lower_s"] + eager["compile_s"] + eager["first_call_s"]
+    assert (whisker.loc[1, "range_low"], whisker.loc[1, "range_high"]) == pytest.approx(
+        (before + eager["run_s_min"], before + eager["run_s_max"]))
+    assert not (whisker["status"] == "diverged").any()  # a diverged run's timings mean nothing
+
+
+def test_cached_runs_say_so_and_show_the_cold_compile_beside_them():
+    runs = pd.DataFrame([_run(7, "scan", cache="disk", compile_s=0.01), _run(8, "jit_step", cache="compiled"),
+                         _run(9, "eager")])
+    cold = pd.DataFrame([_run(3, "scan", compile_s=0.8, trace_lower_s=0.1), _run(2, "jit_step", compile_s=0.7)])
+    data = pd.concat(_datasets(bars.timing_bars(runs, cold_compiles=cold).to_dict())).dropna(subset=["phase"])
+    labels = list(dict.fromkeys(data["run"]))
+    assert "scan (cached)" in labels and "jit_step" in labels
+    # Only the cached strategy gets its cold compile, right under it, compile phases only.
+    assert labels.index("scan: cold compile #3") == labels.index("scan (cached)") + 1
+    assert not any("jit_step: cold" in label for label in labels)
+    reference = data[data["run"] == "scan: cold compile #3"].set_index("phase")["seconds"]
+    assert dict(reference) == pytest.approx({"trace+lower": 0.1, "compile": 0.8})
+
+
+def test_compile_line_uses_real_compiles_and_marks_cache_loads_apart():
+    runs = pd.DataFrame([_run(1, "scan", n=116, compile_s=0.8), _run(2, "scan", n=116, compile_s=0.02, cache="disk"),
+                         _run(3, "scan", n=1160, compile_s=0.01, cache="disk"),
+                         _run(4, "scan", n=1160, compile_s=0.0, trace_lower_s=0.0, cache="memory")])
+    data = pd.concat(_datasets(lines.compile_vs_run(runs).to_dict()))
+    compiled = data[data["timing"] == lines.COMPILED]
+    assert list(compiled["n"]) == [116] and compiled["seconds"].iloc[0] == pytest.approx(0.85)
+    loads = data[data["timing"] == lines.CACHE_LOAD].drop_duplicates("n")
+    assert sorted(loads["n"]) == [116, 1160]  # the memory hit took no time: nothing to draw on a log axis
+
+
+def test_titles_and_axes_name_timings_in_words(runs):
+    for chart in (comparisons.grouped_summary(runs, by=["strategy"]), comparisons.ratio_bars(runs, 1, "per_iter_ms")):
+        spec = chart.to_dict()
+        text = str(spec["title"]) + " ".join(str(d.get("title")) for d in _walk(spec) if "field" in d)
+        assert "per_iter_ms" not in text and "time per iteration" in text
+
+
+def test_labels_sort_naturally():
+    assert style.natural_order(["#10 scan", "#2 scan", "#1 eager", "#11 scan"]) == [
+        "#1 eager", "#2 scan", "#10 scan", "#11 scan"]
+    runs = pd.DataFrame([_run(i, "scan", dataset=f"oaks x{k}") for i, k in ((1, 10), (2, 2), (3, 100))])
+    groups = pd.concat(_datasets(comparisons.grouped_summary(runs, by=["dataset"]).to_dict()))["group"]
+    assert list(groups) == ["oaks x2", "oaks x10", "oaks x100"]
 
 
 def test_ratio_against_diverged_or_missing_baseline_is_a_note(runs):
     diverged_id = int(runs.loc[runs["status"] == "diverged", "id"].iloc[0])
     for baseline in (diverged_id, 12345):
-        assert bars.ratio_bars(runs, baseline).to_dict()["mark"]["type"] == "text"
+        assert comparisons.ratio_bars(runs, baseline).to_dict()["mark"]["type"] == "text"
 
 
 def test_elbo_curves_drop_non_finite_and_dash_shared_strategies(elbo_long):

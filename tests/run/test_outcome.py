@@ -20,6 +20,10 @@ def test_a_rising_trace_is_ok_and_converged_only_against_a_tolerance():
     assert outcome.judge(trace, tol=1e-3).converged is True
     # Stopped improving by more than the tolerance at the last step: not converged.
     assert outcome.judge(trace, tol=1e-5).converged is False
+    assert outcome.judge(trace, tol=1e-5, iterations=4).converged is False
+    # A compiled loop that stopped before its cap stopped at tol, on a float64 ELBO that a
+    # float32 trace may round to a larger last change.
+    assert outcome.judge(trace, tol=1e-5, iterations=500).converged is True
 
 
 def test_a_non_finite_value_cuts_the_trace_where_it_went_wrong():

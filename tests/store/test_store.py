@@ -249,6 +249,16 @@ def test_import_rejects_missing_fields_and_bad_files(tmp_path, store):
     assert store.list() == []
 
 
+def test_an_export_written_before_newer_fields_existed_still_imports(tmp_path, store):
+    record = make_run().to_dict()
+    for newer in ("warnings", "final_change", "time_to_solution_s", "from_scratch"):
+        del record[newer]
+    (tmp_path / "older.json").write_text(json.dumps([record]))
+    assert store.import_file(tmp_path / "older.json").added == 1
+    (imported,) = store.list()
+    assert imported.warnings == [] and imported.time_to_solution_s is None and imported.from_scratch == 0
+
+
 # A hostile or careless file: each record breaks one rule a fresh run never breaks.
 POISONED = [
     ({"iterations": 2_000_000, "spec": {"strategy": "scan", "iterations": 2_000_000}},

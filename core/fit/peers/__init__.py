@@ -18,12 +18,13 @@ _DESCRIPTIONS = {
         "pyplnmodels: pyPLNmodels' own Pln.fit (PyTorch, eager) on the same data, iterations and "
         "device. Its own algorithm whatever the spec says: Rprop(lr=0.01) on M and S from "
         "M = log(Y + (Y == 0)), S = 0.5, with B and Sigma profiled. Its ELBO is re-expressed with "
-        "the exact log Y!; its float32-only inputs are cast to the spec's precision."
+        "the exact log Y!; its float32-only inputs are cast to the spec's precision. With a tolerance it stops "
+        "by the rule every strategy uses (relative ELBO change), not by its own criterion."
     ),
     "torch_eager": (
         "torch_eager: our algorithm line for line in PyTorch (same model, initialisation and "
-        "optax optimizer semantics), run op by op from a Python loop: the PyTorch counterpart "
-        "of the eager strategy."
+        "optax optimizer semantics: seed, adam and rprop), run op by op from a Python loop, every "
+        "iteration: the PyTorch counterpart of the eager strategy."
     ),
     "torch_compile": (
         "torch_compile: the same PyTorch step under torch.compile (TorchDynamo + Inductor, "

@@ -3,11 +3,21 @@
 The row reflects pyPLNmodels' algorithm, whatever the spec's optimizer and init say:
 `torch.optim.Rprop(lr=0.01, step_sizes=(1e-10, 50))` on M and S only, from
 M = log(Y + (Y == 0)), S = 0.5, with B and Sigma profiled (closed forms inside the
-ELBO). `fit(maxiter=iterations, tol=0)` runs every iteration; the per-iteration ELBO is
+ELBO). `fit(maxiter=iterations, tol=0)` runs every iteration (but see Stopping); the
+per-iteration ELBO is
 the one pyPLNmodels records before each step (`_elbo_criterion_monitor.elbo_list`),
 re-expressed with the exact log Y! (pyPLNmodels uses Stirling's formula):
 elbo_exact = elbo_pyplnmodels - stirling_sum + exact_sum. The timed call is `fit`
 itself, which includes pyPLNmodels' initialisation (a log and a fill).
+
+Stopping: pyPLNmodels' own `tol` is not a relative ELBO change. Its criterion
+(`utils/_criterion.py`, BETA = 0.03) is an exponential moving average of the change in
+the slope of the normalised cumulative ELBO, elbo_k / sum_{j<=k} elbo_j; since it starts
+at 1 and decays by at most 0.97 an iteration, it cannot fall under `tol` before
+1 + ln(tol) / ln(0.97) iterations (455 for its default 1e-6, so with its default
+maxiter of 400 it always runs 400). Here a spec's `tol` > 0 stops pyPLNmodels' loop by
+the rule every strategy uses, the relative change of the (exact) ELBO, in the fit's
+dtype, from the per-iteration hook; its own criterion is given tol = 0.
 
 What is changed, and why: pyPLNmodels casts every input to float32 (`.float()`) and
 places it on its import-time global DEVICE ("cuda" whenever CUDA is available); here
@@ -31,6 +41,7 @@ from pyPLNmodels import Pln
 from pyPLNmodels.models import base
 
 from core.fit.model import exact_log_factorial_sum, stirling_log_factorial_sum
+from core.fit.strategies.base import FIRST_STOP
 
 # pyPLNmodels' fixed choices (models/base.py `_handle_optimizer`, `fit` defaults).
 LEARNING_RATE = 0.01
@@ -51,6 +62,11 @@ class StoppedError(DivergedError):
     the values recorded so far, all finite."""
 
 
+class Converged(Exception):
+    """The relative ELBO change fell under the spec's `tol`: the fit ends there, as it
+    would at its last iteration (the ELBO of this iteration is recorded)."""
+
+
 @functools.lru_cache(maxsize=None)
 def model_class() -> type:
     """A `pyPLNmodels.Pln` subclass that computes on a chosen device and dtype, quietly."""
@@ -60,9 +76,15 @@ def model_class() -> type:
     class PlacedPln(Pln):
         remove_zero_columns = False
 
-        def __init__(self, counts, offsets, covariates, device, dtype, on_iteration=None):
+        def __init__(self, counts, offsets, covariates, device, dtype, on_iteration=None, tol=0.0):
             super().__init__(counts, offsets=offsets, exog=covariates, add_const=False)
             self._placement = dict(device=device, dtype=dtype)
+            # The relative change of the exact ELBO, in the fit's dtype (see the module docstring).
+            self._numpy_dtype = np.dtype(str(dtype).removeprefix("torch."))
+            self._tol = np.asarray(tol, self._numpy_dtype)
+            self._to_exact = exact_log_factorial_sum(counts) - stirling_log_factorial_sum(counts)
+            self._previous = np.asarray(np.inf, self._numpy_dtype)
+            self._ran = 0
             # Re-made from the host arrays, not cast from pyPLNmodels' float32 copies:
             # float32 offsets are off by ~4e-7, which moves the ELBO by ~16 on oaks.
             placed = [torch.as_tensor(np.asarray(a, dtype=np.float64)).to(**self._placement)
@@ -89,6 +111,13 @@ def model_class() -> type:
                 # pyPLNmodels' loop has no exit of its own: leave it like a divergence does.
                 recorded = [float(e) for e in self._elbo_criterion_monitor.elbo_list]
                 raise StoppedError(recorded + [float(elbo)])  # this iteration's is recorded after the step
+            if self._tol > 0:
+                exact = np.asarray(float(elbo) - self._to_exact, self._numpy_dtype)
+                self._ran += 1
+                if not abs(exact - self._previous) / abs(exact) >= self._tol and self._ran >= FIRST_STOP:
+                    self._elbo_criterion_monitor.update_criterion(elbo)  # as its loop would have
+                    raise Converged()
+                self._previous = exact
             return elbo
 
         # pyPLNmodels prints these on every fit, whatever `verbose` says.
@@ -107,15 +136,21 @@ def model_class() -> type:
     return PlacedPln
 
 
-def build(counts, device, precision: str, on_iteration: Callable[[Any], None] | None = None):
-    """A fresh, unfitted model of `counts` (a `CountData`) on `device`, in `precision`."""
+def build(counts, device, precision: str, on_iteration: Callable[[Any], None] | None = None, tol: float = 0.0):
+    """A fresh, unfitted model of `counts` (a `CountData`) on `device`, in `precision`,
+    that stops once the relative ELBO change is under `tol` (0: never)."""
     dtype = {"float32": torch.float32, "float64": torch.float64}[precision]
-    return model_class()(counts.counts, counts.offsets, counts.covariates, device, dtype, on_iteration)
+    return model_class()(counts.counts, counts.offsets, counts.covariates, device, dtype, on_iteration, tol)
 
 
 def fit(model, iterations: int):
-    """pyPLNmodels' fit with every iteration run (tol = 0 never stops early)."""
-    return model.fit(maxiter=iterations, lr=LEARNING_RATE, tol=0.0, verbose=False)
+    """pyPLNmodels' fit, up to `iterations`; its own criterion is off (tol = 0), the
+    model's relative-change `tol` (see `build`) ends it early."""
+    try:
+        model.fit(maxiter=iterations, lr=LEARNING_RATE, tol=0.0, verbose=False)
+    except Converged:
+        model._fitted = True  # what its fit sets on the way out
+    return model
 
 
 def recorded_elbo(model) -> np.ndarray:
@@ -129,10 +164,12 @@ def exact_elbo(stirling_elbo: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.asarray(stirling_elbo, dtype=np.float64) + correction
 
 
-def timed_fit(counts, device, precision: str, iterations: int, sync: Callable[[], None], on_iteration=None):
+def timed_fit(counts, device, precision: str, iterations: int, sync: Callable[[], None], on_iteration=None,
+              tol: float = 0.0):
     """(model, seconds, diverged or stopped ELBO or None): a fresh model's `fit`, timed alone;
-    `on_iteration(elbo)` returning true stops it (`StoppedError`)."""
-    model = build(counts, device, precision, on_iteration)
+    `on_iteration(elbo)` returning true stops it (`StoppedError`); a fit that meets `tol`
+    ends normally."""
+    model = build(counts, device, precision, on_iteration, tol)
     start = time.perf_counter()
     try:
         fit(model, iterations)

@@ -1,14 +1,26 @@
-"""What every strategy shares: the fit state, one iteration of the algorithm, the interface.
+"""What every strategy shares: the fit state, one iteration of the algorithm, stopping, the interface.
 
-One iteration, whatever is compiled around it (the seed tutorial's algorithm, corrected):
+One iteration is the algorithm's `step` (`core.fit.algorithms`): for the seed tutorial's
+algorithm, corrected,
 
 1. ELBO and its gradient with respect to B, M, S at the current Omega;
 2. the optimizer's update of B, M, S;
 3. Omega <- Sigma^-1 at the closed-form Sigma for the new B, M, S.
 
-The ELBO recorded for iteration i is the one computed in step 1 of iteration i.
+The ELBO recorded for iteration i is the one of the state iteration i starts from.
 Strategies differ only in what they hand to XLA: nothing, each function, one iteration,
 or the whole loop.
+
+Stopping: with `tol` > 0 (`Problem.stops`) every strategy stops after the first
+iteration whose relative ELBO change |ELBO_i - ELBO_i-1| / |ELBO_i| is under `tol` (or
+not a number), from the third iteration on (optax's rprop makes no move in its first:
+its step lags the gradient by one iteration), inside its compiled loop, and a loop run in several calls (`run_calls`)
+ends at the call that stopped. A `lax.scan` cannot end early, so a compiled loop that
+stops runs its body under `lax.while_loop` (`loop_until`): XLA compiles both to one While
+loop, with the trip count or the count and the test as its condition. (Holding the state
+with a `lax.cond` once stopped would cost a copy of the carry per held iteration, about
+as much as an iteration.) Python loops apply the same test, in the fit's dtype, on the
+host.
 """
 
 from __future__ import annotations
@@ -21,25 +33,12 @@ from typing import Any, Callable, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
-from core.fit import model
-from core.fit.optim import make_optimizer
+from core.fit import algorithms, model
+from core.fit.algorithms import Algorithm, FitState
 from core.spec import OptimizerSpec
-
-
-class FitState(NamedTuple):
-    """Everything that changes from one iteration to the next.
-
-    Attributes:
-        params: B, M, S.
-        precision: Omega, (p, p).
-        opt_state: the optimizer's state for `params`.
-    """
-
-    params: model.PLNParams
-    precision: jax.Array
-    opt_state: optax.OptState
 
 
 class FitOutput(NamedTuple):
@@ -47,13 +46,94 @@ class FitOutput(NamedTuple):
 
     Attributes:
         state: the state after the last iteration run.
-        elbo: (iterations,) ELBO per iteration; NaN past `iterations_run`.
-        iterations_run: iterations actually run (while_loop may stop early).
+        elbo: ELBO per iteration, of the fit's dtype: (iterations,), or for a loop that
+            stopped in one of several calls, as many as those calls run; NaN past
+            `iterations_run`.
+        iterations_run: iterations actually run (fewer when the fit stopped at `tol`).
+        stop: for a loop that stops (`Problem.stops`), where it stands after this call
+            (`Stop`); None otherwise.
     """
 
     state: FitState
     elbo: jax.Array
     iterations_run: Any
+    stop: Any = None
+
+
+class Stop(NamedTuple):
+    """Where a stopping fit stands; carried through its loop and from one call to the next.
+
+    Attributes:
+        previous: the ELBO of the last iteration run (inf before the first), of
+            `model.wide_dtype`: the profiled algorithms' ELBOs are, and the test is made in it.
+        done: bool scalar: the fit has stopped (tolerance met, ELBO not a number, or no
+            iterations left).
+        remaining: int32, iterations the fit may still run.
+        ran: int32, iterations run.
+    """
+
+    previous: jax.Array
+    done: jax.Array
+    remaining: jax.Array
+    ran: jax.Array
+
+
+# The first iteration whose change may stop a fit (see the module docstring).
+FIRST_STOP = 3
+
+
+def start_stop(iterations: int, dtype) -> Stop:
+    """The `Stop` of a fit of at most `iterations` in `dtype` that has not started."""
+    return Stop(jnp.asarray(jnp.inf, model.wide_dtype(dtype)), jnp.asarray(False), jnp.asarray(iterations, jnp.int32),
+                jnp.asarray(0, jnp.int32))
+
+
+def relative_change(value, previous):
+    """|value - previous| / |value| in the values' dtype (jnp or NumPy alike)."""
+    return abs(value - previous) / abs(value)
+
+
+def after(stop: Stop, value: jax.Array, tol: jax.Array) -> Stop:
+    """`stop` after an iteration whose ELBO is `value`: done once the change is under `tol`
+    or not a number (a diverged fit stops too) from iteration `FIRST_STOP` on, or once no
+    iterations are left."""
+    value = value.astype(stop.previous.dtype)
+    remaining, ran = stop.remaining - 1, stop.ran + 1
+    met = ~(relative_change(value, stop.previous) >= tol) & (ran >= FIRST_STOP)
+    return Stop(value, met | (remaining <= 0), remaining, ran)
+
+
+def loop_until(step: Callable[[Any], tuple[Any, jax.Array]], carry: Any, iterations: int, tol: jax.Array,
+               stop: Stop, dtype):
+    """Up to `iterations` of `step(carry) -> (carry, ELBO)` in a `lax.while_loop` that ends
+    once the fit stops (`after`) -> (carry, trace (iterations,) in `dtype`, NaN past the
+    stop, iterations run, stop)."""
+
+    def going(loop):
+        i, _, _, stop = loop
+        return (i < iterations) & ~stop.done
+
+    def body(loop):
+        i, carry, trace, stop = loop
+        carry, value = step(carry)
+        return i + 1, carry, trace.at[i].set(value.astype(dtype)), after(stop, value, tol)
+
+    start = (jnp.asarray(0, jnp.int32), carry, empty_trace(iterations, dtype), stop)
+    run, carry, trace, stop = jax.lax.while_loop(going, body, start)
+    return carry, trace, run, stop
+
+
+def scan_loop(body: Callable, carry: Any, iterations: int, stopping: tuple | None, dtype):
+    """`lax.scan(body, carry, length=iterations)` -> (carry, trace in `dtype` (the fit's),
+    iterations run, stop).
+
+    `body(carry, None) -> (carry, ELBO)`. With `stopping` = (tol, stop), the same body
+    under `loop_until`, which ends at the stop; without it, the plain scan.
+    """
+    if stopping is None:
+        carry, trace = jax.lax.scan(body, carry, length=iterations)
+        return carry, trace.astype(dtype), iterations, None
+    return loop_until(lambda c: body(c, None), carry, iterations, *stopping, dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,11 +143,17 @@ class Problem:
     Attributes:
         n, p, d: data shape.
         dtype: "float32" or "float64".
-        iterations: loop length (compiled into scan and fori_loop).
-        optimizer: the optimizer spec (its transformation is closed over, hence static).
+        iterations: loop length (compiled into scan and fori_loop), the most a fit runs.
+        optimizer: the optimizer spec (its algorithm is closed over, hence static).
         chunk: for strategies that can split their compiled loop (`chunkable`), the
-            iterations per call, a divisor of `iterations`; 0 runs the loop in one call.
-            Large fits are split so that a cancel lands between calls within seconds.
+            iterations per call; 0 runs the loop in one call. Large fits are split so that
+            a cancel lands between calls within seconds, and stopping fits so that a fit
+            that stops early does not hold the device for the rest of a long loop. Without
+            stopping it divides `iterations` (every call runs the same executable); with
+            stopping, the last call may hold past the end.
+        stops: whether the fit stops at a tolerance (`FitSpec.tol` > 0; see the module
+            docstring). A loop that stops is compiled with its test, one that does not
+            without.
     """
 
     n: int
@@ -77,6 +163,7 @@ class Problem:
     iterations: int
     optimizer: OptimizerSpec
     chunk: int = 0
+    stops: bool = False
 
     @property
     def iterations_per_call(self) -> int:
@@ -84,25 +171,35 @@ class Problem:
         return self.chunk if 0 < self.chunk < self.iterations else self.iterations
 
     @property
+    def algorithm(self) -> Algorithm:
+        return algorithms.make(self.optimizer)
+
+    @property
     def transformation(self) -> optax.GradientTransformation:
-        return make_optimizer(self.optimizer)
+        """The optax transformation of a gradient optimizer (ValueError for the others)."""
+        return algorithms.transformation_of(self.algorithm)
 
 
-def init_state(data: model.PLNData, init: str, optimizer: optax.GradientTransformation) -> FitState:
-    """The starting state for `init` (see `model.init_params`)."""
+def as_algorithm(optimizer: Algorithm | optax.GradientTransformation) -> Algorithm:
+    """`optimizer` as an algorithm: a bare optax transformation is the seed tutorial's
+    algorithm with that optimizer."""
+    if isinstance(optimizer, Algorithm):
+        return optimizer
+    return algorithms.GradientAlgorithm("optax", optimizer)
+
+
+def init_state(data: model.PLNData, init: str, optimizer: Algorithm | optax.GradientTransformation) -> FitState:
+    """The starting state for `init` (see `model.init_params`) and the optimizer (an
+    algorithm, or an optax transformation of the gradient in B, M, S)."""
     params, precision = model.init_params(data, init)
-    return FitState(params, precision, optimizer.init(params))
+    return as_algorithm(optimizer).init(params, precision, data)
 
 
 def fit_step(
-    state: FitState, data: model.PLNData, optimizer: optax.GradientTransformation
+    state: FitState, data: model.PLNData, optimizer: Algorithm | optax.GradientTransformation
 ) -> tuple[FitState, jax.Array]:
-    """One iteration; returns the new state and the ELBO at the old one."""
-    loss, grads = jax.value_and_grad(model.negative_elbo)(state.params, state.precision, data)
-    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    precision = model.closed_form_precision(params, data)
-    return FitState(params, precision, opt_state), -loss
+    """One iteration of the optimizer's algorithm; returns the new state and the ELBO at the old one."""
+    return as_algorithm(optimizer).step(state, data)
 
 
 def empty_trace(iterations: int, dtype) -> jax.Array:
@@ -156,27 +253,34 @@ class Strategy(abc.ABC):
             return state
         return jax.tree.map(lambda leaf: leaf.copy(), state)
 
-    def run_calls(self, call: Callable[[FitState], FitOutput], problem: Problem, state: FitState,
-                  on_iteration: IterationCallback | None = None) -> FitOutput:
-        """Run the compiled loop `call` (one chunk of iterations) until `problem.iterations`.
+    def run_calls(self, call: Callable[[FitState, Stop | None], FitOutput], problem: Problem, state: FitState,
+                  stop: Stop | None = None, on_iteration: IterationCallback | None = None) -> FitOutput:
+        """Run the compiled loop `call` (one chunk of iterations) until `problem.iterations`,
+        or, for a loop that stops (`stop` given), until a call says it has stopped.
 
         Between chunks `on_iteration(last iteration, its ELBO)` is called after the chunk
         has finished (so a cancel raised there stops at once; a true return ends the loop
-        there); without it the chunks are dispatched back to back.
+        there); without it, and without stopping, the chunks are dispatched back to back.
         """
-        calls = problem.iterations // problem.iterations_per_call
+        per_call = problem.iterations_per_call
+        calls = -(-problem.iterations // per_call)
         if calls == 1:
-            return call(state)
-        traces = []
-        for index in range(calls):
-            output = call(state)
-            state = output.state
+            return call(state, stop)
+        traces, run = [], 0
+        for _ in range(calls):
+            output = call(state, stop)
+            state, stop = output.state, output.stop
             traces.append(output.elbo)
+            # A stopping loop reads back whether it stopped: one device sync per call.
+            ran = per_call if stop is None else int(output.iterations_run)
+            run += ran
             if on_iteration is not None:
                 jax.block_until_ready(output.elbo)
-                if on_iteration((index + 1) * problem.iterations_per_call - 1, output.elbo[-1]):
+                if on_iteration(run - 1, output.elbo[ran - 1]):
                     break
-        return FitOutput(state, jnp.concatenate(traces), len(traces) * problem.iterations_per_call)
+            if stop is not None and bool(stop.done):
+                break
+        return FitOutput(state, jnp.concatenate(traces)[:problem.iterations], run, stop)
 
     def device_count(self, device) -> int:
         """How many devices a run on `device`'s platform uses."""
@@ -221,20 +325,30 @@ class PythonLoopStrategy(Strategy):
 
     def run(self, executables, problem, state, data, tol, on_iteration=None):
         trace = []
+        # The stopping test (`after`) on the host: the same numbers as on the device.
+        wide = model.wide_dtype(problem.dtype)
+        tolerance = np.asarray(tol, problem.dtype).astype(wide)
+        previous = np.asarray(np.inf, wide)
         for i in range(problem.iterations):
             state, value = self.step(executables, problem, state, data)
             trace.append(value)
             if on_iteration is not None and on_iteration(i, value):
                 break
-        return FitOutput(state, jnp.stack(trace), len(trace))
+            if problem.stops:
+                current = np.asarray(value).astype(wide)  # a device sync: a loop that stops must know
+                if not relative_change(current, previous) >= tolerance and i + 1 >= FIRST_STOP:
+                    break
+                previous = current
+        return FitOutput(state, jnp.stack(trace).astype(problem.dtype), len(trace))
 
 
 class CompiledLoopStrategy(Strategy):
     """Shared driver for strategies whose whole loop is one compiled function.
 
-    Subclasses set `fit` to a function `(state, data, optimizer, iterations) -> FitOutput`;
-    the optimizer and the iteration count are closed over, so they are compile-time
-    constants, and the state and data are the executable's arguments. The state is
+    Subclasses set `fit` to a function `(state, data, optimizer, iterations, stopping=None)
+    -> FitOutput` (`optimizer` is the algorithm); the algorithm and the iteration count are
+    closed over, so they are compile-time constants, and the state, the data and, for a
+    fit that stops, `stopping` = (tol, `Stop`) are the executable's arguments. The state is
     donated: XLA writes the final state over the initial one instead of holding both,
     which at large n (M, S and the optimizer's moments, all n x p) saves a third of the
     peak memory.
@@ -245,9 +359,18 @@ class CompiledLoopStrategy(Strategy):
     chunkable = True
 
     def lower(self, problem, state, data, tol):
-        fit = functools.partial(type(self).fit, optimizer=problem.transformation,
-                                iterations=problem.iterations_per_call)
+        algorithm, iterations = problem.algorithm, problem.iterations_per_call
+        if problem.stops:
+            def fit(state, data, stopping):
+                return type(self).fit(state, data, algorithm, iterations, stopping)
+
+            stopping = (tol, start_stop(problem.iterations, problem.dtype))
+            return {"fit": jax.jit(fit, donate_argnums=0).lower(state, data, stopping)}
+        fit = functools.partial(type(self).fit, optimizer=algorithm, iterations=iterations)
         return {"fit": jax.jit(fit, donate_argnums=0).lower(state, data)}
 
     def run(self, executables, problem, state, data, tol, on_iteration=None):
-        return self.run_calls(lambda start: executables["fit"](start, data), problem, state, on_iteration)
+        if problem.stops:
+            return self.run_calls(lambda start, stop: executables["fit"](start, data, (tol, stop)), problem, state,
+                                  start_stop(problem.iterations, problem.dtype), on_iteration)
+        return self.run_calls(lambda start, _: executables["fit"](start, data), problem, state, None, on_iteration)

@@ -19,4 +19,4 @@ class Eager(PythonLoopStrategy):
         return {}
 
     def step(self, executables, problem, state, data):
-        return fit_step(state, data, problem.transformation)
+        return fit_step(state, data, problem.algorithm)

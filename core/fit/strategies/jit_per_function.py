@@ -3,7 +3,9 @@
 Five executables per iteration instead of hundreds of primitives, and XLA fuses the
 work inside each one (the ELBO's exp, products and sums become a few loops). Arrays
 still cross executable boundaries every iteration and Python still dispatches five
-calls per iteration. It is the seed tutorial's level 1.
+calls per iteration. It is the seed tutorial's level 1. The pieces are those of a
+gradient step on B, M and S: the profiled optimizers (pyplnmodels_rprop, lbfgs ...)
+evaluate, update and line-search in other pieces and run under the other strategies.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import jax
 import optax
 
 from core.fit import model
+from core.fit.algorithms.gradient import negative_wide_elbo
 from core.fit.strategies.base import FitState, PythonLoopStrategy
 
 
@@ -19,11 +22,11 @@ class JitPerFunction(PythonLoopStrategy):
     name = "jit_per_function"
 
     def lower(self, problem, state, data, tol):
-        optimizer = problem.transformation
+        optimizer = problem.transformation  # a gradient optimizer (core.spec.refusal)
         params = state.params
         covariance = model.closed_form_covariance(params, data)
         return {
-            "value_and_grad": jax.jit(jax.value_and_grad(model.negative_elbo)).lower(params, state.precision, data),
+            "value_and_grad": jax.jit(jax.value_and_grad(negative_wide_elbo)).lower(params, state.precision, data),
             "update": jax.jit(optimizer.update).lower(params, state.opt_state, params),
             "apply_updates": jax.jit(optax.apply_updates).lower(params, params),
             "covariance": jax.jit(model.closed_form_covariance).lower(params, data),

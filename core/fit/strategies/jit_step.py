@@ -23,7 +23,7 @@ class JitStep(PythonLoopStrategy):
     donates_state = True
 
     def lower(self, problem, state, data, tol):
-        step = functools.partial(fit_step, optimizer=problem.transformation)
+        step = functools.partial(fit_step, optimizer=problem.algorithm)
         return {"step": jax.jit(step, donate_argnums=0).lower(state, data)}
 
     def step(self, executables, problem, state, data):

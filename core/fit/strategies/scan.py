@@ -8,18 +8,17 @@ is a plain dict.
 
 from __future__ import annotations
 
-import jax
-
-from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, fit_step
+from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, fit_step, scan_loop
 
 
-def _fit(state, data, optimizer, iterations):
+def _fit(state, data, optimizer, iterations, stopping=None):
     def body(carry, _):
         new_state, value = fit_step(FitState(**carry), data, optimizer)
         return new_state._asdict(), value
 
-    carry, trace = jax.lax.scan(body, state._asdict(), length=iterations)
-    return FitOutput(FitState(**carry), trace, iterations)
+    # jax.lax.scan(body, state._asdict(), length=iterations), stopping at tol when asked.
+    carry, trace, run, stop = scan_loop(body, state._asdict(), iterations, stopping, data.counts.dtype)
+    return FitOutput(FitState(**carry), trace, run, stop)
 
 
 class Scan(CompiledLoopStrategy):

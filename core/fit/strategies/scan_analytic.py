@@ -17,7 +17,7 @@ algebra and the cost of each operation outweigh the arithmetic:
 - Inside the loop, B, M and S are packed rows of one (2n + d, p) array, and so are the
   optimizer's moments. The optimizer then runs as a few fused loops over one array
   instead of one set per parameter. This gives the same result for element-wise
-  transformations (every optimizer in `core.fit.optim`). The state is unpacked to `PLNParams`
+  transformations (the gradient optimizers seed, adam and rprop). The state is unpacked to `PLNParams`
   when the loop ends.
 - The ELBO of the new parameters (its exponential A, its logarithm and their sum) is
   computed at the end of the iteration that makes them. It is carried, with A and R, into
@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import optax
 
 from core.fit import model
-from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState
+from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, as_algorithm, scan_loop
 
 
 class _Carry(NamedTuple):
@@ -129,8 +129,10 @@ def _precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
     return inverse_t @ inverse_t.T, -2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
 
 
-def _fit(state: FitState, data: model.PLNData, optimizer: optax.GradientTransformation, iterations: int):
-    """The whole fit as one scan: `iterations` steps from `state`. Returns FitOutput, ELBO (iterations,)."""
+def _fit(state: FitState, data: model.PLNData, optimizer, iterations: int, stopping=None):
+    """The whole fit as one scan: `iterations` steps from `state` (fewer with `stopping`).
+    Returns FitOutput, ELBO (iterations,)."""
+    optimizer = as_algorithm(optimizer).transformation  # gradient optimizers only (core.spec.refusal)
     Y, O, X, log_factorial_sum = data
     n, p = Y.shape
     B, M, S = state.params
@@ -182,12 +184,13 @@ def _fit(state: FitState, data: model.PLNData, optimizer: optax.GradientTransfor
         inversion = jnp.sum(covariance.astype(wide) * Omega.T.astype(wide)) - p
         A, terms_sum = _rate_and_sum(M, S, data)
         elbo = elbo_without_quadratic(Omega, logdet.astype(wide) + inversion, terms_sum, column_sums)
-        return _Carry(packed, Omega, opt_state, R, A, elbo), reported.astype(Y.dtype)
+        # float64 out: the stopping test compares it; scan_loop rounds the trace to Y.dtype.
+        return _Carry(packed, Omega, opt_state, R, A, elbo), reported
 
-    final, trace = jax.lax.scan(step, start, length=iterations)
+    final, trace, run, stop = scan_loop(step, start, iterations, stopping, Y.dtype)
     params = _unpack(final.packed, n)
     opt_state = _unpack_state(final.opt_state, state.opt_state, n)
-    return FitOutput(FitState(params, final.precision, opt_state), trace, iterations)
+    return FitOutput(FitState(params, final.precision, opt_state), trace, run, stop)
 
 
 class ScanAnalytic(CompiledLoopStrategy):

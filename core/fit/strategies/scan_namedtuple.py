@@ -8,17 +8,16 @@ tutorial's level 3 and should time exactly like scan.
 
 from __future__ import annotations
 
-import jax
-
-from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, fit_step
+from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, fit_step, scan_loop
 
 
-def _fit(state, data, optimizer, iterations):
+def _fit(state, data, optimizer, iterations, stopping=None):
     def body(carry, _):
         return fit_step(carry, data, optimizer)
 
-    final, trace = jax.lax.scan(body, state, length=iterations)
-    return FitOutput(final, trace, iterations)
+    # jax.lax.scan(body, state, length=iterations), stopping at tol when asked.
+    final, trace, run, stop = scan_loop(body, state, iterations, stopping, data.counts.dtype)
+    return FitOutput(final, trace, run, stop)
 
 
 class ScanNamedTuple(CompiledLoopStrategy):

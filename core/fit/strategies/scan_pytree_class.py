@@ -15,7 +15,9 @@ import optax
 from jax.tree_util import register_pytree_node_class
 
 from core.fit import model
-from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState
+from core.fit.algorithms import Algorithm
+from core.fit.algorithms.gradient import negative_wide_elbo
+from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, as_algorithm, scan_loop
 
 
 @register_pytree_node_class
@@ -28,7 +30,7 @@ class PLNFit:
         self.opt_state = opt_state
 
     def elbo_and_grads(self, data: model.PLNData):
-        loss, grads = jax.value_and_grad(model.negative_elbo)(self.params, self.precision, data)
+        loss, grads = jax.value_and_grad(negative_wide_elbo)(self.params, self.precision, data)
         return -loss, grads
 
     def gradient_step(self, grads, optimizer: optax.GradientTransformation) -> "PLNFit":
@@ -37,6 +39,17 @@ class PLNFit:
 
     def update_precision(self, data: model.PLNData) -> "PLNFit":
         return PLNFit(self.params, model.closed_form_precision(self.params, data), self.opt_state)
+
+    def advance(self, optimizer: Algorithm | optax.GradientTransformation,
+                data: model.PLNData) -> tuple["PLNFit", jax.Array]:
+        """One iteration -> (the next fit, the ELBO of this one)."""
+        algorithm = as_algorithm(optimizer)
+        if algorithm.family == "gradient":
+            value, grads = self.elbo_and_grads(data)
+            return self.gradient_step(grads, algorithm.transformation).update_precision(data), value
+        # The profiled algorithms' steps are whole (closed forms, line searches): delegated.
+        state, value = algorithm.step(FitState(self.params, self.precision, self.opt_state), data)
+        return PLNFit(*state), value
 
     def tree_flatten(self):
         # Every array is a child: anything left in aux_data would be treated as a
@@ -48,14 +61,14 @@ class PLNFit:
         return cls(*children)
 
 
-def _fit(state, data, optimizer, iterations):
+def _fit(state, data, optimizer, iterations, stopping=None):
     def body(fit: PLNFit, _):
-        value, grads = fit.elbo_and_grads(data)
-        return fit.gradient_step(grads, optimizer).update_precision(data), value
+        return fit.advance(optimizer, data)
 
     start = PLNFit(state.params, state.precision, state.opt_state)
-    final, trace = jax.lax.scan(body, start, length=iterations)
-    return FitOutput(FitState(final.params, final.precision, final.opt_state), trace, iterations)
+    # jax.lax.scan(body, start, length=iterations), stopping at tol when asked.
+    final, trace, run, stop = scan_loop(body, start, iterations, stopping, data.counts.dtype)
+    return FitOutput(FitState(final.params, final.precision, final.opt_state), trace, run, stop)
 
 
 class ScanPytreeClass(CompiledLoopStrategy):

@@ -27,18 +27,18 @@ from core.fit.sharding import (
     replicated,
     state_shardings,
 )
-from core.fit.strategies.base import FitOutput, FitState, Strategy, fit_step
+from core.fit.strategies.base import FitOutput, FitState, Strategy, fit_step, scan_loop, start_stop
 
 
-def _fit(state, data, optimizer, iterations, layout):
+def _fit(state, data, optimizer, iterations, layout, stopping=None):
     def body(carry, _):
         new_state, value = fit_step(FitState(**carry), data, optimizer)
         # Pin the carry to its input layout so the loop never regathers M or S.
         new_state = jax.lax.with_sharding_constraint(new_state, layout)
         return new_state._asdict(), value
 
-    carry, trace = jax.lax.scan(body, state._asdict(), length=iterations)
-    return FitOutput(FitState(**carry), trace, iterations)
+    carry, trace, run, stop = scan_loop(body, state._asdict(), iterations, stopping, data.counts.dtype)
+    return FitOutput(FitState(**carry), trace, run, stop)
 
 
 class Sharded(Strategy):
@@ -69,11 +69,20 @@ class Sharded(Strategy):
         mesh = mesh_of(data)
         layout = state_shardings(state, mesh)
         data_layout = data_shardings(data, mesh)
-        fit = functools.partial(_fit, optimizer=problem.transformation, iterations=problem.iterations_per_call,
+        fit = functools.partial(_fit, optimizer=problem.algorithm, iterations=problem.iterations_per_call,
                                 layout=layout)
+        whole = replicated(mesh)
+        if problem.stops:  # tol and the Stop are scalars, on every device
+            jitted = jax.jit(lambda state, data, stopping: fit(state, data, stopping=stopping),
+                             in_shardings=(layout, data_layout, whole),
+                             out_shardings=FitOutput(layout, whole, whole, whole), donate_argnums=0)
+            return {"fit": jitted.lower(state, data, (tol, start_stop(problem.iterations, problem.dtype)))}
         jitted = jax.jit(fit, in_shardings=(layout, data_layout),
-                         out_shardings=FitOutput(layout, replicated(mesh), replicated(mesh)), donate_argnums=0)
+                         out_shardings=FitOutput(layout, whole, whole), donate_argnums=0)
         return {"fit": jitted.lower(state, data)}
 
     def run(self, executables, problem, state, data, tol, on_iteration=None):
-        return self.run_calls(lambda start: executables["fit"](start, data), problem, state, on_iteration)
+        if problem.stops:
+            return self.run_calls(lambda start, stop: executables["fit"](start, data, (tol, stop)), problem, state,
+                                  start_stop(problem.iterations, problem.dtype), on_iteration)
+        return self.run_calls(lambda start, _: executables["fit"](start, data), problem, state, None, on_iteration)

@@ -1,0 +1,42 @@
+"""Comparing stored runs like with like: runs of one problem size together, a baseline of that size.
+
+A timing of oaks x100 next to one of oaks x1 is a hundred times larger for reasons that
+have nothing to do with compiling, so the Compare page groups by problem first and
+divides only by a baseline of the same problem; these are its defaults and rules.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+# What makes two runs the same problem size: the data (its label names the size) and its shape.
+PROBLEM = ("dataset", "n", "p")
+DEFAULT_GROUPS = ["dataset", "strategy"]
+
+
+def same_problem(runs: pd.DataFrame, run_id: int) -> pd.Series:
+    """True per row of `runs` whose problem is that of run `run_id` (False everywhere if absent)."""
+    pinned = runs[runs["id"] == run_id]
+    if pinned.empty:
+        return pd.Series(False, index=runs.index)
+    mask = pd.Series(True, index=runs.index)
+    for column in PROBLEM:
+        if column in runs:
+            mask &= runs[column].astype(str) == str(pinned[column].iloc[0])
+    return mask
+
+
+def default_baseline(runs: pd.DataFrame) -> int | None:
+    """The run to divide by when none is pinned: of the newest run's problem, its newest
+    finished eager run, else its slowest finished run (every bar then reads as a speed-up)."""
+    if runs.empty:
+        return None
+    newest = runs.sort_values(["created_at", "id"], ascending=False).iloc[0]
+    mine = runs[same_problem(runs, int(newest["id"]))]
+    finished = mine[mine["status"] == "ok"] if "status" in mine else mine
+    if finished.empty:
+        return int(newest["id"])
+    eager = finished[finished["strategy"] == "eager"].sort_values(["created_at", "id"], ascending=False)
+    if not eager.empty:
+        return int(eager["id"].iloc[0])
+    return int(finished.loc[finished["per_iter_ms"].idxmax(), "id"])

@@ -1,0 +1,155 @@
+"""Time to solution, side by side: how long each contender takes to come within 1e-5 of the
+best ELBO any of them reached, against pyPLNmodels' own fit measured in the same process.
+
+Per-iteration time ranks strategies that share one algorithm; across algorithms what a
+user waits for is the time until the ELBO stops moving. Two passes, every run of both
+stored like any other:
+
+1. Trajectories: each contender runs a fixed, generous number of iterations (tol 0). The
+   best ELBO any contender reached is the problem's optimum here; each contender's
+   iterations to within `reach.SOLVED` of it are read off its curve.
+2. Timing: each contender that got there runs exactly that many iterations (tol 0),
+   timed like any run: its steady state (median, min and max of the repeats) is its time
+   to solution; trace, lowering, compile and the first call are what a cold start waits
+   on top; the ratio is to the pyplnmodels peer's steady state (its `Pln.fit` with
+   maxiter set to its own iterations to solution).
+
+The stopping rule (`tol`) plays no part: it stops algorithms at different distances from
+the optimum, and this measures the time to one distance.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable, NamedTuple
+
+from core.data import datasets
+from core.run import reach
+from core.run.result import RunResult
+from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from core.store import stored_run
+
+PEER = "pyplnmodels"
+# Each optimizer's start (pyPLNmodels' algorithm from pyPLNmodels' start) and how many
+# iterations its trajectory pass may take (a few times what it needs on oaks).
+INITS = {"pyplnmodels_rprop": "log_counts", "seed": "seed", "adam": "log_counts", "rprop": "log_counts"}
+DEFAULT_INIT = "log_rates"
+CAPS = {"preconditioned_lbfgs": 300, "lbfgs": 600, "diagonal_newton": 1000, "pyplnmodels_rprop": 1000,
+        "seed": 5000, "adam": 5000, "rprop": 5000, PEER: 1000}
+DEFAULT_OPTIMIZERS = ("pyplnmodels_rprop", "lbfgs", "diagonal_newton", "preconditioned_lbfgs")
+
+
+class Contender(NamedTuple):
+    """A configuration to time: a strategy (or the peer), an optimizer and its start."""
+
+    strategy: str
+    optimizer: str
+    init: str
+
+    @property
+    def label(self) -> str:
+        if self.strategy == PEER:
+            return "pyPLNmodels Pln.fit"
+        return f"{self.strategy} · {self.optimizer} · {self.init}"
+
+    def spec(self, dataset: DatasetSpec, iterations: int, precision: str, repeats: int, device: str) -> FitSpec:
+        return FitSpec(dataset=dataset, strategy=self.strategy, iterations=iterations, precision=precision,
+                       device=device, optimizer=OptimizerSpec(self.optimizer), init=self.init, repeats=repeats)
+
+
+class Solution(NamedTuple):
+    """One contender on one problem.
+
+    Attributes:
+        contender: what ran.
+        trajectory: the run of pass 1 (the fixed, generous number of iterations).
+        best_elbo: the best ELBO any contender reached on this problem.
+        iterations: iterations to within `reach.SOLVED` of it, or None.
+        timed: the run of pass 2 (exactly `iterations`), or None when it never got there.
+    """
+
+    contender: Contender
+    trajectory: RunResult
+    best_elbo: float
+    iterations: int | None
+    timed: RunResult | None
+
+
+def contenders(strategies: Iterable[str] = ("scan",), optimizers: Iterable[str] = DEFAULT_OPTIMIZERS,
+               with_peer: bool = True) -> list[Contender]:
+    """Every (strategy, optimizer) pair that can run, each optimizer from its start (`INITS`),
+    and pyPLNmodels' own fit first."""
+    found = [Contender(PEER, "seed", "log_counts")] if with_peer else []
+    for strategy in strategies:
+        for optimizer in optimizers:
+            found.append(Contender(strategy, optimizer, INITS.get(optimizer, DEFAULT_INIT)))
+    return found
+
+
+def run(replicates: Iterable[int], chosen: list[Contender], store, precision: str = "float32", repeats: int = 5,
+        device: str = "cpu", on_result: Callable[[RunResult], None] | None = None) -> list[Solution]:
+    """Both passes for every contender on oaks x each replicate; results stored in `store`.
+
+    Raises:
+        SpecError: a contender cannot run (a strategy that refuses its optimizer).
+    """
+    solutions = []
+    for replicate in replicates:
+        dataset = DatasetSpec(kind="oaks", replicate=replicate)
+        counts = datasets.load(dataset)
+
+        def fit(spec: FitSpec) -> RunResult:
+            result = stored_run.run_and_store(store, spec, counts, owner="benchmark")
+            if on_result is not None:
+                on_result(result)
+            return result
+
+        specs = [c.spec(dataset, CAPS.get(c.strategy if c.strategy == PEER else c.optimizer, 1000), precision, 1,
+                        device) for c in chosen]
+        trajectories = [fit(spec) for spec in specs]
+        finished = [r for r in trajectories if r.status == "ok" and r.elbo]
+        if not finished:
+            raise SpecError(f"no contender finished on {dataset.label}")
+        best = max(max(r.elbo) for r in finished)
+        for contender, trajectory in zip(chosen, trajectories):
+            count = reach.iterations_to(trajectory.elbo, best) if trajectory.status == "ok" else None
+            timed = fit(contender.spec(dataset, count, precision, repeats, device)) if count else None
+            solutions.append(Solution(contender, trajectory, best, count, timed))
+    return solutions
+
+
+def _gap(result: RunResult | None, best: float) -> float:
+    return (best - result.final_elbo) / abs(best) if result is not None and result.final_elbo is not None else math.nan
+
+
+def table(solutions: list[Solution]) -> str:
+    """A plain-text table, one line per contender and problem.
+
+    Columns: iterations and steady-state seconds to within 1e-5 of the best ELBO (median,
+    and min to max of the repeats), time per iteration, trace+lower+compile seconds,
+    seconds a cold start waits (those plus the first call), the ratio of the steady state
+    to pyPLNmodels' on the same problem, and how far the timed run's last ELBO lies from
+    the best (relative).
+    """
+    peer: dict[str, float] = {}
+    for s in solutions:
+        if s.contender.strategy == PEER and s.timed is not None and s.timed.status == "ok":
+            peer[s.trajectory.dataset] = s.timed.run_s
+    header = (f"{'contender':<44} {'dataset':<10} {'n':>7} {'iters':>6} {'s to 1e-5':>10} {'min-max s':>17} "
+              f"{'ms/iter':>8} {'compile s':>9} {'cold s':>7} {'x pyPLN':>7} {'gap':>8}")
+    lines = [header, "-" * len(header)]
+    for s in solutions:
+        r, t = s.timed, s.trajectory
+        if r is None:
+            best_gap = (s.best_elbo - max(t.elbo)) / abs(s.best_elbo) if t.elbo else math.nan
+            lines.append(f"{s.contender.label:<44} {t.dataset:<10} {t.n:>7} not within 1e-5 in {t.iterations_run:,} "
+                         f"iterations (closest {best_gap:.1e})" + ("" if t.status == "ok" else f"  {t.status}"))
+            continue
+        compile_s = r.trace_lower_s + r.compile_s
+        ratio = r.run_s / peer[t.dataset] if peer.get(t.dataset) else math.nan
+        lines.append(
+            f"{s.contender.label:<44} {t.dataset:<10} {t.n:>7} {s.iterations:>6} {r.run_s:>10.4f} "
+            f"{f'{r.run_s_min:.4f}-{r.run_s_max:.4f}':>17} {r.per_iter_ms:>8.3f} {compile_s:>9.2f} "
+            f"{compile_s + r.first_call_s:>7.2f} {ratio:>7.3f} {_gap(r, s.best_elbo):>8.1e}"
+            + ("" if r.status == "ok" else f"  {r.status}"))
+    return "\n".join(lines)

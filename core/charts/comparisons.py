@@ -1,0 +1,155 @@
+"""Charts that compare stored runs: a timing summarised per group, ratios to a pinned run,
+and the time each run took to come near the best ELBO stored.
+
+Input and output as in `core.charts.style`. Titles and axes name timings in words
+(`style.LABELS`), never by column name. Steady-state timings carry the range of their
+repeats; a ratio whose range overlaps the baseline's is labelled as noise
+(`core.run.spread`).
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from core.charts.bars import bars_from_one, run_labels
+from core.charts.style import (
+    LABELS,
+    color_by_strategy,
+    natural_key,
+    not_diverged,
+    note_chart,
+    strategy_rank,
+    with_spread,
+)
+from core.run import spread
+
+
+def label(metric: str) -> str:
+    """A timing column in words: "time per iteration (ms)"; unknown columns as they are."""
+    return LABELS.get(metric, metric)
+
+
+def _without_unit(metric: str) -> str:
+    return label(metric).rsplit(" (", 1)[0]
+
+
+def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_ms",
+                    log_x: bool = True) -> alt.Chart | alt.LayerChart:
+    """Median with the range per group, over non-diverged runs.
+
+    Args:
+        runs: columns in `by` and `metric`; optional status, and run_s, run_s_min,
+            run_s_max, repeats (the repeats' range for run_s and per_iter_ms).
+        by: columns defining a group, e.g. ["dataset", "strategy"].
+        metric: a timing column.
+        log_x: log x axis (timings across strategies span decades).
+
+    Returns:
+        One row per group, naturally ordered ("x2" before "x10"): the median of the runs'
+        medians (dot) and the fastest to the slowest repeat of any run (line); groups with
+        diverged runs say "(k diverged)", so an all-diverged group is listed rather than dropped.
+    """
+    title = f"{label(metric)} by {', '.join(by)}: median and range"
+    if runs.empty or not by:
+        return note_chart("No runs to summarise.", title)
+    df = with_spread(runs, metric).assign(group=runs[by].astype(str).agg(" · ".join, axis=1),
+                                          ok=not_diverged(runs))
+    finished = df[df["ok"]].groupby("group")
+    stats = finished[metric].agg(["median", "size"]).join(finished["low"].min().rename("min")).join(
+        finished["high"].max().rename("max"))
+    out = df.groupby("group").agg(diverged=("ok", lambda s: int((~s).sum())),
+                                  any_max=(metric, "max")).join(stats).reset_index()
+    out["size"] = out["size"].fillna(0).astype(int)
+    out["text"] = out["diverged"].map(lambda k: f"({k} diverged)" if k else "")
+    out["text_x"] = out["max"].fillna(out["any_max"])  # all-diverged: label at their values
+    out = out.assign(_k=out["group"].map(natural_key)).sort_values("_k").drop(columns="_k")
+    color = {}
+    if "strategy" in by:
+        first = df.drop_duplicates("group").set_index("group")
+        out["strategy"] = out["group"].map(first["strategy"])
+        if by[0] == "strategy":  # strategies first: teaching order, not the alphabet
+            out = out.assign(_r=strategy_rank(out["strategy"]), _k=out["group"].map(natural_key))
+            out = out.sort_values(["_r", "_k"]).drop(columns=["_r", "_k"])
+        color = {"color": color_by_strategy(out, legend=False)}  # the axis names every group
+    x_title = label(metric) + (", log scale" if log_x else "")
+    y = alt.Y("group:N", sort=list(out["group"]), title=", ".join(by))
+    tips = ["group:N", *[alt.Tooltip(f"{c}:Q", format=".4g") for c in ("median", "min", "max")],
+            alt.Tooltip("size:Q", title="runs"), "diverged:Q"]
+    base = alt.Chart(out)
+    scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
+    rule = base.mark_rule(strokeWidth=3).encode(
+        x=alt.X("min:Q", title=x_title, scale=scale), x2="max:Q", y=y, tooltip=tips, **color)
+    point = base.mark_point(filled=True, size=110).encode(x="median:Q", y=y, tooltip=tips, **color)
+    text = base.mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N")
+    return alt.layer(rule, point, text, title=title).properties(height=alt.Step(30))
+
+
+def ratio_bars(runs: pd.DataFrame, baseline_id: int,
+               metric: str = "run_s") -> alt.Chart | alt.LayerChart:
+    """Each run's `metric` divided by that of a pinned baseline run, with its range.
+
+    Args:
+        runs: columns id, strategy, `metric`; optional label, status, and the repeats'
+            range (run_s_min, run_s_max, repeats).
+        baseline_id: `id` of the pinned run.
+        metric: a timing column (lower is better: below 1 is faster).
+
+    Returns:
+        Bars from 1 to the ratio (log x) with a whisker over its range, labelled "×0.25
+        (×0.24–×0.26)", or "within noise" where the ranges overlap; diverged runs get no
+        ratio and read "diverged". A note if the baseline is absent or diverged.
+    """
+    title = f"{label(metric)} relative to run #{baseline_id}"
+    base = runs[runs["id"] == baseline_id]
+    if base.empty or not not_diverged(base).all() or not base[metric].iloc[0] > 0:
+        return note_chart(f"Pin a finished, non-diverged run (#{baseline_id} is not one).", title)
+    df = with_spread(run_labels(runs), metric)
+    pinned = df[df["id"] == baseline_id].iloc[0]
+
+    def of(row) -> spread.Spread:
+        return spread.Spread(row[metric], row["low"], row["high"], 2 if row["spread_known"] else 1)
+
+    found = [spread.ratio(of(row), of(pinned)) if not row["diverged"] else None for _, row in df.iterrows()]
+    df["ratio"] = [r.value if r else np.nan for r in found]
+    df["low"] = [r.low if r else np.nan for r in found]
+    df["high"] = [r.high if r else np.nan for r in found]
+    df["text"] = [r.brief if r else "diverged" for r in found]
+    df["verdict"] = [r.label if r else "diverged" for r in found]
+    df.loc[df["id"] == baseline_id, ["text", "verdict"]] = "baseline"
+    tips = ["run:N", "id:N", alt.Tooltip(f"{metric}:Q", format=".4g", title=label(metric)),
+            alt.Tooltip("ratio:Q", format=".3f", title="ratio (×)"), alt.Tooltip("verdict:N", title="with range")]
+    return bars_from_one(df, "ratio", alt.Y("run:N", sort=list(df["run"]), title=None),
+                          f"{_without_unit(metric)} ÷ that of run #{baseline_id} (×, log scale)", title, tips)
+
+
+def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerChart:
+    """Seconds each run took to come within `relative` of its problem's best ELBO.
+
+    Args:
+        reached: `core.run.reach.reach_frame`'s columns (id, strategy, optimizer,
+            iterations_to, seconds_to); optional label.
+        relative: the distance, for the title.
+
+    Returns:
+        Horizontal bars (log x) labelled with the iterations; a run that never came that
+        close reads "not within" at the axis start, so it is listed rather than dropped.
+    """
+    title = f"Seconds to within {relative:g} of the best ELBO stored (estimated)"
+    if reached.empty:
+        return note_chart("No runs to show.", title)
+    df = reached.assign(label=reached.get("label", "#" + reached["id"].astype(str) + " " + reached["strategy"]
+                                          + " · " + reached["optimizer"]))
+    df = df.assign(_r=strategy_rank(df["strategy"])).sort_values(["_r", "id"]).drop(columns="_r")
+    floor = df["seconds_to"].min() / 2 if df["seconds_to"].notna().any() else 1e-3
+    df["text"] = df["iterations_to"].map(lambda k: f"{int(k):,} it" if k == k and k is not None else "not within")
+    df["text_x"] = df["seconds_to"].fillna(floor)
+    y = alt.Y("label:N", sort=list(df["label"]), title=None)
+    tips = ["label:N", alt.Tooltip("iterations_to:Q", title="iterations"),
+            alt.Tooltip("seconds_to:Q", format=".4g", title="seconds (estimated)")]
+    bars = alt.Chart(df).mark_bar().encode(
+        x=alt.X("seconds_to:Q", scale=alt.Scale(type="log"), title="seconds (log scale)"), y=y,
+        color=color_by_strategy(df, legend=False), tooltip=tips)
+    text = alt.Chart(df).mark_text(align="left", dx=4, fontSize=14).encode(x="text_x:Q", y=y, text="text:N")
+    return alt.layer(bars, text, title=title).properties(height=alt.Step(28))

@@ -1,0 +1,165 @@
+"""A timing's spread over its repeats, speed-ups with their range, and when a difference is noise.
+
+A run's steady state is timed `repeats` times (`RunResult.run_s`, `run_s_min`,
+`run_s_max`: median, min, max). The same settings run again give another median, so a
+ratio of two medians means little without the ranges behind it: the speed-up of A over
+B is shown with the range it can take between the repeats' extremes (B's fastest over
+A's slowest, to B's slowest over A's fastest), and when the two ranges overlap the
+difference is labelled "no significant difference", as `asv compare` and `pyperf
+compare_to` do, instead of being read as a speed-up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from typing import Any, Iterable
+
+NOT_SIGNIFICANT = "no significant difference"
+WITHIN_NOISE = "within noise"  # the same verdict, where a chart has little room
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """A median and the range it came from.
+
+    Attributes:
+        median: the reported value (the median of the repeats).
+        low, high: the fastest and slowest repeat.
+        repeats: how many timings the range spans; with fewer than 2 the spread is unknown.
+    """
+
+    median: float
+    low: float
+    high: float
+    repeats: int = 2
+
+    @classmethod
+    def of_run(cls, run: Any, metric: str = "run_s") -> Spread:
+        """The spread of a run (a `RunResult`, a dict or a DataFrame row) for `metric`.
+
+        Args:
+            run: has run_s, run_s_min, run_s_max and, optionally, repeats.
+            metric: "run_s" or "time_to_solution_s", or "per_iter_ms" (the same range
+                scaled to one iteration).
+        """
+        median, low, high = (float(_field(run, name)) for name in ("run_s", "run_s_min", "run_s_max"))
+        repeats = _field(run, "repeats")
+        # Rows without a repeat count (e.g. hand-made frames): a range that spans something is one.
+        repeats = int(repeats) if repeats is not None and repeats == repeats else 2 if high > low else 1
+        if metric in ("run_s", "time_to_solution_s"):  # the latter is run_s, for a run that stopped at tol
+            return cls(median, low, high, repeats)
+        if metric != "per_iter_ms":
+            raise ValueError(f"only run_s, time_to_solution_s and per_iter_ms have a spread; got {metric!r}")
+        scale = float(_field(run, "per_iter_ms")) / median if median > 0 else math.nan
+        return cls(median * scale, low * scale, high * scale, repeats)
+
+    @classmethod
+    def pooled(cls, spreads: Iterable[Spread]) -> Spread:
+        """Several runs of one thing as one spread: the median of their medians, the widest range."""
+        spreads = list(spreads)
+        if not spreads:
+            raise ValueError("no spreads to pool")
+        return cls(statistics.median(s.median for s in spreads), min(s.low for s in spreads),
+                   max(s.high for s in spreads), sum(s.repeats for s in spreads))
+
+    @property
+    def known(self) -> bool:
+        """Whether there is a range to judge noise by (at least two timings)."""
+        return self.repeats >= 2 and all(math.isfinite(v) for v in (self.low, self.high))
+
+    def range_label(self, unit: str) -> str:
+        """The fastest to the slowest repeat, "0.21–0.24 ms", or "1 repeat" without a range."""
+        return f"{self.low:.3g}–{self.high:.3g} {unit}" if self.known else "1 repeat"
+
+    def overlaps(self, other: Spread) -> bool:
+        """Whether the two ranges share a value: a difference between them is within noise."""
+        return self.low <= other.high and other.low <= self.high
+
+
+@dataclasses.dataclass(frozen=True)
+class Ratio:
+    """How many times faster one timing is than a baseline, with its range.
+
+    Attributes:
+        value: baseline median / median.
+        low, high: the ratio's range from the repeats' extremes.
+        significant: False when the ranges overlap (within run-to-run noise), None when
+            either spread is unknown (a single repeat).
+    """
+
+    value: float
+    low: float
+    high: float
+    significant: bool | None
+
+    @property
+    def span(self) -> str:
+        """The range alone: "×21–×26"."""
+        return f"{times(self.low, short=True)}–{times(self.high, short=True)}"
+
+    @property
+    def label(self) -> str:
+        """"×23.5 (×21–×26)", "no significant difference (×0.97–×1.1)" or "×23.5 (1 repeat: no range)"."""
+        if not math.isfinite(self.value):
+            return "n/a"
+        if self.significant is None:
+            return f"{times(self.value)} (1 repeat: no range)"
+        if not self.significant:
+            return f"{NOT_SIGNIFICANT} ({self.span})"
+        return f"{times(self.value)} ({self.span})"
+
+    @property
+    def brief(self) -> str:
+        """For a chart's narrow margin: "×23.5 (×21–×26)", "within noise" or "×23.5 (1 repeat)"."""
+        if not math.isfinite(self.value):
+            return ""
+        if self.significant is None:
+            return f"{times(self.value)} (1 repeat)"
+        if not self.significant:
+            return WITHIN_NOISE
+        return f"{times(self.value)} ({self.span})"
+
+
+def _field(run: Any, name: str, default: Any = None) -> Any:
+    if hasattr(run, "get"):  # a dict or a pandas row
+        return run.get(name, default)
+    return getattr(run, name, default)
+
+
+def speedup(baseline: Spread, other: Spread) -> Ratio:
+    """How many times faster `other` runs than `baseline` (above 1: faster)."""
+    if not (other.median > 0 and other.low > 0):
+        return Ratio(math.nan, math.nan, math.nan, None)
+    known = baseline.known and other.known
+    return Ratio(value=baseline.median / other.median, low=baseline.low / other.high,
+                 high=baseline.high / other.low, significant=(not baseline.overlaps(other)) if known else None)
+
+
+def ratio(value: Spread, baseline: Spread) -> Ratio:
+    """`value` / `baseline` (below 1: faster than the baseline), with its range."""
+    if not (baseline.median > 0 and baseline.low > 0):
+        return Ratio(math.nan, math.nan, math.nan, None)
+    known = baseline.known and value.known
+    return Ratio(value=value.median / baseline.median, low=value.low / baseline.high,
+                 high=value.high / baseline.low, significant=(not baseline.overlaps(value)) if known else None)
+
+
+def times(value: float, short: bool = False) -> str:
+    """A ratio as "×23.5", "×1.04", "×0.25"; `short` keeps two significant digits ("×21")."""
+    if not math.isfinite(value):
+        return "n/a"
+    if short:
+        return f"×{value:,.0f}" if value >= 10 else f"×{value:.2g}"
+    if value >= 100:
+        return f"×{value:,.0f}"
+    return f"×{value:.1f}" if value >= 10 else f"×{value:.3g}"
+
+
+def value_range(spread: Spread, unit: str, digits: int = 3) -> str:
+    """"3.47 ms (3.41–3.60)", or "3.47 ms (1 repeat)" when there is no range."""
+    main = f"{spread.median:.{digits}g} {unit}".strip()
+    if not spread.known:
+        return f"{main} (1 repeat)"
+    return f"{main} ({spread.low:.{digits}g}–{spread.high:.{digits}g})"

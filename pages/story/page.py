@@ -1,0 +1,119 @@
+"""Story: the tutorial's levels one step at a time, for a talk: one click (or arrow key) per step."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.bench import story
+from core.charts import bars
+from core.inspect import pitfalls
+from core.run import spread
+from core.spec import SpecError
+from pages.story import keys
+from pages.ui import display, resources, running, settings, state
+from pages.ui.text import md
+
+STEP = "story_step"
+PENDING = "story_pending"  # a step reached by Next that has not run yet: run it on arrival
+
+st.title("The tutorial, step by step", anchor=False)
+st.caption("The seed tutorial's levels one at a time, then this project's faster ones, on the sidebar's problem. "
+           "Every step runs one algorithm for the sidebar's iterations (the tutorial's optimizer when the sidebar's "
+           "cannot run every level), so the bars compare compilation alone. "
+           "**Next** (or →, Page Down) adds a step; **Previous** (←, Page Up) goes back.")
+
+steps = story.STEPS
+state.default(STEP, 0)
+st.session_state[STEP] = min(max(int(st.session_state[STEP]), 0), len(steps) - 1)
+
+
+def move(delta: int) -> None:
+    st.session_state[STEP] = min(max(st.session_state[STEP] + delta, 0), len(steps) - 1)
+    st.session_state[PENDING] = delta > 0
+
+
+problem = settings.current()
+try:
+    specs = story.specs(problem.fit_spec("eager"))
+except SpecError as exc:
+    st.error(md(exc), icon=":material/error:")
+    st.stop()
+st.caption(settings.spec_summary(specs[0]))
+store = resources.store_or_stop()
+
+
+def stored_runs() -> list:
+    found = (store.find_by_spec_key(spec.key, limit=1, interrupted=False) for spec in specs)
+    return [runs[0] if runs else None for runs in found]
+
+
+runs = stored_runs()
+current = st.session_state[STEP]
+previous, following, warm = st.columns([1, 1, 2], vertical_alignment="center")
+previous.button("Previous", key="story_prev", icon=":material/arrow_back:", on_click=move, args=(-1,),
+                disabled=current == 0, width="stretch")
+following.button("Next", key="story_next", icon=":material/arrow_forward:", on_click=move, args=(1,),
+                 type="primary", disabled=current == len(steps) - 1, width="stretch")
+missing = [spec for spec, run in zip(specs, runs) if run is None]
+warm_up = warm.button(f"Warm up: run the {len(missing)} missing step{'s' * (len(missing) != 1)}" if missing
+                      else "Warmed up: every step is stored", key="story_warm", icon=":material/local_fire_department:",
+                      disabled=not missing, width="stretch",
+                      help="before the talk: runs every step not yet in the store, so that each click shows a "
+                           "stored run at once")
+keys.bind({"ArrowRight": "story_next", "PageDown": "story_next", "ArrowLeft": "story_prev", "PageUp": "story_prev"})
+
+arrived_by_next = st.session_state.pop(PENDING, False)
+if warm_up:
+    todo = [index for index, run in enumerate(runs) if run is None]
+else:  # a step reached with Next runs on arrival; one reached by a link waits for a click
+    todo = [current] if arrived_by_next and runs[current] is None else []
+if todo:
+    _, error = running.run_specs([specs[i] for i in todo], counts=problem.counts,
+                                 labels=[story.step_label(i, steps[i]) for i in todo],
+                                 title="Warming up" if warm_up else f"Step {current + 1}")
+    if error:
+        st.error(error, icon=":material/error:")
+        runs = stored_runs()
+    else:  # redraw, so that the buttons count what is left to run
+        st.session_state["story_flash"] = f"{len(todo)} step{'s' * (len(todo) != 1)} run and stored."
+        st.rerun()
+running.show_cancelled()
+if flash := st.session_state.pop("story_flash", None):
+    st.toast(flash, icon=":material/check_circle:")
+
+step, run = steps[current], runs[current]
+outcome = story.outcomes(runs)[current]
+words, number = st.columns([3, 2])
+with words:
+    st.subheader(f"Step {current + 1} of {len(steps)}: {step.title}", anchor=False)
+    st.caption(f"{step.origin} · strategy `{step.strategy}`")
+    st.markdown(step.fixes)
+    for key in step.pitfalls:
+        st.markdown(f":material/bug_report: **{pitfalls.TITLES[key]}.** {pitfalls.SUMMARIES[key]}")
+    if step.pitfalls:
+        st.page_link("pages/under_the_hood/page.py", label="Run the pitfalls live: Under the hood",
+                     icon=":material/bug_report:")
+with number:
+    if run is None:
+        st.info("This step has not run with these settings yet: press **Next** from the step before, or "
+                "**Warm up**.", icon=":material/hourglass_empty:")
+    elif outcome.since_start is None:
+        st.warning(f"{step.strategy} {run.status}: {md(run.error or 'no timing')}", icon=":material/warning:")
+    else:
+        ratio = outcome.since_start
+        big = spread.times(ratio.value) if current == 0 or ratio.significant is not False else spread.WITHIN_NOISE
+        st.html(f'<p class="story-speedup">{big}</p>')
+        st.html(f'<p class="story-range">{"the starting point" if current == 0 else ratio.span + " since step 1"}'
+                "</p>")
+        if current > 0 and outcome.over_previous is not None:
+            st.caption(f"Over step {current}: {outcome.over_previous.label}.")
+        st.caption(f"One fit: {spread.value_range(spread.Spread.of_run(run), 's')}; compile "
+                   f"{run.trace_lower_s + run.compile_s:.2f} s ({run.cache}), paid once.")
+
+rows = pd.DataFrame(story.chart_rows(runs, current))
+done = [r for r in runs if r is not None and r.status == "ok"]
+seconds = (min(r.run_s_min for r in done), max(r.run_s_max for r in done)) if done else None
+display.chart(bars.story_bars(rows, [story.step_label(i, s) for i, s in enumerate(steps)], seconds),
+              "Seconds for one whole fit once compiled (median of the repeats; whisker: fastest to slowest), "
+              "with the speed-up since step 1. Log scale: equal distances are equal ratios.", legend=None)

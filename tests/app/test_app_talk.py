@@ -1,0 +1,150 @@
+"""What a talk and a shared server need, under Streamlit's AppTest: the story page, compiling
+from scratch, links that carry a view, Compare's like-with-like defaults, who may delete.
+
+The store fixture (conftest.py) gives each test a fresh store and JAX cache; the helpers are
+test_app's; fits are tiny.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+from test_app import CHART, fake_run, open_app, tiny_problem
+
+from core.bench import story
+from pages.ui import settings
+from pages.ui.text import plain
+
+
+def _chart_text(at) -> str:
+    """Every chart's data, as text (Streamlit ships the rows apart from the spec, as Arrow)."""
+    frames = [pa.ipc.open_stream(named.data.data).read_all().to_pandas()
+              for chart in at.get(CHART) for named in chart.proto.datasets]
+    return pd.concat(frames, ignore_index=True).to_string() if frames else ""
+
+
+def test_the_story_walks_stored_steps_one_click_at_a_time(store):
+    # The story runs the sidebar's problem its own way (the tutorial's optimizer, no tolerance).
+    specs = story.specs(settings.DEFAULTS.fit_spec("eager"))
+    for index, step in enumerate(story.STEPS[:3]):
+        store.add(fake_run(step.strategy, run_s=[2.0, 0.2, 0.05][index], spec=specs[index]))
+    at = open_app("pages/story/page.py")
+    assert not at.error and at.subheader[0].value.startswith("Step 1 of")
+    assert [b.key for b in at.button] == ["story_prev", "story_next", "story_warm"]
+    assert at.button(key="story_prev").disabled
+    at.button(key="story_next").click().run()
+    at.button(key="story_next").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.subheader[0].value == "Step 3 of 7: The whole loop in lax.scan"
+    assert at.session_state["story_step"] == 2
+    # The big number is the speed-up since step 1 (2.0 s / 0.05 s), on a chart of three bars.
+    assert any(">×40.0<" in html.proto.body for html in at.get("html"))
+    assert "2 · jit each function" in _chart_text(at) and len(store.list()) == 3  # stored: nothing ran
+    assert any("ArrowRight" in html.proto.body for html in at.get("html"))  # the keys are bound
+
+
+def test_warming_up_runs_every_missing_step_once(store):
+    at = tiny_problem(open_app(), strategies=("scan",))
+    at.switch_page("pages/story/page.py").run()
+    assert at.button(key="story_warm").label == f"Warm up: run the {len(story.STEPS)} missing steps"
+    at.button(key="story_warm").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert sorted(r.strategy for r in store.list()) == sorted(s.strategy for s in story.STEPS)
+    assert at.button(key="story_warm").disabled and at.button(key="story_warm").label.startswith("Warmed up")
+    at.button(key="story_next").click().run()
+    assert len(store.list()) == len(story.STEPS)  # the next step was stored: shown, not run
+
+
+def test_compiling_from_scratch_on_the_run_page_and_the_cold_compile_beside_a_cached_run(store):
+    at = tiny_problem(open_app(), strategies=("scan",))
+    at.button(key="run_go").click().run()
+    first = store.list()[0]
+    assert first.cache in ("compiled", "disk") and first.from_scratch == 0
+    at.toggle(key="run_cold").set_value(True).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    cold = store.list()[0]
+    assert cold.cache == "compiled" and cold.from_scratch == 1 and cold.compile_s > 0
+    at.toggle(key="run_cold").set_value(False).run()
+    at.button(key="run_go").click().run()
+    warm = store.list()[0]
+    assert warm.cache == "memory"  # the cold run left its executable in the server's cache
+    assert f"scan: cold compile #{cold.id}" in _chart_text(at)
+    assert any(m.label == "Longest compile" and "from scratch" in m.proto.delta for m in at.metric)
+
+
+def test_a_link_sets_the_view_and_the_view_writes_the_link(store):
+    at = AppTestWithLink({"strategies": "scan,jit_step,not_a_strategy", "iterations": "12", "precision": "float64",
+                          "dataset": "simulated", "n": "not a number", "repeats": "0"})
+    assert sorted(at.pills(key="run_strategies").value) == ["jit_step", "scan"]
+    assert at.sidebar.number_input(key="sb_iterations").value == 12
+    assert at.sidebar.radio(key="sb_precision").value == "float64"
+    # A value that does not parse, or is out of range, leaves the default.
+    assert at.sidebar.number_input(key="sb_sim_n").value == 1000
+    assert at.sidebar.number_input(key="sb_repeats").value == 3
+    at.sidebar.number_input(key="sb_iterations").set_value(40).run()
+    assert at.query_params["iterations"] == "40" and at.query_params["precision"] == "float64"
+    assert "repeats" not in at.query_params  # defaults stay out of the address
+
+
+def AppTestWithLink(params: dict[str, str]):
+    from streamlit.testing.v1 import AppTest
+
+    from project import APP
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
+    for strategy, replicate, run_s in (("eager", 1, 2.0), ("scan", 1, 0.05), ("eager", 100, 200.0),
+                                       ("scan", 100, 5.0)):
+        store.add(fake_run(strategy, replicate, run_s=run_s))
+    at = open_app("pages/compare/page.py")
+    newest_eager = [r for r in store.list() if r.strategy == "eager" and r.n == 11600][0]
+    assert at.selectbox(key="cmp_baseline").value == newest_eager.id
+    assert at.multiselect(key="cmp_group").value == ["dataset", "strategy"]
+    assert any("2 runs of other problem sizes left out" in c.value for c in at.caption)
+    assert any(f"relative to run #{newest_eager.id}" in plain(m.value) for m in at.markdown)
+    # Grouped by size first: never x100 runs beside x1 runs in one group.
+    assert "oaks x1 · scan" in _chart_text(at) and "oaks x100 · scan" in _chart_text(at)
+
+
+def test_deleting_others_runs_can_be_turned_off_while_own_runs_stay_deletable(store, monkeypatch):
+    monkeypatch.setenv("PLNLAB_ALLOW_DELETE", "0")
+    theirs = fake_run("jit_step")
+    store.add(theirs)
+    at = tiny_problem(open_app(), strategies=("scan",))
+    at.button(key="run_go").click().run()
+    mine = [r for r in store.list() if r.strategy == "scan"][0]
+    at.switch_page("pages/compare/page.py").run()
+    ids = list(at.dataframe[0].value["id"])
+    at.session_state["cmp_table_0"] = {"selection": {"rows": [ids.index(theirs.id)], "columns": [], "cells": []}}
+    at.run()
+    assert "cmp_delete_ask" not in [b.key for b in at.button]
+    assert any("turned off on this server" in c.value for c in at.caption)
+    at.session_state["cmp_table_0"] = {"selection": {"rows": [ids.index(mine.id)], "columns": [], "cells": []}}
+    at.run()
+    at.button(key="cmp_delete_ask").click().run()
+    at.button(key="cmp_delete_yes").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [r.id for r in store.list()] == [theirs.id]
+
+
+def test_a_scaling_sweep_from_scratch_reruns_stored_pairs(store):
+    at = open_app("pages/scaling/page.py")
+    at.session_state["sb_iterations"], at.session_state["sb_repeats"] = 5, 1
+    at.pills(key="scl_strategies").set_value(["scan"])
+    at.pills(key="scl_sizes").set_value([1]).run()
+    at.button(key="scl_go").click().run()
+    assert at.button(key="scl_go").disabled  # every pair stored
+    at.toggle(key="scl_cold").set_value(True).run()
+    assert not at.button(key="scl_go").disabled and at.button(key="scl_go").label == "Run sweep: 1 run"
+    at.button(key="scl_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = store.list()
+    assert [r.from_scratch for r in runs] == [1, 0] and runs[0].cache == "compiled"

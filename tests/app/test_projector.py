@@ -1,0 +1,173 @@
+"""The dashboard on a projector and a shared server, in a real chromium at 1024x768 with the
+sidebar open: after a run, no page cuts a metric, button, chart title, legend or equation;
+no page logs a console error, fails a request or asks anything of another machine; a copied
+link opens the same view in a new browser; the story's arrow keys move it.
+
+One served app for the module; the run is tiny (simulated 60 x 6, 20 iterations, 2 repeats),
+set through a link, which is itself what a link must carry.
+"""
+
+import os
+import re
+import time
+
+import pytest
+
+from served_app import CHARTS_DRAWN, CHROMIUM, PAGES, TRUNCATED_TEXT_JS, launch_browser, served_app, wait_painted
+
+pytestmark = pytest.mark.browser
+
+if not os.path.exists(CHROMIUM):
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+PROJECTOR = {"width": 1024, "height": 768}
+RUN_TIMEOUT_MS = 240_000
+# The tutorial's optimizer, to no tolerance: the story's first three steps, as the Run page runs them.
+TINY = ("dataset=simulated&n=60&p=6&iterations=20&repeats=2&optimizer=seed&init=seed&tol=0"
+        "&strategies=eager,jit_per_function,scan")
+# Charts each page draws once the tiny run is stored (Under the hood and About draw none).
+CHARTS = {"Run": 4, "Story": 1, "Compare": 3, "Scaling": 0, "Under the hood": 0, "About": 0}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    scratch = tmp_path_factory.mktemp("projector")
+    env = {"PLNLAB_DB": str(scratch / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(scratch / "jax"),
+           "PLNLAB_QUEUE_DIR": str(scratch / "queue")}
+    with served_app(env) as (base, _):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        yield browser
+        browser.close()
+
+
+class Watched:
+    """A page whose console errors, failed requests and requests to other hosts are noted."""
+
+    def __init__(self, context, base: str) -> None:
+        self.page = context.new_page()
+        self.problems: list[str] = []
+        self.page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
+                     if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("requestfailed", lambda r: self.problems.append(f"failed request: {r.url} {r.failure}"))
+        self.page.on("response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}")
+                     if r.status >= 400 else None)
+        self.page.on("request", lambda r: self.problems.append(f"request off the machine: {r.url}")
+                     if not r.url.startswith((base, "data:", "blob:", "about:")) else None)
+
+
+def _open(page, title: str) -> None:
+    page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
+    page.wait_for_url(re.compile(rf"/{PAGES[title]}(\?|$)"))
+    wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)
+
+
+def _view(page, settle_s: float = 20.0) -> list[str]:
+    """What a page shows once it stops changing: its main column's text and every chart's
+    text, in order (charts draw after the script has finished)."""
+    def read() -> list[str]:
+        main = page.locator("[data-testid='stMain']").inner_text()
+        charts = page.evaluate("() => [...document.querySelectorAll('.vega-embed svg text')].map(t => t.textContent)")
+        return [line for line in main.splitlines() if line.strip()] + charts
+
+    seen, deadline = read(), time.monotonic() + settle_s
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        again = read()
+        if again == seen:
+            return again
+        seen = again
+    return seen
+
+
+@pytest.fixture(scope="module")
+def after_a_run(app, browser):
+    """A session at 1024x768 that has run the tiny problem from a link."""
+    context = browser.new_context(viewport=PROJECTOR)
+    watched = Watched(context, app)
+    page = watched.page
+    page.goto(f"{app}/?{TINY}")
+    wait_painted(page)
+    assert page.locator("[data-testid='stSidebar']").bounding_box()["width"] > 250  # open, as on a projector
+    page.get_by_role("button", name=re.compile(r"^Run 3 strategies")).click()
+    page.wait_for_function(CHARTS_DRAWN, arg=4, timeout=RUN_TIMEOUT_MS)
+    wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)
+    yield watched
+    context.close()
+
+
+def test_no_page_cuts_text_at_1024_with_the_sidebar_open_or_logs_an_error(after_a_run):
+    page, cut = after_a_run.page, {}
+    for title in PAGES:
+        _open(page, title)
+        if CHARTS[title]:
+            page.wait_for_function(CHARTS_DRAWN, arg=CHARTS[title], timeout=60_000)
+        time.sleep(0.5)  # Vega lays text out after the SVG is attached
+        assert page.locator("[data-testid='stException']").count() == 0, title
+        found = page.evaluate(TRUNCATED_TEXT_JS)
+        if found:
+            cut[title] = found
+    assert not cut, cut
+    assert not after_a_run.problems, after_a_run.problems
+    # The shared server's files are its own business.
+    assert "runs.sqlite3" not in page.locator("[data-testid='stSidebar']").inner_text()
+
+
+def test_a_copied_link_shows_the_same_view_in_a_new_browser(app, browser, after_a_run):
+    page = after_a_run.page
+    _open(page, "Compare")
+    page.get_by_role("combobox", name=re.compile("Strategy")).click()
+    page.get_by_role("option", name="scan", exact=True).click()
+    page.keyboard.press("Escape")
+    wait_painted(page)
+    page.get_by_text(re.compile(r"\b1 of \d+ runs shown")).wait_for(timeout=30_000)
+    page.get_by_role("combobox", name=re.compile("Timing")).first.click()
+    page.keyboard.type("steady-state")  # the list filters as one types
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile("timing=run_s"))
+    wait_painted(page)
+    page.wait_for_function(CHARTS_DRAWN, arg=3, timeout=60_000)
+    link = page.url
+    assert "strategy=scan" in link and "timing=run_s" in link and "dataset=simulated" in link
+    mine = _view(page)
+
+    fresh = browser.new_context(viewport=PROJECTOR)
+    other = Watched(fresh, app)
+    other.page.goto(link)
+    wait_painted(other.page)
+    other.page.wait_for_function(CHARTS_DRAWN, arg=3, timeout=60_000)
+    assert _view(other.page) == mine
+    assert other.page.url == link
+    # Opened at /compare, Streamlit's frontend first looks for its server under that path
+    # (/compare/_stcore/health, .../host-config: 404) before the root: its own probing, the
+    # same for any page's address, not a resource that failed.
+    probing = re.compile(r"/compare/_stcore/(health|host-config)|status of 404")
+    assert not [p for p in other.problems if not probing.search(p)], other.problems
+    fresh.close()
+
+
+def test_the_story_moves_with_the_arrow_keys(after_a_run):
+    page = after_a_run.page
+    _open(page, "Story")
+    page.get_by_text(re.compile(r"Step 1 of \d+")).wait_for()
+    page.keyboard.press("ArrowRight")
+    page.get_by_text(re.compile(r"Step 2 of \d+: jit each function")).wait_for(timeout=60_000)
+    page.keyboard.press("ArrowRight")
+    page.get_by_text(re.compile(r"Step 3 of \d+")).wait_for(timeout=60_000)
+    wait_painted(page)
+    page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=60_000)
+    # The run's three strategies are the story's first three steps: stored, nothing ran.
+    assert "step=2" in page.url and page.locator(".story-speedup").inner_text().startswith(("×", "within"))
+    page.keyboard.press("ArrowLeft")
+    page.get_by_text(re.compile(r"Step 2 of \d+")).wait_for(timeout=60_000)
+    assert not after_a_run.problems, after_a_run.problems

@@ -1,0 +1,34 @@
+"""Compare's defaults: like with like, a baseline of the same size."""
+
+import pandas as pd
+
+from core.bench import comparison
+
+
+def _frame(rows):
+    keys = ("id", "strategy", "dataset", "n", "status", "per_iter_ms", "created_at")
+    return pd.DataFrame([dict(zip(keys, row), p=114) for row in rows])
+
+
+RUNS = _frame([
+    (1, "eager", "oaks x1", 116, "ok", 16.0, 1.0),
+    (2, "scan", "oaks x1", 116, "ok", 0.3, 2.0),
+    (3, "eager", "oaks x100", 11600, "ok", 900.0, 3.0),
+    (4, "scan", "oaks x100", 11600, "ok", 20.0, 4.0),
+    (5, "jit_step", "oaks x100", 11600, "diverged", 5000.0, 5.0),
+])
+
+
+def test_the_default_baseline_is_eager_of_the_newest_runs_problem():
+    assert comparison.default_baseline(RUNS) == 3
+    assert comparison.default_baseline(RUNS[RUNS["id"] <= 2]) == 1
+    # No eager of that size: its slowest finished run, never a diverged one.
+    assert comparison.default_baseline(RUNS[RUNS["id"] != 3]) == 4
+    assert comparison.default_baseline(RUNS.iloc[:0]) is None
+
+
+def test_only_runs_of_the_baselines_size_are_divided_by_it():
+    assert list(RUNS.loc[comparison.same_problem(RUNS, 1), "id"]) == [1, 2]
+    assert list(RUNS.loc[comparison.same_problem(RUNS, 4), "id"]) == [3, 4, 5]
+    assert not comparison.same_problem(RUNS, 99).any()
+    assert comparison.DEFAULT_GROUPS[0] == "dataset"

@@ -1,0 +1,85 @@
+"""The story: its steps are data, each names a real runnable and pitfall, and speed-ups add up with their ranges."""
+
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from core.bench import story
+from core.charts import bars
+from core.inspect import pitfalls
+from core.run import catalog
+from core.spec import FitSpec, OptimizerSpec
+
+from fake_runs import make_run
+
+
+def test_steps_start_with_the_tutorial_levels_and_name_what_exists():
+    assert [s.strategy for s in story.STEPS[:5]] == [
+        "eager", "jit_per_function", "scan", "scan_namedtuple", "scan_pytree_class"]
+    known_pitfalls = {p.key for p in pitfalls.catalogue()}
+    for step in story.STEPS:
+        catalog.get(step.strategy)
+        assert set(step.pitfalls) <= known_pitfalls and step.fixes and step.title
+    assert "pytree_class" in story.STEPS[4].pitfalls
+
+
+def test_a_step_runs_the_problem_its_own_way():
+    problem = FitSpec(iterations=77, precision="float64")
+    step = story.Step("while_loop", "stop when converged", "this project", "…", changes=(("tol", 1e-4),))
+    spec = step.spec(problem)
+    assert (spec.strategy, spec.iterations, spec.precision, spec.tol) == ("while_loop", 77, "float64", 1e-4)
+    assert [s.strategy for s in story.specs(problem)] == [s.strategy for s in story.STEPS]
+    # Appending a step is all it takes: the list is plain data.
+    longer = [*story.STEPS, step]
+    assert story.specs(problem, longer)[-1] == spec
+
+
+def test_every_step_runs_one_algorithm_for_the_same_iterations():
+    # The sidebar's default converges with a profiled optimizer that jit_per_function and
+    # scan_analytic cannot run: the story runs the tutorial's optimizer instead, to no tolerance.
+    profiled = FitSpec(optimizer=OptimizerSpec("preconditioned_lbfgs"), init="log_rates", tol=1e-7)
+    specs = story.specs(profiled)
+    assert {(s.optimizer.name, s.init, s.tol, s.iterations) for s in specs} == {("seed", "seed", 0.0, 150)}
+    adam = story.specs(FitSpec(optimizer=OptimizerSpec("adam", 0.05), tol=1e-6))
+    assert {(s.optimizer, s.tol) for s in adam} == {(OptimizerSpec("adam", 0.05), 0.0)}
+
+
+def test_speedups_accumulate_from_the_first_step_with_their_ranges():
+    eager = make_run("eager", run_s=2.0, run_s_min=1.9, run_s_max=2.1)
+    jitted = make_run("jit_per_function", run_s=0.2, run_s_min=0.19, run_s_max=0.21)
+    scan = make_run("scan", run_s=0.1, run_s_min=0.095, run_s_max=0.105)
+    named = make_run("scan_namedtuple", run_s=0.101, run_s_min=0.096, run_s_max=0.106)
+    found = story.outcomes([eager, jitted, scan, named, None])
+    assert found[0].over_previous is None and found[0].since_start.significant is False  # itself
+    assert found[2].since_start.value == pytest.approx(20.0)
+    assert found[2].since_start.low == pytest.approx(1.9 / 0.105)
+    assert found[2].over_previous.value == pytest.approx(2.0)
+    # A NamedTuple compiles to the same program: the step is noise, not a speed-up.
+    assert found[3].over_previous.significant is False
+    assert found[4] == story.Outcome(None, None)
+
+
+def test_a_diverged_step_counts_as_not_run():
+    found = story.outcomes([make_run("eager", run_s=2.0), make_run("scan", status="diverged")])
+    assert found[1].since_start is None
+
+
+def test_the_chart_grows_one_bar_per_step_on_fixed_axes():
+    runs = [make_run("eager", run_s=2.0, run_s_min=1.9, run_s_max=2.1, id=1),
+            make_run("jit_per_function", run_s=0.2, run_s_min=0.19, run_s_max=0.21, id=2),
+            make_run("scan", run_s=0.1, run_s_min=0.095, run_s_max=0.105, id=3)]
+    labels = [story.step_label(i, s) for i, s in enumerate(story.STEPS)]
+    first, second = (pd.DataFrame(story.chart_rows(runs, shown)) for shown in (0, 1))
+    assert len(first) == 1 and len(second) == 2
+    assert list(second["speedup"]) == ["start", "×10.0 (×9–×11)"]
+    specs = [bars.story_bars(rows, labels, seconds=(0.095, 2.1)).to_dict() for rows in (first, second)]
+    axes = [(s["layer"][0]["encoding"]["y"]["scale"]["domain"], s["layer"][0]["encoding"]["x"]["scale"]["domain"])
+            for s in specs]
+    assert axes[0] == axes[1] and axes[0][0] == labels  # nothing moves as bars are added
+    assert bars.story_bars(first.iloc[:0], labels).to_dict()["mark"]["type"] == "text"
+
+
+def test_steps_are_frozen_records():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        story.STEPS[0].strategy = "scan"

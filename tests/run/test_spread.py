@@ -1,0 +1,66 @@
+"""Spread arithmetic: speed-ups carry the range of their repeats, and overlapping ranges are noise."""
+
+import math
+
+import pytest
+
+from core.run.spread import NOT_SIGNIFICANT, Spread, ratio, speedup, times, value_range
+
+
+def test_a_speedup_spans_the_extremes_of_both_ranges():
+    eager, scan = Spread(2.35, 2.10, 2.60, 3), Spread(0.10, 0.098, 0.102, 3)
+    found = speedup(eager, scan)
+    assert found.value == pytest.approx(23.5)
+    assert found.low == pytest.approx(2.10 / 0.102) and found.high == pytest.approx(2.60 / 0.098)
+    assert found.significant is True
+    assert found.label == "×23.5 (×21–×27)"
+
+
+def test_overlapping_ranges_are_labelled_as_noise_not_as_a_speedup():
+    first, second = Spread(0.100, 0.095, 0.110, 5), Spread(0.104, 0.099, 0.112, 5)
+    found = speedup(first, second)
+    assert found.significant is False
+    assert found.label.startswith(NOT_SIGNIFICANT) and "×0.96" not in found.label.split("(")[0]
+    # Ranges that only touch still overlap: the difference could be nothing at all.
+    assert Spread(1.0, 0.9, 1.0).overlaps(Spread(1.1, 1.0, 1.2))
+    assert not Spread(1.0, 0.9, 0.99).overlaps(Spread(1.1, 1.0, 1.2))
+
+
+def test_a_single_repeat_has_no_range_to_judge_by():
+    found = speedup(Spread(2.0, 2.0, 2.0, 1), Spread(0.5, 0.4, 0.6, 3))
+    assert found.significant is None and found.value == 4.0
+    assert found.label == "×4 (1 repeat: no range)"
+    assert value_range(Spread(3.0, 3.0, 3.0, 1), "ms") == "3 ms (1 repeat)"
+
+
+def test_a_ratio_to_a_baseline_is_the_inverse_of_a_speedup():
+    baseline, faster = Spread(1.0, 0.9, 1.1), Spread(0.25, 0.24, 0.26)
+    assert ratio(faster, baseline).value == pytest.approx(1 / speedup(baseline, faster).value)
+    assert ratio(faster, baseline).low == pytest.approx(0.24 / 1.1)
+    assert ratio(faster, baseline).high == pytest.approx(0.26 / 0.9)
+
+
+def test_per_iteration_spread_scales_the_run_range_and_pooling_widens_it():
+    row = {"run_s": 0.3, "run_s_min": 0.27, "run_s_max": 0.36, "per_iter_ms": 2.0, "repeats": 3}
+    per_iter = Spread.of_run(row, "per_iter_ms")
+    assert (per_iter.median, per_iter.low, per_iter.high) == pytest.approx((2.0, 1.8, 2.4))
+    pooled = Spread.pooled([Spread(1.0, 0.9, 1.2, 3), Spread(1.4, 1.3, 1.5, 3), Spread(1.1, 1.0, 1.3, 3)])
+    assert (pooled.median, pooled.low, pooled.high, pooled.repeats) == (1.1, 0.9, 1.5, 9)
+    with pytest.raises(ValueError):
+        Spread.of_run(row, "compile_s")  # measured once: there is no range
+
+
+def test_rows_without_a_repeat_count_infer_one_from_their_range():
+    assert Spread.of_run({"run_s": 1.0, "run_s_min": 0.9, "run_s_max": 1.1}).known
+    assert not Spread.of_run({"run_s": 1.0, "run_s_min": 1.0, "run_s_max": 1.0}).known
+
+
+def test_a_zero_or_missing_timing_gives_no_ratio_rather_than_an_error():
+    assert math.isnan(speedup(Spread(1.0, 1.0, 1.0), Spread(0.0, 0.0, 0.0)).value)
+    assert speedup(Spread(1.0, 1.0, 1.0), Spread(0.0, 0.0, 0.0)).label == "n/a"
+
+
+def test_times_formats_for_a_projector():
+    assert [times(v) for v in (250.0, 23.54, 4.0, 1.044, 0.25)] == ["×250", "×23.5", "×4", "×1.04", "×0.25"]
+    assert [times(v, short=True) for v in (26.4, 1.1, 0.97)] == ["×26", "×1.1", "×0.97"]
+    assert value_range(Spread(3.474, 3.41, 3.6, 3), "ms") == "3.47 ms (3.41–3.6)"

@@ -1,0 +1,29 @@
+"""The cold compile shown beside a cached run: same spec, same environment, the newest."""
+
+
+from core.store import cold_compiles
+from core.store.run_store import RunStore
+
+from fake_runs import make_run
+
+
+def test_a_cached_run_finds_the_newest_compile_of_its_problem_in_its_environment(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    older = make_run(created_at=100.0, compile_s=0.8)
+    newer = make_run(created_at=200.0, compile_s=0.9)
+    elsewhere = make_run(created_at=300.0, host="another-host")
+    other_jax = make_run(created_at=310.0, versions={**older.versions, "jax": "0.5.0"})
+    other_problem = make_run(created_at=320.0, iterations=6)
+    diverged = make_run(created_at=330.0, status="diverged")
+    for run in (older, newer, elsewhere, other_jax, other_problem, diverged):
+        store.add(run)
+    cached = make_run(created_at=400.0, cache="disk", compile_s=0.01, compile_count=0)
+    store.add(cached)
+    assert cold_compiles.latest_for(store, cached).id == newer.id
+    assert [run.id for run in cold_compiles.latest_for_each(store, [cached, newer])] == [newer.id]
+    # A run that compiled itself needs no stand-in; nor does one that compiles nothing.
+    assert cold_compiles.latest_for(store, newer) is None
+    assert cold_compiles.latest_for(store, make_run(strategy="eager", cache="none")) is None
+    # Nothing compiled in this environment: nothing to show, rather than a stranger's compile.
+    lonely = make_run(created_at=500.0, cache="memory", host="a-third-host")
+    assert cold_compiles.latest_for(store, lonely) is None
