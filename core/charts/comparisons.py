@@ -103,8 +103,11 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
     """
     title = f"{label(metric)} relative to run #{baseline_id}"
     base = runs[runs["id"] == baseline_id]
-    if base.empty or not not_diverged(base).all() or not base[metric].iloc[0] > 0:
+    if base.empty or not not_diverged(base).all():
         return note_chart(f"Pin a finished, non-diverged run (#{baseline_id} is not one).", title)
+    if not float(base[metric].astype(float).iloc[0]) > 0:  # e.g. no time to solution: it ran a fixed number of iterations
+        return note_chart(f"Run #{baseline_id} has no {_without_unit(metric)}: pick another timing or baseline.",
+                          title)
     df = with_spread(run_labels(runs), metric)
     pinned = df[df["id"] == baseline_id].iloc[0]
 
@@ -142,14 +145,19 @@ def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerC
     df = reached.assign(label=reached.get("label", "#" + reached["id"].astype(str) + " " + reached["strategy"]
                                           + " · " + reached["optimizer"]))
     df = df.assign(_r=strategy_rank(df["strategy"])).sort_values(["_r", "id"]).drop(columns="_r")
-    floor = df["seconds_to"].min() / 2 if df["seconds_to"].notna().any() else 1e-3
+    seconds = df["seconds_to"].astype(float)
+    known = seconds.notna().any()
+    floor = seconds.min() / 2 if known else 1e-3
+    high = seconds.max() * 3 if known else 1.0  # room for the labels right of the longest bar
+    df["floor"] = floor  # a log axis has no zero: bars start at its left end
     df["text"] = df["iterations_to"].map(lambda k: f"{int(k):,} it" if k == k and k is not None else "not within")
-    df["text_x"] = df["seconds_to"].fillna(floor)
+    df["text_x"] = seconds.fillna(floor)
     y = alt.Y("label:N", sort=list(df["label"]), title=None)
+    x = alt.X("seconds_to:Q", title="seconds (log scale)",
+              scale=alt.Scale(type="log", domain=[floor, high], nice=False))
     tips = ["label:N", alt.Tooltip("iterations_to:Q", title="iterations"),
             alt.Tooltip("seconds_to:Q", format=".4g", title="seconds (estimated)")]
-    bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X("seconds_to:Q", scale=alt.Scale(type="log"), title="seconds (log scale)"), y=y,
-        color=color_by_strategy(df, legend=False), tooltip=tips)
-    text = alt.Chart(df).mark_text(align="left", dx=4, fontSize=14).encode(x="text_x:Q", y=y, text="text:N")
+    bars = alt.Chart(df).mark_bar().encode(x=x, x2="floor:Q", y=y, color=color_by_strategy(df, legend=False),
+                                           tooltip=tips)
+    text = alt.Chart(df).mark_text(align="left", dx=4).encode(x=alt.X("text_x:Q"), y=y, text="text:N")
     return alt.layer(bars, text, title=title).properties(height=alt.Step(28))

@@ -151,7 +151,9 @@ with by_time:
 st.header("Grouped timings")
 state.default("cmp_group", list(comparison.DEFAULT_GROUPS))
 # Time to solution heads the list where runs have one (they stopped at a tolerance).
-state.default("cmp_metric", "time_to_solution_s" if picked["time_to_solution_s"].notna().any() else "per_iter_ms")
+solved = picked["time_to_solution_s"].notna().any()
+state.default("cmp_metric", "time_to_solution_s" if solved else "per_iter_ms")
+state.default("cmp_metric_ratio", "time_to_solution_s" if solved else "run_s")
 # A link may name columns or timings this version does not offer: keep the ones it does.
 if [g for g in st.session_state["cmp_group"] if g in GROUPS] != st.session_state["cmp_group"]:
     st.session_state["cmp_group"] = [g for g in st.session_state["cmp_group"] if g in GROUPS]

@@ -314,3 +314,24 @@ def test_agreement():
     assert agreement.spread(pd.Series([-5.0, np.inf])) == 0.0
     assert math.isnan(agreement.spread(pd.Series([np.nan, None], dtype=object)))
     assert math.isnan(agreement.spread(pd.Series([], dtype=float)))
+
+
+def test_reach_bars_start_at_the_log_axis_end_and_list_runs_that_never_came_close():
+    reached = pd.DataFrame({"id": [1, 2, 3], "strategy": ["eager", "scan", "scan"],
+                            "optimizer": ["preconditioned_lbfgs", "preconditioned_lbfgs", "seed"],
+                            "iterations_to": [42, 45, None], "seconds_to": [0.5, 0.01, None]})
+    spec = comparisons.reach_bars(reached, 1e-5).to_dict()
+    bars_layer = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "bar")
+    # A bar on a log axis drawn from 0 is not drawn at all: it starts at the axis' left end.
+    assert bars_layer["encoding"]["x2"]["field"] == "floor"
+    low, high = bars_layer["encoding"]["x"]["scale"]["domain"]
+    assert bars_layer["encoding"]["x"]["scale"]["type"] == "log" and 0 < low < 0.01 and high > 0.5
+    rows = pd.concat(_datasets(spec))
+    assert sorted(rows["text"]) == ["42 it", "45 it", "not within"]
+    assert "No runs" in str(comparisons.reach_bars(reached.iloc[:0], 1e-5).to_dict())
+
+
+def test_a_ratio_to_a_baseline_without_that_timing_says_so():
+    runs = pd.DataFrame([_run(1, "eager", run_s=2.0), _run(2, "scan", run_s=0.5)]).assign(time_to_solution_s=None)
+    note = str(comparisons.ratio_bars(runs, 1, "time_to_solution_s").to_dict())
+    assert "Run #1 has no time to solution" in note
