@@ -15,16 +15,20 @@ Benchmarks print figures; they are not tests.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from core.data.datasets import load_oaks
-from core.fit import model, strategies
-from core.fit.strategies.base import FitState
-from core.run.runtime import configure
-from core.spec import OptimizerSpec
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run as a script
+
+from core.data.datasets import load_oaks  # noqa: E402
+from core.fit import model, strategies  # noqa: E402
+from core.fit.strategies.base import FitState  # noqa: E402
+from core.run.runtime import configure  # noqa: E402
+from core.spec import OptimizerSpec  # noqa: E402
 
 RPROP = OptimizerSpec("rprop", 0.01)
 
