@@ -98,8 +98,12 @@ with number:
     if run is None:
         st.info("This step has not run with these settings yet: press **Next** from the step before, or "
                 "**Warm up**.", icon=":material/hourglass_empty:")
-    elif outcome.since_start is None:
-        st.warning(f"{step.strategy} {run.status}: {md(run.error or 'no timing')}", icon=":material/warning:")
+    elif run.status != "ok":
+        st.warning(f"{step.strategy} {run.status}: {md(run.error or '')}", icon=":material/warning:")
+    elif outcome.since_start is None:  # timed, but step 1 has no finished run to compare with
+        st.info(f"One fit: {spread.value_range(spread.Spread.of_run(run), 's')}. The speed-up since step 1 shows "
+                "once step 1 has run with these settings: **Warm up** runs every missing step.",
+                icon=":material/hourglass_empty:")
     else:
         ratio = outcome.since_start
         big = spread.times(ratio.value) if current == 0 or ratio.significant is not False else spread.WITHIN_NOISE

@@ -43,6 +43,16 @@ def test_the_story_walks_stored_steps_one_click_at_a_time(store):
     assert any("ArrowRight" in html.proto.body for html in at.get("html"))  # the keys are bound
 
 
+def test_a_step_timed_before_step_1_says_what_its_speed_up_waits_for(store):
+    specs = story.specs(settings.DEFAULTS.fit_spec("eager"))
+    store.add(fake_run("scan", run_s=0.05, spec=specs[2]))
+    at = open_app("pages/story/page.py")
+    at.session_state["story_step"] = 2
+    at.run()
+    assert not at.warning and not at.exception
+    assert any("once step 1 has run" in info.value for info in at.info)
+
+
 def test_warming_up_runs_every_missing_step_once(store):
     at = tiny_problem(open_app(), strategies=("scan",))
     at.switch_page("pages/story/page.py").run()
