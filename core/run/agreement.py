@@ -26,8 +26,12 @@ import pandas as pd
 
 # Relative spread of final ELBOs that rounding explains while trajectories follow each other.
 ROUNDING = {"float32": 1e-5, "float64": 1e-9}
-# Relative spread of the final ELBOs of converged runs: one optimum, reported to this accuracy.
-SAME_OPTIMUM = {"float32": 1e-6, "float64": 1e-7}
+# Relative spread of the final ELBOs of converged runs: one optimum, as near as a stop at a
+# relative change of 1e-7 comes to it. What convergence promises (and tests/fit check against
+# an independent long run): within 1e-5 of the optimum in float32, 1e-7 in float64. Two
+# float32 runs that stop a few iterations apart (their stop tests round differently) sit
+# about 1e-6 apart on oaks.
+SAME_OPTIMUM = {"float32": 1e-5, "float64": 1e-7}
 # A run whose last relative ELBO change is under this has come to rest.
 CONVERGED_CHANGE = 1e-7
 # Optimizers that amplify rounding: why, and how far apart their runs drift before they meet

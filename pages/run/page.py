@@ -41,7 +41,8 @@ st.markdown(problem.label)
 if skipped:
     caption, why = problem.refused_note(skipped)
     st.caption(caption, help=why)
-go, note_slot = st.columns([1, 3], vertical_alignment="center")
+# Wide enough for "Run 4 strategies" on one line at 1024 px with the sidebar open.
+go, note_slot = st.columns([2, 3], vertical_alignment="center")
 if not specs:
     st.info("Choose at least one strategy to run." if not skipped else
             "Choose a strategy that runs the sidebar's optimizer, or a gradient optimizer in the sidebar.",
@@ -66,7 +67,8 @@ with note_slot:
                      help="skip the in-memory and on-disk compilation caches for this run, so the compile "
                           "time is measured again; the new executables are cached afterwards")
     if not missing:
-        st.caption("These exact settings are in the store: showing the stored runs. **Run again** re-times them.")
+        st.caption("Shown below: the stored runs of these settings, just run or from before. **Run again** "
+                   "re-times them.")
     elif stored:
         st.caption(f"{len(stored)} of these settings already ran and are shown below; "
                    f"this runs {', '.join(s.strategy for s in missing)}.")

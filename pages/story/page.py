@@ -66,8 +66,9 @@ keys.bind({"ArrowRight": "story_next", "PageDown": "story_next", "ArrowLeft": "s
 arrived_by_next = st.session_state.pop(PENDING, False)
 if warm_up:
     todo = [index for index, run in enumerate(runs) if run is None]
-else:  # a step reached with Next runs on arrival; one reached by a link waits for a click
-    todo = [current] if arrived_by_next and runs[current] is None else []
+else:  # a step reached with Next runs on arrival, with the steps before it that have not run
+    # (its speed-up is since step 1); one reached by a link waits for a click
+    todo = [i for i in range(current + 1) if runs[i] is None] if arrived_by_next else []
 if todo:
     _, error = running.run_specs([specs[i] for i in todo], counts=problem.counts,
                                  labels=[story.step_label(i, steps[i]) for i in todo],
@@ -96,8 +97,10 @@ with words:
                      icon=":material/bug_report:")
 with number:
     if run is None:
-        st.info("This step has not run with these settings yet: press **Next** from the step before, or "
-                "**Warm up**.", icon=":material/hourglass_empty:")
+        st.info("This step has not run with these settings yet: " +
+                ("**Next** runs it with the next step, or **Warm up** runs them all." if current == 0 else
+                 "press **Next** from the step before (it runs the steps up to here), or **Warm up**."),
+                icon=":material/hourglass_empty:")
     elif run.status != "ok":
         st.warning(f"{step.strategy} {run.status}: {md(run.error or '')}", icon=":material/warning:")
     elif outcome.since_start is None:  # timed, but step 1 has no finished run to compare with

@@ -161,13 +161,15 @@ def _device_inputs() -> None:
 
 def _optimizer_inputs() -> None:
     name = st.session_state["sb_optimizer"]
-    with st.expander(f"Optimizer: {name} · init: {st.session_state['sb_init']}"):
+    # A key keeps the box open while its label follows the choices made inside it. The
+    # options are bare names (a sidebar box is about 200 px wide); the help describes them.
+    with st.expander(f"Optimizer: {name} · init: {st.session_state['sb_init']}", key="optimizer_box"):
         st.selectbox("Optimizer", OPTIMIZERS, key="sb_optimizer", persist_state="session",
-                     format_func=OPTIMIZER_LABELS.get)
+                     help="\n".join(f"- {label}" for label in OPTIMIZER_LABELS.values()))
         if st.session_state["sb_optimizer"] in LEARNING_RATE_OPTIMIZERS:
             st.number_input("Learning rate", 1e-6, 10.0, key="sb_lr", persist_state="session", format="%g", step=0.001)
         st.selectbox("Initialisation", INITS, key="sb_init", persist_state="session",
-                     format_func=INIT_LABELS.get)
+                     help="\n".join(f"- {label}" for label in INIT_LABELS.values()))
         st.number_input("Tolerance", 0.0, 0.99, key="sb_tol", persist_state="session", format="%g",
                         step=1e-7,
                         help="every strategy stops after the first iteration whose relative ELBO change is "

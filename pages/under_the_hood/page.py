@@ -180,10 +180,10 @@ if clicked and spec is not None:
             st.session_state["uth_inspected"] = (spec, counts)
 
 inspected = st.session_state.get("uth_inspected")
-if inspected is None:
+if inspected is None and spec is not None:
     st.info("Press **Inspect** to compile the chosen strategy for the sidebar's problem and look at "
             "what XLA receives. oaks x1000 takes a few seconds.", icon=":material/search:")
-else:
+elif inspected is not None:
     if spec is not None and inspected[0].key != spec.key:
         st.caption(":material/history: Showing the last inspection; the settings above have changed since. "
                    "Press **Inspect** to see them.")

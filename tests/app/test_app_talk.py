@@ -65,6 +65,16 @@ def test_warming_up_runs_every_missing_step_once(store):
     assert len(store.list()) == len(story.STEPS)  # the next step was stored: shown, not run
 
 
+def test_next_from_a_fresh_story_runs_step_1_with_step_2(store):
+    at = tiny_problem(open_app(), strategies=("scan",))
+    at.switch_page("pages/story/page.py").run()
+    at.button(key="story_next").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert sorted(r.strategy for r in store.list()) == sorted(s.strategy for s in story.STEPS[:2])
+    # Step 2's speed-up since step 1 is there at once, in large type.
+    assert any("story-speedup" in html.proto.body for html in at.get("html"))
+
+
 def test_compiling_from_scratch_on_the_run_page_and_the_cold_compile_beside_a_cached_run(store):
     at = tiny_problem(open_app(), strategies=("scan",))
     at.button(key="run_go").click().run()
