@@ -69,12 +69,7 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
             results.append(result)
             st.session_state.setdefault(running.OWN_RUNS, set()).add(result.id)
             bar.progress(1.0, text=f"**{label}**: done: {result.per_iter_ms:,.3f} ms/iteration")
-        cancel_slot.empty()
-        done = f"{len(results)} run{'s' * (len(results) != 1)} stored"
-        if error:
-            status.update(label=f"Stopped: {done}; {error}", state="error", expanded=True)
-        else:
-            status.update(label=f"Done: {done}", state="complete", expanded=False)
+        running.close_status(status, cancel_slot, len(results), error)
     refresh_store_caption()
     return results, error
 

@@ -195,11 +195,17 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
             st.session_state.setdefault(OWN_RUNS, set()).add(result.id)
             bar.progress(1.0, text=f"**{md(label)}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
                                    f"compile {result.trace_lower_s + result.compile_s:.2f} s ({result.cache})")
-        cancel_slot.empty()
-        done = f"{len(results)} run{'s' * (len(results) != 1)} stored"
-        if error:
-            status.update(label=f"Stopped: {done}; {error}", state="error", expanded=True)
-        else:
-            status.update(label=f"Done: {done}", state="complete", expanded=False)
+        close_status(status, cancel_slot, len(results), error)
     refresh_store_caption()
     return results, error
+
+
+def close_status(status, cancel_slot, stored: int, error: str | None) -> None:
+    """End a batch's status box: its cancel button gone, how many runs were stored, and the
+    error that stopped it (left open) or done (folded)."""
+    cancel_slot.empty()
+    done = f"{stored} run{'s' * (stored != 1)} stored"
+    if error:
+        status.update(label=f"Stopped: {done}; {error}", state="error", expanded=True)
+    else:
+        status.update(label=f"Done: {done}", state="complete", expanded=False)
