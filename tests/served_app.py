@@ -21,6 +21,18 @@ PAGES = {"Run": "", "Story": "story", "Compare": "compare", "Scaling": "scaling"
          "About": "about"}
 
 
+def require_chromium():
+    """For a real-browser test module, at import: skip the module without Debian's chromium
+    (fail under CI, whose .ci/run installs it); return playwright's sync API."""
+    import pytest
+
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
+    return pytest.importorskip("playwright.sync_api")
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

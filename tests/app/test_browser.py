@@ -4,22 +4,16 @@ Visits every page, starts a run from the Run page, waits for the Vega charts to 
 fails on any Streamlit exception box. Skipped where chromium is absent, except under CI.
 """
 
-import os
 import re
 import time
 
 import pytest
 
-from served_app import CHROMIUM, PAGES, launch_browser, served_app, wait_painted
+from served_app import PAGES, launch_browser, require_chromium, served_app, wait_painted
 
 pytestmark = pytest.mark.browser
 
-if not os.path.exists(CHROMIUM):
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
-    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api")
+sync_api = require_chromium()
 
 RUN_TIMEOUT_MS = 240_000
 

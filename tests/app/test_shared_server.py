@@ -5,7 +5,6 @@ only a browser renders the markdown and only a served process shows its memory."
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 
@@ -15,16 +14,11 @@ from core.run.result import RunResult
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
 from pages.ui import settings
-from served_app import CHROMIUM, launch_browser, served_app, wait_painted
+from served_app import launch_browser, require_chromium, served_app, wait_painted
 
 pytestmark = pytest.mark.browser
 
-if not os.path.exists(CHROMIUM):
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
-    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)", allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api")
+sync_api = require_chromium()
 
 LINK = "[sign in again here](https://example.com/login)"
 POISON = {
