@@ -1,29 +1,40 @@
-"""Soak: mixed runs from several sessions against one served dashboard, for a long time.
+"""Soak: mixed work from several sessions against one served dashboard, for a long time; it fails
+when the server dies, stops answering or grows without bound.
 
-Prints figures; not a test (it runs for --minutes, 30 by default). Needs Debian's chromium.
+Prints figures and exits 1 on a failure; not a test (it runs for --minutes, 30 by default).
+Needs Debian's chromium.
 
-    .venv/bin/python benchmarks/soak.py --minutes 30 --browsers 3 --cli 1
+    .venv/bin/python benchmarks/soak.py --minutes 30 --browsers 3 --cli 1 --kill-every 300
 
-Starts `streamlit run app.py` on a loopback port with a fresh store, then, until time is
-up, keeps busy:
-- `--browsers` chromium sessions, each typing random iterations, picking a precision and
-  clicking Run (or Run again) on the Run page at once, as a quick hand would, then checking
-  that the typed values held and waiting for its own runs to be stored and drawn; about
-  one click in five is instead a visit to the Compare page (the newest stored runs),
-  waiting for its charts, after which the session starts again from a fresh page load;
+Starts `streamlit run app.py` on a loopback port with a fresh store (the dashboard starts its
+embedded cluster of workers), then, until time is up, keeps busy:
+- `--browsers` chromium sessions. Each round is one of: a click on Run after quick changes
+  (iterations typed, a precision picked, a strategy toggled among all of them, eager
+  included, now and then "Compile from scratch" on), then the wait until its runs are stored
+  and drawn; a visit to Compare (the newest stored runs, charts drawn); a visit to Under the
+  hood (Inspect, then one pitfall run live); an upload of a small counts CSV fitted on the
+  Run page. After a visit the session starts again from a fresh page load;
 - `--cli` command-line loops, each running `python -m core run` with a random strategy
-  and small dataset into the same store, queueing for the same device.
+  and small dataset into the same store, queueing for the same device;
+- every `--kill-every` seconds, a worker of the server's cluster killed with SIGKILL (as
+  the kernel's out-of-memory killer or a segfault would): the run it held is an expected
+  interruption, counted apart; its nanny starts a fresh worker.
 Before the sessions start, a run whose text fields are markdown (a link, an image, HTML)
 is imported, as a careless or hostile colleague could: every page a session draws must
 show it as text (no link or image from it), or it counts as an error.
-Every 30 s it samples the server's resident memory (VmRSS). At the end it reports the
-runs completed, the errors (exception or error boxes in a page, markup from the store, a
-typed value lost, a click that started nothing, failed commands), runs that did not
-finish (interrupted, timed out) or were left in flight, overlapping timed windows, the
-store's size and integrity, and the server's memory over time with its growth per minute
-once warmed up. A browser session that meets an error keeps a screenshot and the page's
-text in the scratch folder (the server's log is there too), then goes on from a fresh
-page load.
+
+Every `--sample-s` seconds it checks that the server's process lives and answers its health
+check within `--health-timeout` seconds, and samples its resident memory (VmRSS), its memory
+mappings and its workers. It stops at once, and fails, when the server died or stopped
+answering, or when its memory passes `--max-rss-mb`. At the end it reports the runs, the
+errors (exception or error boxes in a page, markup from the store, a typed value lost, a
+click that started nothing, failed commands), the interruptions (expected after a kill, or
+not), worker restarts, runs left in flight, overlapping timed windows, the store's size and
+integrity, and the server's memory and mappings over time with their growth per minute once
+warmed up; it fails when there were unexpected errors, or the memory kept growing
+(`--max-growth-mb-per-min`). A browser session that meets an error keeps a screenshot and
+the page's text in the scratch folder (the server's log is there too), then goes on from a
+fresh page load.
 """
 
 from __future__ import annotations
@@ -34,28 +45,38 @@ import json
 import os
 import random
 import re
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from core.fit import catalog  # noqa: E402
 
 from served_app import launch_browser, served_app, wait_painted  # noqa: E402
 
 CHARTS_RENDERED = "() => document.querySelectorAll('.vega-embed canvas, .vega-embed svg').length >= 3"
 PROBLEMS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 IDLE = "() => !document.querySelector(\"[data-testid='stStatusWidget']\")"  # no script running
-CLI_STRATEGIES = ("scan", "jit_step", "scan_analytic", "fori_loop", "while_loop", "jit_per_function")
+CLI_STRATEGIES = ("scan", "jit_step", "scan_analytic", "fori_loop", "while_loop", "jit_per_function", "eager")
+# Strategies a session toggles on the Run page: every one that runs the sidebar's default
+# optimizer (the others are skipped with a note, which is no run).
+PAGE_STRATEGIES = tuple(name for name in catalog.strategy_names()
+                        if catalog.runnable(name).refusal("preconditioned_lbfgs") is None and name != "sharded")
 # Markup a stored run may carry; a page that renders any of it as a link or image fails.
 POISON = {"error": "[sign in again here](https://example.com/login)",
           "host": "![pixel](https://example.com/pixel.png)",
           "device_kind": "<b>bold</b> :red[alarm] www.example.com"}
 MARKUP_FROM_STORE = "a[href*='example.com'], img[src*='example.com']"
+# A run that fails within this long after a worker was killed is an expected interruption.
+KILL_GRACE_S = 90.0
 
 
 class Tally:
@@ -63,14 +84,20 @@ class Tally:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.clicks = 0
-        self.compare_visits = 0
+        self.actions = {"run": 0, "compare": 0, "inspect": 0, "upload": 0}
         self.commands = 0
         self.errors: list[str] = []
+        self.expected: list[str] = []
+        self.kills: list[float] = []
 
     def error(self, message: str) -> None:
+        """An error, or an expected interruption when a worker was killed just before."""
         with self.lock:
-            self.errors.append(f"{time.strftime('%H:%M:%S')} {message}")
+            recent = any(0 <= time.time() - at <= KILL_GRACE_S for at in self.kills)
+            if recent and "interrupted" in message:
+                self.expected.append(f"{time.strftime('%H:%M:%S')} {message}")
+            else:
+                self.errors.append(f"{time.strftime('%H:%M:%S')} {message}")
 
 
 def _set_number(page, name: str, value: int) -> None:
@@ -79,8 +106,16 @@ def _set_number(page, name: str, value: int) -> None:
     box.press("Enter")
 
 
+def _check_page(page) -> None:
+    problems = page.locator(PROBLEMS)
+    if problems.count():
+        raise RuntimeError(problems.first.inner_text()[:300])
+    if page.locator(MARKUP_FROM_STORE).count():
+        raise RuntimeError("text from the store was rendered as a link or an image")
+
+
 def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Tally, index: int) -> None:
-    """Click runs until `deadline`; an error is counted, kept (screenshot and page text in
+    """Rounds of work until `deadline`; an error is counted, kept (screenshot and page text in
     `scratch`), and the session goes on from a fresh page load."""
     from playwright.sync_api import sync_playwright
 
@@ -88,35 +123,34 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
 
     store = RunStore(db)
     rng = random.Random(index)
+    csv_path = _counts_csv(scratch, index)
     with sync_playwright() as playwright:
         browser = launch_browser(playwright)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         fresh = True
         while time.time() < deadline:
+            action = rng.choices(["run", "compare", "inspect", "upload"], [0.6, 0.15, 0.1, 0.15])[0]
+            if action == "compare" and store.count() == 0:  # an empty store has no charts
+                action = "run"
             try:
-                if fresh:
+                if fresh or action != "run":
                     page.goto(base)
                     wait_painted(page, 120_000)
-                    if page.locator(MARKUP_FROM_STORE).count():  # the default settings show the poisoned run
-                        raise RuntimeError("text from the store was rendered as a link or an image")
+                    _check_page(page)
                     _set_number(page, "Repeats", 1)
                     fresh = False
-                comparing = rng.random() < 0.2 and store.count() > 0  # an empty store has no charts
-                if comparing:
-                    _visit_compare(page, base)
-                    fresh = True  # back to the Run page next, with its settings made again
-                else:
+                if action == "run":
                     _one_click(page, store, rng, index)
-                problems = page.locator(PROBLEMS)
-                if problems.count():
-                    raise RuntimeError(problems.first.inner_text()[:300])
-                if page.locator(MARKUP_FROM_STORE).count():
-                    raise RuntimeError("text from the store was rendered as a link or an image")
+                elif action == "compare":
+                    _visit_compare(page, base)
+                elif action == "inspect":
+                    _visit_under_the_hood(page, base)
+                else:
+                    _upload_and_run(page, store, csv_path)
+                fresh = action != "run"
+                _check_page(page)
                 with tally.lock:
-                    if comparing:
-                        tally.compare_visits += 1
-                    else:
-                        tally.clicks += 1
+                    tally.actions[action] += 1
             except Exception as exc:  # noqa: BLE001 - counted, kept for diagnosis, then carry on
                 stamp = time.strftime("%H%M%S")
                 shot = os.path.join(scratch, f"error-browser{index}-{stamp}.png")
@@ -124,9 +158,29 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
                     page.screenshot(path=shot, full_page=True)
                     with open(shot.replace(".png", ".txt"), "w") as text:
                         text.write(page.inner_text("body"))
-                tally.error(f"browser {index}: {type(exc).__name__}: {str(exc)[:300]} (see {shot})")
+                tally.error(f"browser {index} ({action}): {type(exc).__name__}: {str(exc)[:300]} (see {shot})")
                 fresh = True
         browser.close()
+
+
+def _counts_csv(scratch: str, index: int) -> str:
+    """A small counts table (60 x 6) as people write them, one per session."""
+    rng = random.Random(1000 + index)
+    path = os.path.join(scratch, f"counts-{index}.csv")
+    with open(path, "w") as handle:
+        handle.write(",".join(f"taxon{j}" for j in range(6)) + "\n")
+        for _ in range(60):
+            handle.write(",".join(str(rng.randint(0, 40)) for _ in range(6)) + "\n")
+    return path
+
+
+def _toggle_strategy(page, rng) -> None:
+    name = rng.choice(PAGE_STRATEGIES)
+    pill = page.locator("[data-testid='stMain'] [data-testid='stButtonGroup'] button",
+                        has_text=re.compile(f"^{re.escape(name)}$"))
+    if pill.count():
+        pill.first.click()
+        wait_painted(page, 120_000)
 
 
 def _one_click(page, store, rng, index: int) -> None:
@@ -138,29 +192,43 @@ def _one_click(page, store, rng, index: int) -> None:
     _set_number(page, "Iterations", iterations)
     page.get_by_text(precision, exact=True).click()  # at once, as a quick hand would
     wait_painted(page, 120_000)
+    if rng.random() < 0.5:
+        _toggle_strategy(page, rng)
+    cold = page.get_by_role("switch", name="Compile from scratch")
+    if cold.count() and cold.is_checked() != (rng.random() < 0.15):
+        cold.click()
+        wait_painted(page, 120_000)
     for name, typed in (("Iterations", iterations), ("Repeats", 1)):
         shown = page.get_by_role("spinbutton", name=name).input_value()
         if shown != str(typed):
             raise RuntimeError(f"{name} shows {shown} after {typed} was typed")
+    button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
+    if not button.count():  # every strategy toggled off: choose one again
+        _toggle_strategy(page, rng)
+        button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
     clicked_at = time.time()
-    page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)")).click()
+    button.click()
+    _wait_for_runs(page, store, clicked_at, iterations=iterations, precision=precision, repeats=1)
+
+
+def _wait_for_runs(page, store, clicked_at: float, **settings) -> None:
     # Any other click would stop the run (that is how Cancel works): wait until this
     # session's runs are stored and the page offers "Run again" (every strategy of these
     # settings stored), or an error shows.
     at = time.strftime("%H:%M:%S", time.localtime(clicked_at))
     while not page.locator(PROBLEMS).count():
-        stored = [r for r in store.find(iterations=iterations, precision=precision, repeats=1)
-                  if r.created_at >= clicked_at]
+        stored = [r for r in store.find(**settings) if r.created_at >= clicked_at]
         if stored and page.evaluate(IDLE) and page.get_by_role("button", name="Run again").count():
             break
-        if time.time() > clicked_at + 600:
-            raise TimeoutError(f"the runs clicked at {at} were not all stored within 600 s")
-        if not stored and time.time() > clicked_at + 30 and page.evaluate(IDLE):
-            raise RuntimeError(f"the click on Run at {at} started nothing: after 30 s no run of it is stored "
+        if time.time() > clicked_at + 900:
+            raise TimeoutError(f"the runs clicked at {at} were not all stored within 900 s")
+        if not stored and time.time() > clicked_at + 60 and page.evaluate(IDLE):
+            raise RuntimeError(f"the click on Run at {at} started nothing: after 60 s no run of it is stored "
                                "and the page is idle")
         page.wait_for_timeout(500)
     wait_painted(page, 600_000)
-    page.wait_for_function(CHARTS_RENDERED, timeout=120_000)
+    if not page.locator(PROBLEMS).count():
+        page.wait_for_function(CHARTS_RENDERED, timeout=120_000)
 
 
 def _visit_compare(page, base: str) -> None:
@@ -169,6 +237,31 @@ def _visit_compare(page, base: str) -> None:
     wait_painted(page, 120_000)
     page.get_by_text(re.compile(r"\d[\d,]* of [\d,]+ (matching )?runs")).wait_for(timeout=120_000)
     page.wait_for_function(CHARTS_RENDERED, timeout=120_000)
+
+
+def _visit_under_the_hood(page, base: str) -> None:
+    """Under the hood: Inspect (a compile on a worker), then one pitfall run live."""
+    page.goto(f"{base}/under_the_hood")
+    wait_painted(page, 120_000)
+    page.get_by_role("button", name="Inspect").click()
+    page.get_by_text("FLOP / iteration").wait_for(timeout=600_000)
+    wait_painted(page, 600_000)
+    _check_page(page)
+    page.get_by_role("button", name="Run it live").first.click()
+    page.get_by_text(re.compile("Bug reproduced here|Not reproduced on this installation")).first.wait_for(
+        timeout=300_000)
+
+
+def _upload_and_run(page, store, csv_path: str) -> None:
+    """The sidebar's CSV data, a counts file uploaded, then Run on the Run page."""
+    page.get_by_text("CSV", exact=True).click()
+    wait_painted(page, 120_000)
+    page.locator("[data-testid='stSidebar'] input[type='file']").first.set_input_files(csv_path)
+    page.get_by_text(re.compile(r"Using .*n = 60 rows")).wait_for(timeout=120_000)
+    wait_painted(page, 120_000)
+    clicked_at = time.time()
+    page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)")).click()
+    _wait_for_runs(page, store, clicked_at, n=60, p=6)
 
 
 def cli_session(env: dict, deadline: float, tally: Tally, index: int) -> None:
@@ -186,6 +279,36 @@ def cli_session(env: dict, deadline: float, tally: Tally, index: int) -> None:
             tally.error(f"cli {index}: {' '.join(args)}: {done.stderr.strip()[-200:]}")
         with tally.lock:
             tally.commands += 1
+
+
+def worker_pids(server_pid: int) -> list[int]:
+    """The server's worker processes (spawned by its cluster's nannies)."""
+    import psutil
+
+    try:
+        children = psutil.Process(server_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    found = []
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            if "spawn_main" in " ".join(child.cmdline()):
+                found.append(child.pid)
+    return found
+
+
+def killer(server_pid: int, every_s: float, deadline: float, tally: Tally, stop: threading.Event) -> None:
+    """SIGKILL one of the server's workers every `every_s` seconds."""
+    rng = random.Random(7)
+    while not stop.wait(every_s) and time.time() < deadline - 60:
+        pids = worker_pids(server_pid)
+        if pids:
+            victim = rng.choice(pids)
+            with tally.lock:
+                tally.kills.append(time.time())
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(victim, signal.SIGKILL)
+            print(f"  killed worker pid {victim}", flush=True)
 
 
 def import_poisoned_run(db: str, scratch: str) -> None:
@@ -225,22 +348,43 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def rss_slope_mb_per_min(samples: list[tuple[float, float, int]], after_s: float) -> float:
-    """Least-squares slope of the server's memory once warmed up (start-up loads jax, pages
-    and the first compiled fits; what matters on a shared server is the creep after that)."""
-    points = [(t / 60, rss) for t, rss, _ in samples if t >= after_s]
+def map_count(pid: int) -> int:
+    with open(f"/proc/{pid}/maps", "rb") as maps:
+        return sum(1 for _ in maps)
+
+
+def healthy(base: str, process, timeout_s: float) -> str | None:
+    """None when the server lives and answers its health check in time, else why not."""
+    if process.poll() is not None:
+        return f"the server exited with status {process.returncode}"
+    try:
+        with urllib.request.urlopen(f"{base}/_stcore/health", timeout=timeout_s) as answer:
+            return None if answer.status == 200 else f"the health check answered {answer.status}"
+    except OSError as exc:
+        return f"the server did not answer its health check within {timeout_s:.0f} s ({exc})"
+
+
+def slope_per_min(samples: list[dict], key: str, after_s: float) -> float:
+    """Least-squares slope of `key` once warmed up (start-up loads the pages and the first
+    runs; what matters on a shared server is the creep after that)."""
+    points = [(sample["t"] / 60, sample[key]) for sample in samples if sample["t"] >= after_s]
     if len(points) < 2:
         return float("nan")
-    minutes, rss = zip(*points)
-    return statistics.linear_regression(minutes, rss).slope
+    minutes, values = zip(*points)
+    return statistics.linear_regression(minutes, values).slope
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--browsers", type=int, default=3, help="concurrent browser sessions")
     parser.add_argument("--cli", type=int, default=1, help="concurrent command-line loops")
-    parser.add_argument("--sample-s", type=float, default=30.0, help="seconds between memory samples")
+    parser.add_argument("--kill-every", type=float, default=300.0, help="seconds between worker kills (0: none)")
+    parser.add_argument("--sample-s", type=float, default=30.0, help="seconds between health checks and samples")
+    parser.add_argument("--health-timeout", type=float, default=30.0)
+    parser.add_argument("--max-rss-mb", type=float, default=1500.0, help="the server's memory may not pass this")
+    parser.add_argument("--max-growth-mb-per-min", type=float, default=5.0,
+                        help="the server's memory may not keep growing faster than this after 5 minutes")
     args = parser.parse_args(argv)
 
     from core.store.run_store import RunStore
@@ -250,49 +394,84 @@ def main(argv: list[str] | None = None) -> None:
            "PLNLAB_QUEUE_DIR": os.path.join(scratch, "queue")}
     full_env = {**os.environ, **env}
     tally = Tally()
-    samples: list[tuple[float, float, int]] = []
+    samples: list[dict] = []
+    failure = None
     import_poisoned_run(env["PLNLAB_DB"], scratch)
+    workers_seen: set[int] = set()
+    stop = threading.Event()
     with served_app(env, log_path=os.path.join(scratch, "server.log")) as (base, server):
         start = time.time()
         deadline = start + 60 * args.minutes
-        threads = [threading.Thread(target=browser_session, args=(base, env["PLNLAB_DB"], scratch, deadline, tally, i))
-                   for i in range(args.browsers)]
-        threads += [threading.Thread(target=cli_session, args=(full_env, deadline, tally, i)) for i in range(args.cli)]
+        threads = [threading.Thread(target=browser_session, args=(base, env["PLNLAB_DB"], scratch, deadline, tally, i),
+                                    daemon=True) for i in range(args.browsers)]
+        threads += [threading.Thread(target=cli_session, args=(full_env, deadline, tally, i), daemon=True)
+                    for i in range(args.cli)]
+        if args.kill_every > 0:
+            threads.append(threading.Thread(target=killer, args=(server.pid, args.kill_every, deadline, tally, stop),
+                                            daemon=True))
         for thread in threads:
             thread.start()
         store = RunStore(env["PLNLAB_DB"])
-        while any(thread.is_alive() for thread in threads):
-            samples.append((time.time() - start, rss_mb(server.pid), store.count()))
-            print(f"{samples[-1][0] / 60:6.1f} min  server RSS {samples[-1][1]:8.1f} MB  runs stored "
-                  f"{samples[-1][2]:5d}  errors {len(tally.errors)}", flush=True)
-            for thread in threads:
-                thread.join(timeout=args.sample_s / max(1, len(threads)))
-        samples.append((time.time() - start, rss_mb(server.pid), store.count()))
-    db_bytes = sum(os.path.getsize(p) for p in (env["PLNLAB_DB"], env["PLNLAB_DB"] + "-wal")
-                   if os.path.exists(p))
+        first_workers = None
+        sessions = threads[:args.browsers + args.cli]
+        while any(thread.is_alive() for thread in sessions) and time.time() < deadline + 900:
+            failure = healthy(base, server, args.health_timeout)
+            if failure:
+                break
+            pids = worker_pids(server.pid)
+            first_workers = first_workers if first_workers is not None else len(pids)
+            workers_seen.update(pids)
+            samples.append({"t": time.time() - start, "rss": rss_mb(server.pid), "maps": map_count(server.pid),
+                            "runs": store.count(), "workers": len(pids)})
+            last = samples[-1]
+            print(f"{last['t'] / 60:6.1f} min  server RSS {last['rss']:7.1f} MB  mappings {last['maps']:6,}  "
+                  f"workers {last['workers']} ({len(workers_seen)} seen)  runs stored {last['runs']:5d}  "
+                  f"errors {len(tally.errors)}  expected interruptions {len(tally.expected)}", flush=True)
+            if last["rss"] > args.max_rss_mb:
+                failure = f"the server's memory reached {last['rss']:.0f} MB, past {args.max_rss_mb:.0f} MB"
+                break
+            time.sleep(args.sample_s)
+        stop.set()
+    db_bytes = sum(os.path.getsize(p) for p in (env["PLNLAB_DB"], env["PLNLAB_DB"] + "-wal") if os.path.exists(p))
     final = RunStore(env["PLNLAB_DB"])
     runs = [r for r in final.list() if r.error != POISON["error"]]
     left_in_flight = len(final.in_flight())
     statuses = {status: sum(r.status == status for r in runs) for status in {r.status for r in runs}}
-    unfinished = statuses.get("interrupted", 0) + statuses.get("timed_out", 0)
     windows = sorted((r.timed_start, r.timed_end) for r in runs if r.timed_end)
     overlaps = sum(end > next_start for (_, end), (next_start, _) in zip(windows, windows[1:]))
-    settled = [rss for t, rss, _ in samples if t >= 300] or [float("nan")]
+    rss_growth = slope_per_min(samples, "rss", after_s=300)
+    maps_growth = slope_per_min(samples, "maps", after_s=300)
+    restarts = max(0, len(workers_seen) - (first_workers or 0))
     print("\nsoak summary")
-    print(f"  duration               {samples[-1][0] / 60:.1f} min, {args.browsers} browser sessions, {args.cli} CLI loops")
-    print(f"  runs stored            {len(runs)} ({statuses}); page clicks {tally.clicks}, "
-          f"Compare visits {tally.compare_visits}, commands {tally.commands}")
+    print(f"  duration               {(samples[-1]['t'] if samples else 0) / 60:.1f} min, {args.browsers} browser "
+          f"sessions, {args.cli} CLI loops, a worker killed every {args.kill_every:.0f} s")
+    print(f"  runs stored            {len(runs)} ({statuses}); page actions {tally.actions}, commands {tally.commands}")
     print(f"  errors                 {len(tally.errors)}")
     for error in tally.errors[:20]:
         print(f"    {error}")
+    print(f"  worker kills           {len(tally.kills)}; expected interruptions {len(tally.expected)}; "
+          f"worker restarts {restarts} ({len(workers_seen)} worker processes seen)")
     print(f"  timed windows overlap  {overlaps}")
-    print(f"  unfinished runs        {unfinished} interrupted or timed out, {left_in_flight} left in flight")
+    print(f"  left in flight         {left_in_flight}")
     print(f"  scratch                {scratch}")
-    print(f"  store                  {db_bytes / 1e6:.2f} MB, integrity {'ok' if RunStore(env['PLNLAB_DB']).integrity_ok() else 'FAILED'}")
-    print(f"  server RSS             first {samples[0][1]:.0f} MB, after 5 min {settled[0]:.0f} MB, "
-          f"last {samples[-1][1]:.0f} MB, max {max(s[1] for s in samples):.0f} MB")
-    print(f"  RSS growth after 5 min {rss_slope_mb_per_min(samples, after_s=300):.2f} MB/min (least squares)")
+    print(f"  store                  {db_bytes / 1e6:.2f} MB, integrity "
+          f"{'ok' if final.integrity_ok() else 'FAILED'}")
+    if samples:
+        settled = [s for s in samples if s["t"] >= 300] or samples
+        print(f"  server RSS             first {samples[0]['rss']:.0f} MB, after 5 min {settled[0]['rss']:.0f} MB, "
+              f"last {samples[-1]['rss']:.0f} MB, max {max(s['rss'] for s in samples):.0f} MB; "
+              f"growth after 5 min {rss_growth:.2f} MB/min")
+        print(f"  server mappings        first {samples[0]['maps']:,}, last {samples[-1]['maps']:,}, "
+              f"max {max(s['maps'] for s in samples):,}; growth after 5 min {maps_growth:.1f}/min")
+    if failure is None and tally.errors:
+        failure = f"{len(tally.errors)} unexpected errors"
+    if failure is None and rss_growth > args.max_growth_mb_per_min:
+        failure = f"the server's memory kept growing: {rss_growth:.2f} MB/min after 5 minutes"
+    if failure is None and (overlaps or left_in_flight):
+        failure = f"{overlaps} overlapping timed windows, {left_in_flight} runs left in flight"
+    print(f"\nsoak {'FAILED: ' + failure if failure else 'passed'}")
+    return 1 if failure else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,7 +3,8 @@
 Headless runs and sweeps go into the same store as the dashboard's (`--db`, else
 $PLNLAB_DB, else the per-user default). Exit status: 0 for a stored run (diverged
 included), 2 for bad input (one line on stderr, no traceback), 1 for an internal
-failure. Progress goes to stderr; with --json the last stdout line is one JSON object.
+failure, 3 for a run on a cluster (--scheduler) whose worker died (stored as interrupted).
+Progress goes to stderr; with --json the last stdout line is one JSON object.
 
 Each command imports what it needs when it runs: `list`, `export`, `import` and a
 refused option answer without starting JAX (about a second), and `main` must set the
@@ -20,6 +21,7 @@ import sys
 import traceback
 from typing import Any
 
+from core.fit import catalog
 from core.spec import (
     DATASET_KINDS,
     DEVICES,
@@ -35,6 +37,8 @@ from core.spec import (
 )
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+# The worker running the fit died (--scheduler): the run is stored as interrupted.
+EXIT_INTERRUPTED = 3
 BENCH_TABLES = ("per-iteration", "time-to-solution")
 
 
@@ -66,6 +70,12 @@ def _print_json(value: Any) -> None:
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="run store file (default: $PLNLAB_DB or the per-user store)")
+
+
+def _add_scheduler(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="run on the workers of the Dask scheduler at ADDRESS (e.g. tcp://host:8786; default "
+                             "$PLNLAB_SCHEDULER when set, else in this process); the run is stored here")
 
 
 def _add_data(parser: argparse.ArgumentParser) -> None:
@@ -117,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--num-processes", type=int, default=None, help="--distributed: how many processes")
     run.add_argument("--process-id", type=int, default=None, help="--distributed: this process's index")
     _add_db(run)
+    _add_scheduler(run)
 
     solve = sub.add_parser("solve", help="fit to convergence with the fastest configuration measured here, "
                                          "time and store it")
@@ -134,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--repeats", type=int, default=3)
     solve.add_argument("--json", action="store_true", help="print the stored run as one JSON line")
     _add_db(solve)
+    _add_scheduler(solve)
 
     stored = sub.add_parser("list", help="list stored runs")
     stored.add_argument("--json", action="store_true")
@@ -162,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--solve-optimizers", nargs="+", choices=OPTIMIZERS, default=None,
                        help="time-to-solution: default pyplnmodels_rprop lbfgs diagonal_newton preconditioned_lbfgs")
     _add_db(bench)
+    _add_scheduler(bench)
 
     imported = sub.add_parser("import", help="import runs from .json, .csv or .parquet")
     imported.add_argument("path")
@@ -169,11 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _fit_spec(args: argparse.Namespace) -> FitSpec:
-    from core.run import catalog
+def _check_strategies(names: list[str]) -> None:
+    """SpecError naming the known runnables when one of `names` is not one."""
+    for name in names:
+        if name not in catalog.RUNNABLES:
+            raise SpecError(f"strategy must be one of {', '.join(catalog.RUNNABLES)}; got {name!r}")
 
-    if args.strategy not in catalog.names():
-        raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {args.strategy!r}")
+
+def _fit_spec(args: argparse.Namespace) -> FitSpec:
+    _check_strategies([args.strategy])
     return FitSpec(
         dataset=_dataset_spec(args), strategy=args.strategy, iterations=args.iterations, precision=args.precision,
         device=args.device, optimizer=OptimizerSpec(args.optimizer, args.lr), init=args.init,
@@ -253,6 +270,9 @@ def _command_run(args) -> int:
     from core.store import stored_run
     from core.store.run_store import RunStore
 
+    scheduler = _scheduler(args)
+    if args.distributed and scheduler:
+        raise SpecError("--distributed starts its own processes; it does not go with --scheduler")
     if args.distributed:
         args.strategy = args.strategy or "sharded"
         if args.strategy != "sharded":
@@ -277,7 +297,9 @@ def _command_run(args) -> int:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
     progress = _StderrProgress(label)
     counts = _read_csv_saying_how(spec) if spec.dataset.kind == "csv" else None
-    if primary:
+    if scheduler:
+        result = _run_on_cluster(scheduler, store, spec, counts, progress, args.cold)
+    elif primary:
         result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line",
                                           cold=args.cold)
     else:
@@ -292,6 +314,26 @@ def _command_run(args) -> int:
         return EXIT_OK
     _print_run(result, args.json)
     return EXIT_OK
+
+
+def _scheduler(args) -> str:
+    """The scheduler to run on: --scheduler, else $PLNLAB_SCHEDULER, else "" (this process)."""
+    from core.cluster.connection import SCHEDULER_ENV
+
+    return (args.scheduler or os.environ.get(SCHEDULER_ENV, "")).strip()
+
+
+def _run_on_cluster(address: str, store, spec: FitSpec, counts, progress, cold: bool):
+    """`spec` fitted on a worker of the scheduler at `address` and stored in `store`."""
+    from core.cluster import connection, stored
+
+    cluster = connection.join(address)
+    try:
+        sys.stderr.write(f"running on the cluster at {address}\n")
+        return stored.run_and_store(cluster, store, spec, counts, on_progress=progress, owner="command line",
+                                    cold=cold)
+    finally:
+        cluster.close()
 
 
 def _print_run(result, as_json: bool) -> None:
@@ -311,12 +353,11 @@ def _print_run(result, as_json: bool) -> None:
 def _command_solve(args) -> int:
     from core.bench import solve
     from core.data import datasets
-    from core.run import catalog
     from core.store import stored_run
     from core.store.run_store import RunStore
 
-    if args.strategy is not None and args.strategy not in catalog.names():
-        raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {args.strategy!r}")
+    if args.strategy is not None:
+        _check_strategies([args.strategy])
     if args.tol is not None and not args.tol > 0:
         raise SpecError(f"solve stops at a tolerance: --tol must be > 0; got {args.tol}")
     dataset = _dataset_spec(args)
@@ -328,9 +369,12 @@ def _command_solve(args) -> int:
     spec = solve.solve_spec(dataset, args.precision, args.device, args.repeats, choice)
     sys.stderr.write(f"solving {dataset.label} with {spec.strategy}, {spec.optimizer.label}, init {spec.init}, "
                      f"tol {spec.tol:g}, at most {spec.iterations:,} iterations: {choice.why}\n")
-    result = stored_run.run_and_store(store, spec, counts, on_progress=_StderrProgress(f"{spec.strategy} on "
-                                                                                     f"{dataset.label}"),
-                                      owner="command line")
+    progress = _StderrProgress(f"{spec.strategy} on {dataset.label}")
+    scheduler = _scheduler(args)
+    if scheduler:
+        result = _run_on_cluster(scheduler, store, spec, counts, progress, cold=False)
+    else:
+        result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
     if result.time_to_solution_s is None and result.status == "ok":
         sys.stderr.write(f"not converged: the relative ELBO change stayed above {spec.tol:g} for "
                          f"{spec.iterations:,} iterations (raise --iterations or --tol)\n")
@@ -372,9 +416,7 @@ def _command_list(args) -> int:
 
 
 def _command_strategies(args) -> int:
-    from core.run import catalog
-
-    described = catalog.describe()
+    described = [{"name": r.name, "description": r.description} for r in catalog.RUNNABLES.values()]
     if args.json:
         _print_json(described)
     else:
@@ -404,36 +446,51 @@ def _command_import(args) -> int:
 
 
 def _command_bench(args) -> int:
-    from core.bench import grid
+    from core.bench import suite
     from core.bench import time_to_solution as tts
-    from core.run import catalog
     from core.store.run_store import RunStore
 
-    names = args.strategies or catalog.names()
-    for name in names + args.solve_strategies:
-        if name not in catalog.names():
-            raise SpecError(f"strategy must be one of {', '.join(catalog.names())}; got {name!r}")
-    iterations = args.iterations or [400 if size == 1 else 100 for size in args.sizes]
-    if len(iterations) != len(args.sizes):
-        raise SpecError(f"--iterations needs one value per size ({len(args.sizes)}); got {len(iterations)}")
-    specs = grid.oaks_grid(args.sizes, names, iterations, args.precision, args.repeats, args.device)
-    contenders = tts.contenders(args.solve_strategies, args.solve_optimizers or tts.DEFAULT_OPTIMIZERS)
-    for contender in contenders:  # refused pairs are refused before anything runs
-        contender.spec(DatasetSpec(), 1, args.precision, args.repeats, args.device)
+    names = args.strategies or list(catalog.RUNNABLES)
+    _check_strategies(names + args.solve_strategies)
+    bench = suite.Bench(
+        sizes=tuple(args.sizes), strategies=tuple(names),
+        iterations=tuple(args.iterations or [400 if size == 1 else 100 for size in args.sizes]),
+        precision=args.precision, repeats=args.repeats, device=args.device, cold=args.cold, tables=tuple(args.tables),
+        solve_strategies=tuple(args.solve_strategies),
+        solve_optimizers=tuple(args.solve_optimizers or tts.DEFAULT_OPTIMIZERS))
+    bench.check()
     store = RunStore(args.db)
 
     def progress(result) -> None:
         sys.stderr.write(f"  {result.strategy} ({result.optimizer}) on {result.dataset}: {result.iterations_run} "
                          f"iterations, {result.per_iter_ms:.3f} ms/iteration\n")
 
-    if "per-iteration" in args.tables:
-        print(grid.table(grid.run_grid(specs, store, progress, cold=args.cold)))
-    if "time-to-solution" in args.tables:
-        solutions = tts.run(args.sizes, contenders, store, args.precision, args.repeats, args.device, progress)
-        print(f"\nTime to solution: steady-state seconds to within 1e-5 (relative) of the best ELBO any "
-              f"contender reached ({args.precision}, median of {args.repeats} repeats)")
-        print(tts.table(solutions))
+    scheduler = _scheduler(args)
+    if scheduler:
+        tables = _bench_on_cluster(scheduler, bench, store, progress)
+    else:
+        tables = suite.run(bench, store, progress)
+    for table in tables:
+        print(table)
     return EXIT_OK
+
+
+def _bench_on_cluster(address: str, bench, store, progress) -> list[str]:
+    """`bench` run on one worker of the scheduler at `address` (every run side by side in one
+    process, as here), its runs stored in `store`; its tables."""
+    from core.cluster import connection, submit, tasks
+
+    cluster = connection.join(address)
+    try:
+        sys.stderr.write(f"running the benchmark on a worker of {address}\n")
+        tables, runs = submit.call(cluster, tasks.benchmark, bench, platform=bench.device, label="benchmark",
+                                   owner="command line")
+    finally:
+        cluster.close()
+    for run in runs:
+        store.add(run)
+        progress(run)
+    return tables
 
 
 COMMANDS = {
@@ -447,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.run.host import native_settings
 
     native_settings()  # before anything loads numpy, scipy or jax
+    from core.cluster.errors import RunInterrupted
     from core.run.progress import Cancelled
     from core.store.run_store import StoreError
 
@@ -457,6 +515,9 @@ def main(argv: list[str] | None = None) -> int:
         message = error.args[0] if error.args else str(error)
         sys.stderr.write(f"python -m core: error: {message}\n")
         return EXIT_BAD_INPUT
+    except RunInterrupted as interrupted:
+        sys.stderr.write(f"python -m core: {interrupted}\n")
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         sys.stderr.write("python -m core: interrupted; nothing was stored\n")
         return 130

@@ -14,6 +14,8 @@ import json
 import os
 from typing import Any
 
+from core.fit import catalog
+
 # "simulated_on_device" is drawn directly on the devices (core.data.on_device), for the
 # sharded strategy only: no host array of its rows ever exists.
 DATASET_KINDS = ("oaks", "simulated", "csv", "simulated_on_device")
@@ -22,12 +24,12 @@ PRECISIONS = ("float32", "float64")
 DEVICES = ("cpu", "gpu", "tpu")
 # Optimizers that move B, M and S by the ELBO's gradient (optax transformations; the seed
 # tutorial's algorithm), and those that move M and S with B and Sigma at their closed forms
-# (the profiled ELBO, as pyPLNmodels fits it). See `core.fit.algorithms`.
-GRADIENT_OPTIMIZERS = ("seed", "adam", "rprop")
-PROFILED_OPTIMIZERS = ("pyplnmodels_rprop", "lbfgs", "diagonal_newton", "preconditioned_lbfgs")
-OPTIMIZERS = GRADIENT_OPTIMIZERS + PROFILED_OPTIMIZERS
+# (the profiled ELBO, as pyPLNmodels fits it): the catalog (`core.fit.catalog`) lists them.
+GRADIENT_OPTIMIZERS = catalog.optimizer_names(catalog.GRADIENT)
+PROFILED_OPTIMIZERS = catalog.optimizer_names(catalog.PROFILED)
+OPTIMIZERS = catalog.optimizer_names()
 # Those whose steps scale with `OptimizerSpec.lr`; the others ignore it.
-LEARNING_RATE_OPTIMIZERS = ("adam", "rprop", "pyplnmodels_rprop")
+LEARNING_RATE_OPTIMIZERS = tuple(o.name for o in catalog.OPTIMIZERS.values() if o.takes_lr)
 INITS = ("seed", "log_counts", "log_rates")
 # Whether line 1 of a CSV file names the columns: "auto" decides (core.data.csv_layout).
 HEADER_CHOICES = ("auto", "yes", "no")
@@ -195,27 +197,10 @@ class OptimizerSpec:
         return f"{self.name}(lr={self.lr:g})" if self.name in LEARNING_RATE_OPTIMIZERS else self.name
 
 
-# What each strategy needs of an optimizer beyond its init and step functions, and the
-# peers that are no optimizer's twin: (strategies, optimizers they take, why).
-_NEEDS = (
-    (("scan_analytic",), GRADIENT_OPTIMIZERS,
-     "writes out the gradient of the full ELBO in B, M and S and packs them into one array for an "
-     "element-wise optax transformation"),
-    (("jit_per_function",), GRADIENT_OPTIMIZERS,
-     "jits the pieces of a gradient step on B, M and S (value_and_grad, the optimizer's update, "
-     "apply_updates, Sigma, its inverse); the profiled optimizers' steps are made of other pieces"),
-    (("torch_eager", "torch_compile"), GRADIENT_OPTIMIZERS,
-     "mirrors the optax optimizers seed, adam and rprop line for line in PyTorch"),
-)
-
-
 def refusal(strategy: str, optimizer: str) -> str | None:
-    """Why `strategy` cannot run `optimizer`, or None when it can."""
-    for strategies, accepted, why in _NEEDS:
-        if strategy in strategies and optimizer not in accepted:
-            return (f"strategy {strategy} {why}, so it runs only the optimizers {', '.join(accepted)}; got "
-                    f"{optimizer}: run it under another strategy (jit_step, scan, while_loop ...)")
-    return None
+    """Why `strategy` cannot run `optimizer` (`core.fit.catalog.Runnable.refusal`), or None when it can."""
+    found = catalog.RUNNABLES.get(strategy)
+    return found.refusal(optimizer) if found is not None else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +209,7 @@ class FitSpec:
 
     Attributes:
         dataset: the data.
-        strategy: a name from `core.fit.strategies.names()`.
+        strategy: a runnable's name (`core.fit.catalog`): a JAX strategy or a peer.
         iterations: the most iterations to run (fewer when the fit stops at `tol`).
         precision: "float32" or "float64"; every array of the fit has this dtype.
         device: platform to run on: "cpu", "gpu" or "tpu".
@@ -254,6 +239,7 @@ class FitSpec:
     devices: int = 0
 
     def __post_init__(self) -> None:
+        _check_choice("strategy", self.strategy, tuple(catalog.RUNNABLES))
         _check_int("iterations", self.iterations, 1, cap("iterations"))
         _check_choice("precision", self.precision, PRECISIONS)
         _check_choice("device", self.device, DEVICES)

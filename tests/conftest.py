@@ -5,6 +5,8 @@ import os
 import sys
 import tempfile
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 # Set before any test imports core, so nothing touches the user's own store or cache.
@@ -13,3 +15,14 @@ os.environ["PLNLAB_DB"] = os.path.join(_scratch, "runs.sqlite3")
 os.environ["PLNLAB_JAX_CACHE"] = os.path.join(_scratch, "jax-cache")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # see core.run.host.native_settings
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """This test process's embedded cluster (`core.cluster.connection.shared`), started once with
+    the session's environment (compilation cache, device queue) whatever a test sets later,
+    as a server's workers keep the server's."""
+    from core.cluster import connection
+
+    yield connection.shared()
+    connection.close_shared()

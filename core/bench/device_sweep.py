@@ -22,12 +22,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-from core.run.progress import PHASES
+from core.run.progress import PHASES, Cancelled
 from core.run.result import RunResult
 from core.spec import OAKS_REPLICATES, DatasetSpec, FitSpec, SpecError
 
@@ -137,7 +138,7 @@ def phase_of(line: str) -> str | None:
 
 
 def run_in_own_process(spec: FitSpec, db_path: str, on_phase: Callable[[str], None] | None = None,
-                       timeout_s: float | None = None) -> RunResult:
+                       timeout_s: float | None = None, cancel: threading.Event | None = None) -> RunResult:
     """Run and store `spec` in a fresh `python -m core run` process; the stored run.
 
     Args:
@@ -145,6 +146,7 @@ def run_in_own_process(spec: FitSpec, db_path: str, on_phase: Callable[[str], No
         db_path: the run store the process writes to.
         on_phase: called with each phase the process reports ("compile", "first_call", ...).
         timeout_s: the process is killed past this many seconds (None: no limit).
+        cancel: set it to stop the process (as Ctrl-C would): `Cancelled` is raised.
 
     Raises:
         SpecError: the process refused the run (exit 2); its one-line message.
@@ -157,6 +159,16 @@ def run_in_own_process(spec: FitSpec, db_path: str, on_phase: Callable[[str], No
         process = subprocess.Popen(command, cwd=ROOT, env=subprocess_environment(spec), stdout=out,
                                    stderr=subprocess.PIPE, text=True, bufsize=1)
         errors: list[str] = []
+        stop_watch = threading.Event()
+
+        def watch_cancel() -> None:
+            while not stop_watch.wait(0.2):
+                if cancel is not None and cancel.is_set() and process.poll() is None:
+                    process.send_signal(signal.SIGINT)  # stops like Ctrl-C: no in-flight note left behind
+                    return
+
+        watcher = threading.Thread(target=watch_cancel, daemon=True)
+        watcher.start()
         try:
             for line in process.stderr:
                 errors.append(line.rstrip("\n"))
@@ -164,7 +176,9 @@ def run_in_own_process(spec: FitSpec, db_path: str, on_phase: Callable[[str], No
                 if phase is not None and on_phase is not None:
                     on_phase(phase)
             code = process.wait(timeout=timeout_s)
-        finally:  # the page was left, the run cancelled or timed out: do not leave a fit running
+        finally:
+            stop_watch.set()
+            watcher.join()  # the page was left, the run cancelled or timed out: do not leave a fit running
             if process.poll() is None:
                 # SIGINT first: the command stops like Ctrl-C, removing its in-flight note,
                 # rather than leaving an "interrupted" run behind.
@@ -178,6 +192,8 @@ def run_in_own_process(spec: FitSpec, db_path: str, on_phase: Callable[[str], No
         out.seek(0)
         lines = out.read().strip().splitlines()
     last = next((line for line in reversed(errors) if line.strip()), "")
+    if cancel is not None and cancel.is_set():
+        raise Cancelled("cancelled; nothing was stored")
     if code == 2:
         raise SpecError(last.removeprefix("python -m core: error: "))
     if code != 0 or not lines:

@@ -12,8 +12,9 @@ from typing import Any, Callable, Iterable
 
 from core.data import datasets
 from core.data.counts import CountData
+from core.fit import catalog
 from core.inspect import roofline
-from core.run import catalog, engine
+from core.run import engine
 from core.run.result import RunResult
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec
 from core.store import stored_run
@@ -58,7 +59,7 @@ def run_grid(specs: list[FitSpec], store=None, on_result: Callable[[RunResult], 
         else:
             result = engine.run(spec, counts=loaded[spec.dataset], owner="benchmark", cold=cold)
         # After the run, its executables are in the engine's cache: nothing recompiles here.
-        analysis = roofline.analyse(spec, loaded[spec.dataset]) if catalog.get(spec.strategy).inspectable else None
+        analysis = roofline.analyse(spec, loaded[spec.dataset]) if catalog.runnable(spec.strategy).inspectable else None
         rows.append((result, analysis))
         if on_result is not None:
             on_result(result)

@@ -20,26 +20,14 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-STRATEGY_ORDER = (
-    "eager", "jit_per_function", "jit_step", "scan", "scan_namedtuple",
-    "scan_pytree_class", "fori_loop", "while_loop", "scan_analytic", "sharded",
-    "pyplnmodels", "torch_eager", "torch_compile",
-)
-# Picked by search from Okabe-Ito, Paul Tol's schemes and an even hue grid so that, under
-# normal vision and simulated protanopia and deuteranopia (Machado et al. 2009): any two
-# strategies differ by CIELAB delta E >= 14, neighbours in this order and the groups shown
-# together by default (the tutorial's five, the peers) by >= 36; every colour has 3:1
-# contrast on white (WCAG's bar for graphics) and 2:1 on the dark theme. Checked by
-# tests/charts/test_palette.py; `core.charts.colour_vision` has the arithmetic.
-STRATEGY_COLORS = {
-    "eager": "#734026", "jit_per_function": "#339999", "jit_step": "#144BB8",
-    "scan": "#E65E19", "scan_namedtuple": "#0077BB", "scan_pytree_class": "#5E19E6",
-    "fori_loop": "#009E73", "while_loop": "#7E47EB", "scan_analytic": "#265973",
-    "sharded": "#BF6A40", "pyplnmodels": "#EB47EB", "torch_eager": "#8C510A",
-    "torch_compile": "#225555",
-}
+from core.fit import catalog
+
+# Every runnable in teaching order, and its colour: the catalog's (`core.fit.catalog`, where
+# the palette's rules are written), checked by tests/charts/test_palette.py.
+STRATEGY_ORDER = tuple(catalog.RUNNABLES)
+STRATEGY_COLORS = {name: runnable.colour for name, runnable in catalog.RUNNABLES.items()}
 # Strategies this program no longer knows (imported runs): one more hue, used by none above.
-UNKNOWN_COLOR = "#DDCC77"
+UNKNOWN_COLOR = catalog.UNKNOWN_COLOUR
 # The phases of a run are greys, light to dark in time order: no strategy is grey, so a
 # phase chart beside a strategy chart can never be read as naming strategies.
 PHASE_COLORS = ("#D4D4D4", "#A3A3A3", "#707070", "#3D3D3D")

@@ -14,108 +14,21 @@ the Python-loop strategies one iteration calls every executable once.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import sys
-from typing import Any
 
 import jax
 import jaxlib
 
 from core.fit import model, strategies
 from core.fit.strategies import base
-from core.inspect.layout import ArrayLayout, array_layouts
-from core.inspect.xla_analysis import Cost, Memory, normalise_cost, normalise_memory
+from core.inspect.findings import DISPLAY_CHARS, Executable, Inspection, clip, executable_rows  # noqa: F401
+from core.inspect.layout import array_layouts
+from core.inspect.xla_analysis import Cost, normalise_cost, normalise_memory
 from core.run.engine import device_lock
 from core.run.prepared import ExecutableCache, prepare
 from core.spec import FitSpec
-
-# Characters of a text shown on the page; st.code slows the browser down past this and
-# nobody reads 100 kB of HLO on a projector. The full text stays downloadable.
-DISPLAY_CHARS = 40_000
-
-
-@dataclasses.dataclass(frozen=True)
-class Executable:
-    """One compiled function of a strategy.
-
-    Attributes:
-        name: the strategy's name for it ("fit", "step", "value_and_grad", ...).
-        stablehlo: the lowered module (`Lowered.as_text()`), before XLA's passes.
-        optimized_hlo: after XLA's passes (`Compiled.as_text()`); "" if unavailable.
-        cost: XLA's cost analysis of the executable.
-        memory: XLA's memory analysis, or None where the backend gives none.
-    """
-
-    name: str
-    stablehlo: str
-    optimized_hlo: str
-    cost: Cost
-    memory: Memory | None
-
-
-@dataclasses.dataclass(frozen=True)
-class Inspection:
-    """Everything the "Under the hood" page shows for one FitSpec; plain data only.
-
-    Attributes:
-        strategy, description: the strategy's name and its module docstring.
-        dataset, n, p, d, precision, device, iterations, optimizer: what was inspected.
-        compiled: False for eager, which hands nothing to XLA ahead of time.
-        python_loop: whether iterations are driven from Python.
-        sources: (title, Python source) pairs: the strategy module, then the shared
-            `fit_step` and `elbo` every strategy runs.
-        jaxpr: the jaxpr of what is compiled (one iteration for Python loops).
-        jaxpr_of: what `jaxpr` is the jaxpr of, in words.
-        executables: one entry per compiled function (empty for eager).
-        cost_per_iteration, cost_per_run: XLA's estimates (None fields if unknown).
-        cost_note: how the per-iteration and per-run figures were derived.
-        compile_count, disk_cache_hits, cache, trace_lower_s, compile_s: as the engine
-            reports them for a cold in-process cache ("disk" when JAX's persistent
-            cache supplied the executables).
-        versions: jax and jaxlib versions the texts come from.
-        layout: where each array of the placed data and initial state lives (shape,
-            sharding, what one device holds), data first.
-    """
-
-    strategy: str
-    description: str
-    dataset: str
-    n: int
-    p: int
-    d: int
-    precision: str
-    device: str
-    iterations: int
-    optimizer: str
-    compiled: bool
-    python_loop: bool
-    sources: tuple[tuple[str, str], ...]
-    jaxpr: str
-    jaxpr_of: str
-    executables: tuple[Executable, ...]
-    cost_per_iteration: Cost
-    cost_per_run: Cost
-    cost_note: str
-    compile_count: int
-    disk_cache_hits: int
-    cache: str
-    trace_lower_s: float
-    compile_s: float
-    versions: dict[str, str]
-    layout: tuple[ArrayLayout, ...] = ()
-
-
-def clip(text: str, limit: int = DISPLAY_CHARS) -> tuple[str, bool]:
-    """`text` cut to `limit` characters at a line end, and whether it was cut."""
-    if len(text) <= limit:
-        return text, False
-    cut = text.rfind("\n", 0, limit)
-    cut = cut if cut > 0 else limit
-    note = f"\n... [{len(text) - cut:,} more characters: download the full text]"
-    return text[:cut] + note, True
-
 
 
 def strategy_sources(name: str) -> tuple[tuple[str, str], ...]:
@@ -200,27 +113,6 @@ def _costs(strategy, problem, executables: tuple[Executable, ...], devices: int)
     if devices > 1:
         note += f" The program is partitioned over {devices} devices: the figures are those of one device."
     return total, total.scaled(iterations), note
-
-
-_COLUMNS = {  # table column -> (where, field, unit); oaks x1 to x1000 stay readable in these units
-    "MFLOP": ("cost", "flops", 1e6), "MB accessed": ("cost", "bytes_accessed", 1e6),
-    "transcendentals (k)": ("cost", "transcendentals", 1e3), "arguments (MB)": ("memory", "argument_bytes", 1e6),
-    "outputs (MB)": ("memory", "output_bytes", 1e6), "temporaries (MB)": ("memory", "temp_bytes", 1e6),
-    "peak (MB)": ("memory", "peak_bytes", 1e6), "code (MB)": ("memory", "generated_code_bytes", 1e6),
-}
-
-
-def executable_rows(inspection: Inspection) -> list[dict[str, Any]]:
-    """One row per executable for a table: costs in MFLOP / MB / thousands, memory in MB."""
-    rows = []
-    for executable in inspection.executables:
-        parts = {"cost": executable.cost, "memory": executable.memory or Memory()}
-        row: dict[str, Any] = {"executable": executable.name}
-        for column, (where, field, unit) in _COLUMNS.items():
-            value = getattr(parts[where], field)
-            row[column] = None if value is None else value / unit
-        rows.append(row)
-    return rows
 
 
 def inspect_fit(spec: FitSpec, counts=None) -> Inspection:

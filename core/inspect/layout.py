@@ -8,7 +8,6 @@ can keep. Arrays on one device read as "single device", holding everything.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -16,29 +15,7 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding
 
-
-@dataclasses.dataclass(frozen=True)
-class ArrayLayout:
-    """One placed array.
-
-    Attributes:
-        name: its path in the fit, e.g. "data.counts", "state.params.latent_mean".
-        global_shape: the whole array's shape.
-        dtype: e.g. "float32".
-        sharding: "PartitionSpec('rows', None) over mesh rows=4" (row blocks, on one
-            device too), "replicated over mesh rows=4" or "single device".
-        devices: how many devices hold a part of it (or a copy).
-        per_device_shape: the shape of the block one device holds.
-        bytes_per_device: the bytes of that block.
-    """
-
-    name: str
-    global_shape: tuple[int, ...]
-    dtype: str
-    sharding: str
-    devices: int
-    per_device_shape: tuple[int, ...]
-    bytes_per_device: int
+from core.inspect.findings import ArrayLayout, table_rows  # noqa: F401
 
 
 def _describe_sharding(sharding) -> str:
@@ -74,16 +51,6 @@ def array_layouts(tree: Any, prefix: str) -> list[ArrayLayout]:
             bytes_per_device=int(math.prod(block)) * np.dtype(leaf.dtype).itemsize,
         ))
     return rows
-
-
-def table_rows(layouts: tuple[ArrayLayout, ...] | list[ArrayLayout]) -> list[dict[str, Any]]:
-    """Rows for a table: shapes written "n × p", bytes as they are."""
-    def shape(dims) -> str:
-        return " × ".join(f"{d:,}" for d in dims) or "scalar"
-
-    return [{"array": row.name, "global shape": shape(row.global_shape), "dtype": row.dtype,
-             "sharding": row.sharding, "devices": row.devices, "per-device shape": shape(row.per_device_shape),
-             "bytes per device": row.bytes_per_device} for row in layouts]
 
 
 def bytes_per_device(tree) -> dict[str, int]:

@@ -15,8 +15,6 @@ correct value side by side on small data and says whether the bug showed:
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import threading
 from typing import Callable, NamedTuple
 
@@ -30,49 +28,9 @@ from core.data.datasets import load_oaks, simulate
 from core.fit import model
 from core.fit.optim import make_optimizer
 from core.fit.strategies import init_state, scan_pytree_class
+from core.inspect.pitfall_notes import CODE, SUMMARIES, TITLES, PitfallResult, source  # noqa: F401
 from core.run import runtime
 from core.spec import OptimizerSpec
-
-TITLES = {
-    "trace_precedence": "Trace term: operator precedence drops Omega",
-    "logdet_overflow": "log(det(Omega)) overflows in float32",
-    "pytree_class": "The pytree class whose Omega never updates",
-    "fused_reduction": "jaxlib 0.10.2 miscompiles a fused reduction on CPU",
-}
-# What each demo shows, before it has run (its result explains the numbers).
-SUMMARIES = {
-    "trace_precedence": "The seed's `jnp.trace(M.T @ M + jnp.diag(...) @ Omega)` multiplies only the diagonal "
-                        "part by Omega, because `@` binds tighter than `+`. The demo compares it with "
-                        "tr(Omega (M^T M + D)) on small random data.",
-    "logdet_overflow": "The seed's `jnp.log(jnp.linalg.det(Omega))` overflows in float32 when p = 114. The demo "
-                       "computes it for an oaks-sized Omega next to the Cholesky and slogdet log-determinants.",
-    "pytree_class": "The seed's level-4 class writes Sigma and Omega to a global and drops them in "
-                    "`tree_unflatten`. The demo runs it in `lax.scan` next to core's scan_pytree_class.",
-    "fused_reduction": "jaxlib 0.10.2's CPU backend miscompiles the jitted Stirling sum of log Y! on oaks "
-                       "(jax-ml/jax#39103). The demo computes it live on the installed jaxlib next to NumPy's.",
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class PitfallResult:
-    """What one demonstration showed.
-
-    Attributes:
-        key, title: which pitfall.
-        explanation: what goes wrong and why, in two or three sentences.
-        buggy: {label: value} computed the tutorial's way.
-        correct: {label: value} computed the right way.
-        reproduced: whether the bug showed here (the buggy and correct values differ).
-        note: anything version- or platform-specific the numbers depend on.
-    """
-
-    key: str
-    title: str
-    explanation: str
-    buggy: dict[str, float]
-    correct: dict[str, float]
-    reproduced: bool
-    note: str = ""
 
 
 def trace_precedence(n: int = 20, p: int = 3, seed: int = 0) -> PitfallResult:
@@ -281,19 +239,10 @@ class Pitfall(NamedTuple):
 
 def catalogue() -> list[Pitfall]:
     """Every pitfall, in the order the tutorial meets them."""
-    demos = {
-        "trace_precedence": (trace_precedence, (trace_precedence,)),
-        "logdet_overflow": (logdet_overflow, (logdet_overflow,)),
-        "pytree_class": (pytree_class, (SeedPLN, pytree_class)),
-        "fused_reduction": (fused_reduction, (_log_stirling, fused_reduction)),
-    }
-    return [Pitfall(key, TITLES[key], SUMMARIES[key], demo, code) for key, (demo, code) in demos.items()]
-
-
-def source(key: str) -> str:
-    """The Python source of pitfall `key`'s demonstration."""
-    found = {pitfall.key: pitfall for pitfall in catalogue()}[key]
-    return "\n\n".join(inspect.getsource(item) for item in found.code)
+    demos = {"trace_precedence": trace_precedence, "logdet_overflow": logdet_overflow,
+             "pytree_class": pytree_class, "fused_reduction": fused_reduction}
+    return [Pitfall(key, TITLES[key], SUMMARIES[key], demo, tuple(globals()[name] for name in CODE[key]))
+            for key, demo in demos.items()]
 
 
 def run(key: str) -> PitfallResult:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import socket
 import time
@@ -31,6 +30,8 @@ import time
 import jax
 import jax.numpy as jnp
 
+from core.inspect.findings import Analysis, Floor, Peaks  # noqa: F401
+from core.inspect.floor import floor, matching_runs, times_floor  # noqa: F401
 from core.inspect.xla_analysis import Cost, Memory, normalise_cost, normalise_memory
 from core.run import runtime
 from core.run.engine import device_lock
@@ -41,41 +42,6 @@ _MATMUL_SIZE = 1024
 _EXP_ELEMENTS = 1 << 22
 _STREAM_ELEMENTS = 1 << 25
 _REPEATS = 7
-
-
-@dataclasses.dataclass(frozen=True)
-class Peaks:
-    """Measured rates of one device for one dtype.
-
-    Attributes:
-        matmul_flops_per_s: dense (1024 x 1024) matmul FLOP/s.
-        exp_per_s: `exp` evaluations per second (summed, so nothing is written back).
-        bytes_per_s: bytes read per second by a sum over 128 MB (float32).
-        device_kind, dtype, host: what was measured.
-    """
-
-    matmul_flops_per_s: float
-    exp_per_s: float
-    bytes_per_s: float
-    device_kind: str
-    dtype: str
-    host: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Floor:
-    """The time floor of one iteration, in seconds, and which side binds."""
-
-    compute_s: float
-    memory_s: float
-
-    @property
-    def seconds(self) -> float:
-        return max(self.compute_s, self.memory_s)
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_s >= self.memory_s else "memory"
 
 
 def _best_seconds(fn, *args) -> float:
@@ -137,36 +103,6 @@ def peaks(device, dtype: str, remeasure: bool = False) -> Peaks:
     return measured
 
 
-def floor(flops: float, transcendentals: float, bytes_moved: float, machine: Peaks) -> Floor:
-    """The roofline floor for work of this size on `machine`."""
-    return Floor(
-        compute_s=flops / machine.matmul_flops_per_s + transcendentals / machine.exp_per_s,
-        memory_s=bytes_moved / machine.bytes_per_s,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class Analysis:
-    """One strategy's work per iteration against the machine's limit.
-
-    Attributes:
-        cost: XLA's cost analysis of one iteration (None fields where XLA gives none;
-            all None for eager and the peers, which hand XLA nothing ahead of time).
-        floor: the roofline floor of that work, or None without a cost.
-        compulsory_bytes: what one iteration must move: read the data, read and write
-            the state (parameters, Omega, optimizer moments).
-        peak_bytes: XLA's memory analysis: the largest (arguments + outputs + temporaries
-            - aliased) over the strategy's executables, or None.
-        model_bytes: the arrays the model itself holds: Y, O, X, B, M, S and Omega.
-    """
-
-    cost: Cost
-    floor: Floor | None
-    compulsory_bytes: int
-    peak_bytes: int | None
-    model_bytes: int
-
-
 def _nbytes(tree) -> int:
     return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree_util.tree_leaves(tree))
 
@@ -225,46 +161,3 @@ def analyse_apart(spec, counts=None) -> Analysis:
     """
     with device_lock(spec.device):
         return analyse(spec, counts, cache=ExecutableCache(size=1))
-
-
-def _same(run, spec, fields=None) -> bool:
-    """Whether `run` has `spec`'s `fields`; by default every one but `repeats`, which
-    leaves an iteration's work alone."""
-    # Stored specs are `FitSpec.to_dict()`, which leaves out fields at their defaults
-    # (devices, a CSV's header choice): compare like with like.
-    wanted = spec.to_dict()
-    fields = fields or [field.name for field in dataclasses.fields(spec) if field.name != "repeats"]
-    return all(run.spec.get(field) == wanted.get(field) for field in fields)
-
-
-_PROBLEM = ("strategy", "dataset", "precision", "device", "iterations")
-
-
-def matching_runs(runs, spec, machine: Peaks) -> list:
-    """Finished runs measured where `machine` was, of the same work per iteration as `spec`.
-
-    A run matches on strategy, data, precision, device and iterations, on this host and
-    device kind (a time from another machine says nothing about this one's floor).
-
-    Args:
-        runs: `RunResult`s, e.g. `RunStore.list()`.
-        spec: the `FitSpec` whose floor the times are compared with.
-        machine: the peaks of the floor; its host and device kind select the runs.
-
-    Returns:
-        The matching runs, those of the very same settings (`repeats` aside) first, then
-        fastest first.
-    """
-    found = [run for run in runs
-             if run.status == "ok" and run.per_iter_ms > 0 and _same(run, spec, _PROBLEM)
-             and run.versions.get("host") == machine.host and run.device_kind == machine.device_kind]
-    return sorted(found, key=lambda run: (not _same(run, spec), run.per_iter_ms))
-
-
-def times_floor(runs, spec, bound: Floor) -> list[dict]:
-    """One row per run (of `matching_runs`): id, created_at, per_iter_ms, same_settings
-    (every field of `spec` but repeats) and x_floor, its per-iteration time over the floor."""
-    return [{"id": run.id, "created_at": run.created_at, "per_iter_ms": run.per_iter_ms,
-             "same_settings": _same(run, spec),
-             "x_floor": run.per_iter_ms / 1e3 / bound.seconds if bound.seconds > 0 else math.nan}
-            for run in runs]

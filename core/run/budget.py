@@ -20,16 +20,15 @@ from __future__ import annotations
 import os
 import time
 
+from core.fit import catalog
 from core.spec import FitSpec, SpecError
 
 MAX_RUN_SECONDS_ENV = "PLNLAB_MAX_RUN_SECONDS"
 DEFAULT_MAX_RUN_SECONDS = 300.0
 
 # Floors, in seconds, on what one iteration costs beside its arithmetic: Python's dispatch
-# of the ops (eager: ~14 ms an iteration measured on a 2-core CPU, floor 0.5 ms) or of the
-# jitted calls (jit_step: ~80 us, floor 10 us). Compiled loops dispatch once.
-_FLOORS = {"eager": 5e-4, "jit_per_function": 2e-5, "jit_step": 1e-5,
-           "pyplnmodels": 5e-5, "torch_eager": 5e-5, "torch_compile": 1e-5}
+# of the ops or of the jitted calls (the catalog's `dispatch_floor_s`). Compiled loops dispatch once.
+_FLOORS = {name: runnable.dispatch_floor_s for name, runnable in catalog.RUNNABLES.items()}
 # Floors on the seconds per cell of Y per iteration: ~15 ns measured on a 2-core CPU (scan,
 # oaks x100), floor 0.2 ns; an accelerator reads and writes at least six arrays a cell,
 # 24 bytes at 3.35 TB/s (H100) is 7 ps, floor 2 ps.
@@ -72,9 +71,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
-def check(spec: FitSpec, shape: tuple[int, int, int] | None) -> None:
-    """Raise SpecError when `spec` cannot finish within `max_run_seconds()`."""
-    budget = max_run_seconds()
+def check(spec: FitSpec, shape: tuple[int, int, int] | None, seconds: float | None = None) -> None:
+    """Raise SpecError when `spec` cannot finish within `seconds` (default `max_run_seconds()`)."""
+    budget = max_run_seconds() if seconds is None else seconds
     least = least_seconds(spec, shape)
     if least > budget:
         raise SpecError(

@@ -66,11 +66,13 @@ class Ticket:
         return self.started_at is not None
 
     def describe(self, now: float | None = None) -> str:
-        """"scan · oaks x100 (command line, pid 123), running for 4 s" or "... waiting for 2 s"."""
+        """"scan · oaks x100 (command line, pid 123), running for 4 s" or "... waiting for 2 s"
+        (no pid for a task on the cluster, whose process is a worker's)."""
         now = time.time() if now is None else now
         since = self.started_at if self.running else self.enqueued_at
         doing = "running" if self.running else "waiting"
-        return f"{self.label} ({self.owner}, pid {self.pid}), {doing} for {max(0.0, now - since):.0f} s"
+        who = f"{self.owner}, pid {self.pid}" if self.pid else self.owner
+        return f"{self.label} ({who}), {doing} for {max(0.0, now - since):.0f} s"
 
 
 def default_queue_dir() -> pathlib.Path:

@@ -15,8 +15,8 @@ import time
 
 from core.data import datasets
 from core.data.counts import CountData
-from core.fit import precision_guard
-from core.run import budget, catalog, device_queue, memory_estimate
+from core.fit import catalog, precision_guard
+from core.run import budget, device_queue, measure, memory_estimate
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.run.result import RunResult
@@ -47,6 +47,7 @@ def run(
     owner: str = "command line",
     hold_device: bool = True,
     cold: bool = False,
+    max_seconds: float | None = None,
 ) -> RunResult:
     """Fit `spec` and time it; the result is not stored (see `core.store.stored_run`).
 
@@ -70,9 +71,11 @@ def run(
         cold: compile from scratch, skipping the in-memory and the persistent compilation
             caches for this run only (`core.run.cold_compile`); the run still stores its
             executables in both. It compiles while holding the device queue.
+        max_seconds: how long the run may hold the device (default: this process's
+            `core.run.budget.max_run_seconds()`; a run on a worker gets its server's).
 
-    A run may hold the device for `core.run.budget.max_run_seconds()`: one that cannot
-    finish within it is refused, one that passes it stops and returns as "timed_out".
+    A run may hold the device for `max_seconds`: one that cannot finish within it is
+    refused, one that passes it stops and returns as "timed_out".
 
     Raises:
         SpecError: the device is absent, the data are invalid (`core.data.DataError`),
@@ -80,12 +83,13 @@ def run(
             float32 cannot hold the data's ELBO (the message names float64).
         core.run.progress.Cancelled: `cancel` was set.
     """
-    runnable = catalog.get(spec.strategy)
+    catalog.runnable(spec.strategy)  # KeyError naming the known ones
+    seconds = budget.max_run_seconds() if max_seconds is None else max_seconds
     memory_estimate.check(spec, counts)
-    budget.check(spec, memory_estimate.shape_of(spec, counts))
-    allowed = budget.Budget(budget.max_run_seconds())
+    budget.check(spec, memory_estimate.shape_of(spec, counts), seconds)
+    allowed = budget.Budget(seconds)
     report = on_progress or ignore
-    counts = _host_data(spec, counts)
+    counts = _host_data(spec, counts, seconds)
     warnings = _data_warnings(spec, counts)
     label = f"{spec.strategy} · {spec.dataset.label} · {spec.precision}"
     turn = (device_queue.default_queue().hold(spec.device, label, owner, _queue_reporter(report), cancel)
@@ -93,14 +97,14 @@ def run(
     with turn as waited:
         window_start = time.time()
         allowed.start()
-        measurement = runnable.measure(spec, counts, report, cancel, cache,
+        measurement = measure.measure(spec, counts, report, cancel, cache,
                                        watched=on_progress is not None or cancel is not None, budget=allowed,
                                        cold=cold)
         window = (window_start, time.time())
     return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
 
 
-def _host_data(spec: FitSpec, counts: CountData | None) -> CountData | None:
+def _host_data(spec: FitSpec, counts: CountData | None, seconds: float) -> CountData | None:
     """The data on the host, loaded now (outside the queue) unless the caller holds it or
     the sharded strategy draws it on the devices; a CSV's shape is checked against memory
     and the time budget once it is known."""
@@ -109,7 +113,7 @@ def _host_data(spec: FitSpec, counts: CountData | None) -> CountData | None:
     counts = datasets.load(spec.dataset)
     if spec.dataset.shape is None:
         memory_estimate.check(spec, counts)
-        budget.check(spec, memory_estimate.shape_of(spec, counts))
+        budget.check(spec, memory_estimate.shape_of(spec, counts), seconds)
     return counts
 
 

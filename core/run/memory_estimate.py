@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from core.run import catalog, runtime
+from core.fit import catalog
+from core.run import runtime
 from core.spec import FitSpec, SpecError
 
 # Arrays alive at the peak, by shape (see the module docstring).
@@ -61,7 +62,7 @@ def _itemsize(spec: FitSpec) -> int:
 def device_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
     """The estimated peak bytes of `spec`'s fit on the device, for data of `shape`."""
     n, p, d = shape
-    arrays = N_P_ARRAYS_DONATING if catalog.get(spec.strategy).donates_state else N_P_ARRAYS_NOT_DONATING
+    arrays = N_P_ARRAYS_DONATING if catalog.runnable(spec.strategy).donates_state else N_P_ARRAYS_NOT_DONATING
     return _itemsize(spec) * (arrays * n * p + P_P_ARRAYS * p * p + N_D_ARRAYS * n * d + D_P_ARRAYS * d * p)
 
 

@@ -160,6 +160,9 @@ class RunResult:
             in-memory and persistent compilation caches (`core.run.cold_compile`); 0 when
             it could use them (its `cache` then says whether it did) or compiles nothing
             ahead (eager, the peers).
+        worker: the Dask worker that ran it, "<address> on <host>" (`core.cluster`); empty
+            for a run made in the process that stored it (the command line without
+            --scheduler, a benchmark).
     """
 
     spec: dict[str, Any]
@@ -210,6 +213,7 @@ class RunResult:
     time_to_solution_s: float | None = None
     final_change: float | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
+    worker: str = ""
 
     @property
     def converged(self) -> bool | None:

@@ -14,6 +14,7 @@ import json
 import math
 import time
 
+from core.fit import catalog
 from core.run.result import RunResult
 from core.spec import FitSpec, SpecError, cap
 
@@ -73,11 +74,8 @@ def _check_text(run: RunResult) -> None:
 
 def _check_spec(run: RunResult) -> FitSpec:
     """The record's spec, as this server would accept it (its caps), agreeing with the record."""
-    # Deferred: the catalog loads JAX, and the store's listing commands answer without it.
-    from core.run import catalog
-
-    if run.strategy not in catalog.names():
-        raise RecordError(f"strategy must be one of {', '.join(catalog.names())}; got {run.strategy!r:.80}")
+    if run.strategy not in catalog.RUNNABLES:
+        raise RecordError(f"strategy must be one of {', '.join(catalog.RUNNABLES)}; got {run.strategy!r:.80}")
     try:
         spec = FitSpec.from_dict(run.spec)
     except (SpecError, TypeError, ValueError, AttributeError) as exc:

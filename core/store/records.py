@@ -128,8 +128,11 @@ def validate_record(values: Any, where: str) -> RunResult:
     return run
 
 
-def interrupted_result(spec_dict: dict, started_at: float, host: str, pid: int) -> RunResult:
-    """The record of a run whose process died before it finished: its spec, no timings."""
+def interrupted_result(spec_dict: dict, started_at: float, host: str, pid: int, reason: str | None = None,
+                       worker: str = "") -> RunResult:
+    """The record of a run whose process died before it finished: its spec, no timings;
+    `reason` says what happened (default: the process that ran it stopped), `worker` which
+    Dask worker it was."""
     try:
         spec = FitSpec.from_dict(spec_dict)
         key, label = spec.key, spec.dataset.label
@@ -145,9 +148,9 @@ def interrupted_result(spec_dict: dict, started_at: float, host: str, pid: int) 
         lr=float(optimizer.get("lr", 0.0)), init=str(spec_dict.get("init", "?")),
         repeats=int(spec_dict.get("repeats", 0)), tol=float(spec_dict.get("tol", 0.0)),
         status="interrupted",
-        error=f"the process running it (pid {pid} on {host}) stopped before it finished",
+        error=reason or f"the process running it (pid {pid} on {host}) stopped before it finished",
         diverged_at=None, iterations_run=0, transfer_s=0.0, trace_lower_s=0.0, compile_s=0.0,
         first_call_s=0.0, run_s=0.0, run_s_min=0.0, run_s_max=0.0, per_iter_ms=0.0, compile_count=0,
         disk_cache_hits=0, recompile_count=0, cache="none", final_elbo=None, elbo=[], devices=0,
-        device_kind="", versions={"host": host}, timed_start=started_at, created_at=started_at,
+        device_kind="", versions={"host": host}, timed_start=started_at, created_at=started_at, worker=worker,
     )

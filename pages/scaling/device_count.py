@@ -1,22 +1,23 @@
 """The Scaling page's device-count section: strong and weak scaling of the sharded strategy.
 
 Stored runs are shown at once; one button runs the missing ones. On CPU each device
-count runs in its own `python -m core run` process with that many simulated devices
-(`core.bench.device_sweep`), because JAX fixes the count when it starts; on a GPU or TPU the
-runs go through this server's engine, over the first k devices it sees.
+count runs on a worker in its own `python -m core run` process with that many simulated
+devices (`core.bench.device_sweep`), because JAX fixes the count when it starts; on a GPU or
+TPU the runs go to a worker as any fit does, over the first k devices it sees.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 
 import pandas as pd
 import streamlit as st
 
 from core.bench import device_sweep
 from core.charts import lines
-from core.run.progress import PHASES
+from core.cluster import submit, tasks
+from core.cluster.errors import WorkerDied
+from core.run.progress import PHASES, Cancelled
 from core.run.result import RunResult
 from core.spec import OAKS_ROWS, DatasetSpec, SpecError
 from core.store.run_store import StoreError
@@ -38,7 +39,8 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
     bar per run; (the stored runs, an error message or None). Stops at the first failure."""
     try:
         store = resources.run_store()
-    except StoreError as exc:
+        cluster = resources.cluster()
+    except (StoreError, SpecError) as exc:
         return [], public(exc)
     labels = [point_label(spec) for spec in specs]
     results: list[RunResult] = []
@@ -57,8 +59,11 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
                 bar.progress(phase.start, text=f"**{label}**: {phase.text}")
 
             try:
-                result = device_sweep.run_in_own_process(spec, str(store.path), on_phase=on_phase)
-            except SpecError as exc:
+                result = submit.call(cluster, tasks.sweep_point, spec, platform=spec.device, label=label,
+                                     owner="dashboard", on_progress=lambda progress, on_phase=on_phase: on_phase(
+                                         progress.phase))
+                store.add(result)
+            except (SpecError, Cancelled, WorkerDied) as exc:
                 error = f"{md(label)}: {public(exc)}"
             except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
                 log.exception("device sweep run of %s failed", spec)
@@ -118,14 +123,14 @@ def show() -> None:
         return
     simulated = base.device == "cpu"
     if simulated:
-        st.warning(f"**Simulated devices.** On CPU every device count is a separate process with that many "
-                   f"simulated devices (`XLA_FLAGS=--xla_force_host_platform_device_count=k`), and they all "
-                   f"share this machine's {os.cpu_count()} cores: more devices cannot make a fit faster here. "
+        st.warning("**Simulated devices.** On CPU every device count is a separate process with that many "
+                   "simulated devices (`XLA_FLAGS=--xla_force_host_platform_device_count=k`), and they all "
+                   "share the cores of the worker's machine: more devices cannot make a fit faster here. "
                    "The charts show how the work is split and what partitioning costs, not the speed-up of real "
                    "devices (one GPU each).", icon=":material/info:")
     else:
-        st.caption(f"On {base.device}: the runs use the first k devices this server sees, in this process; "
-                   "a count above that is refused.")
+        st.caption(f"On {base.device}: the runs use the first k devices of the worker that runs them; "
+                   "a count above what it has is refused.")
 
     store = resources.store_or_stop()
     frame = store.frame()

@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.bench import story
 from core.charts import bars
-from core.inspect import pitfalls
+from core.inspect import pitfall_notes
 from core.run import spread
 from core.spec import SpecError
 from pages.story import keys
@@ -91,7 +91,7 @@ with words:
     st.caption(f"{step.origin} · strategy `{step.strategy}`")
     st.markdown(step.fixes)
     for key in step.pitfalls:
-        st.markdown(f":material/bug_report: **{pitfalls.TITLES[key]}.** {pitfalls.SUMMARIES[key]}")
+        st.markdown(f":material/bug_report: **{pitfall_notes.TITLES[key]}.** {pitfall_notes.SUMMARIES[key]}")
     if step.pitfalls:
         st.page_link("pages/under_the_hood/page.py", label="Run the pitfalls live: Under the hood",
                      icon=":material/bug_report:")

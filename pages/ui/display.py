@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from core.charts import decimate, theme
+from core.cluster.errors import WorkerDied
 from core.run import agreement
 from core.run.result import RunResult
 from core.spec import SpecError
@@ -189,6 +190,8 @@ def guarded(work, what: str):
     try:
         return work()
     except SpecError as exc:  # data or device not available here
+        st.error(f"{what}: {public(exc)}", icon=":material/error:")
+    except WorkerDied as exc:  # the worker doing it died (and was restarted): nothing else is lost
         st.error(f"{what}: {public(exc)}", icon=":material/error:")
     except Exception as exc:  # noqa: BLE001 - logged in full, shown in one line
         log.exception("%s failed", what)

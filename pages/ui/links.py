@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from core.run import catalog
+from core.fit import catalog
 from core.spec import DEVICES, INITS, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, cap
 from pages.ui.settings import DEFAULTS, key
 
@@ -69,7 +69,7 @@ def _number(low: float, high: float) -> Callable[[str], float]:
 
 
 def _names(text: str) -> list[str]:
-    known = set(catalog.names())
+    known = set(catalog.RUNNABLES)
     return [name for name in text.split(",") if name in known]
 
 

@@ -1,26 +1,27 @@
-"""Resources shared by every session of the server: the run store, compiled executables,
-the devices found here and the catalog of runnables.
+"""Resources shared by every session of the server: the run store, the cluster that runs the
+fits and the devices its workers have, and the catalog of runnables.
 
-Nothing heavy happens at import: devices are probed and the catalog is built once per
-server process, through `st.cache_resource`, when a page first asks.
+Nothing heavy happens at import. The cluster (`core.cluster.connection.shared`: the
+embedded one, or the team's at $PLNLAB_SCHEDULER) is started or joined once per server
+process, when a page first asks; the server never imports JAX: the devices are what the
+workers report.
 """
 
 from __future__ import annotations
 
-import os
-from importlib import metadata
+import time
 from typing import Any, Iterable
 
-import jax
 import streamlit as st
 
-from core.fit.strategies import TUTORIAL_LEVELS
-from core.run import catalog, runtime
-from core.run.catalog import Runnable
-from core.run.prepared import ExecutableCache
+from core.cluster import connection
+from core.fit import catalog
 from core.spec import DEVICES, SpecError
 from core.store.run_store import RunStore, StoreError, default_db_path
 from pages.ui.text import public
+
+# How long the workers' device list is reused: the sidebar draws it on every rerun.
+DEVICES_TTL_S = 5.0
 
 
 @st.cache_resource(show_spinner=False)
@@ -46,63 +47,79 @@ def store_or_stop() -> RunStore:
         st.stop()
 
 
-@st.cache_resource(show_spinner=False)
-def executable_cache() -> ExecutableCache:
-    """One `ExecutableCache` for every session of this server."""
-    return ExecutableCache()
+def cluster() -> connection.Cluster:
+    """This server's cluster, started (or joined) the first time a page asks.
+
+    Raises:
+        SpecError: the scheduler named by $PLNLAB_SCHEDULER does not answer.
+    """
+    if connection.started() is None:
+        with st.spinner("Starting the workers that run the fits (once per server)…"):
+            return connection.shared()
+    return connection.shared()
 
 
-@st.cache_resource(show_spinner="Looking for devices…")
+def cluster_or_stop() -> connection.Cluster:
+    """`cluster()`, or an error message and the end of this page's run."""
+    try:
+        return cluster()
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the cluster is told, in one line
+        st.error(f"The cluster that runs the fits cannot be reached: {public(exc)}", icon=":material/lan:")
+        st.stop()
+
+
+_devices_seen: tuple[float, dict[str, Any]] | None = None
+
+
 def devices() -> dict[str, Any]:
-    """Platforms JAX offers here, their device kinds, and why absent ones are absent.
+    """The device platforms the cluster's workers offer, what they are and where, and why
+    the absent ones are absent.
 
     Returns:
-        {"available": ["cpu", ...], "kinds": {platform: "NVIDIA H100 80GB HBM3 x1"},
-         "missing": {platform: reason}}.
+        {"available": ["cpu", ...], "kinds": {platform: "NVIDIA H100 80GB HBM3 x1 on gpu-node"},
+         "missing": {platform: reason}, "workers": how many, "pids": {(host, pid) of each worker}}.
     """
-    runtime.configure()
-    available = runtime.available_platforms()
-    kinds = {}
-    for platform in available:
-        found = jax.devices(platform)
-        kinds[platform] = f"{found[0].device_kind} x{len(found)}" if platform != "cpu" else \
-            f"{os.cpu_count()} cores"
-    plugins = _accelerator_plugins()
-    missing = {}
-    for platform in DEVICES:
-        if platform in available:
+    global _devices_seen
+    now = time.monotonic()
+    if _devices_seen is not None and now - _devices_seen[0] < DEVICES_TTL_S:
+        return _devices_seen[1]
+    workers = cluster().workers()
+    served: dict[str, dict[str, set]] = {}
+    for facts in workers.values():
+        if not isinstance(facts, dict):  # a worker that could not answer (starting, or failing)
             continue
-        if platform == "gpu":
-            missing[platform] = ("not available on this server: a GPU jaxlib plugin is installed "
-                                 "but no GPU is visible") if plugins["gpu"] else \
-                "not available on this server (no CUDA jaxlib / no device)"
-        else:
-            missing[platform] = "not available on this server (no TPU runtime / no device)"
-    return {"available": available, "kinds": kinds, "missing": missing}
-
-
-def _accelerator_plugins() -> dict[str, bool]:
-    names = {(dist.metadata["Name"] or "").lower().replace("_", "-") for dist in metadata.distributions()}
-    return {"gpu": any(n.startswith(("jax-cuda", "jax-rocm")) for n in names),
-            "tpu": any(n.startswith("libtpu") for n in names)}
+        for platform in facts.get("served", ()):
+            found = served.setdefault(platform, {"kinds": set(), "hosts": set()})
+            found["kinds"].add(facts.get("kinds", {}).get(platform, platform))
+            found["hosts"].add(facts.get("host", "?"))
+    available = [platform for platform in DEVICES if platform in served]
+    kinds = {platform: f"{', '.join(sorted(served[platform]['kinds']))} on {', '.join(sorted(served[platform]['hosts']))}"
+             for platform in available}
+    missing = {platform: "no worker of the cluster has one" for platform in DEVICES if platform not in served}
+    if not workers:
+        missing = {platform: "no worker has joined the cluster yet" for platform in DEVICES}
+    pids = {(facts.get("host"), facts.get("pid")) for facts in workers.values() if isinstance(facts, dict)}
+    found = {"available": available, "kinds": kinds, "missing": missing, "workers": len(workers), "pids": pids}
+    _devices_seen = (now, found)
+    return found
 
 
 def check_device(platform: str) -> None:
-    """SpecError when `platform` has no device here (before anything runs)."""
+    """SpecError when no worker offers `platform` (before anything runs)."""
     available = devices()["available"]
     if platform not in available:
-        raise SpecError(f"device {platform!r} is not available here; available: {', '.join(available)}")
+        raise SpecError(f"device {platform!r} is not available on this cluster's workers; available: "
+                        f"{', '.join(available) or 'none yet'}")
 
 
-@st.cache_resource(show_spinner=False)
-def runnables() -> list[Runnable]:
+def runnables() -> list[catalog.Runnable]:
     """Every runnable in teaching order: the JAX strategies, then the peers."""
-    return catalog.all_runnables()
+    return list(catalog.RUNNABLES.values())
 
 
 def tutorial_levels() -> tuple[str, ...]:
-    """The seed tutorial's five levels, the Run page's default selection."""
-    return TUTORIAL_LEVELS
+    """The seed tutorial's five levels."""
+    return catalog.tutorial_levels()
 
 
 def strategy_help(names: Iterable[str] | None = None) -> str:

@@ -1,4 +1,5 @@
-"""Running specs from a page: a status box, a progress bar per spec, a live ELBO chart."""
+"""Running specs from a page on the cluster's workers: a status box, a progress bar per spec, a
+live ELBO chart; each result stored as it comes back (`core.cluster.stored`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import pandas as pd
 import streamlit as st
 
 from core.charts import lines
+from core.cluster import stored
+from core.cluster.errors import RunInterrupted
 from core.run.progress import PHASES, Cancelled
 from core.run.result import RunResult
 from core.spec import FitSpec, SpecError
-from core.store import stored_run
 from core.store.run_store import StoreError
 from pages.ui import access, display, resources
 from pages.ui.sidebar import refresh_store_caption
@@ -69,8 +71,8 @@ class _Reporter:
         self.queue_shown = now
         ahead = progress.ahead
         who = "; ".join(md(ticket.describe()) for ticket in ahead[:3]) + (" …" if len(ahead) > 3 else "")
-        text = (f"waiting for the device: {len(ahead)} ahead in the queue, {progress.waited_s:.0f} s so far. "
-                f"Ahead: {who or 'the device is being released'}")
+        text = (f"waiting for a worker and the device: {len(ahead)} ahead in the queue, "
+                f"{progress.waited_s:.0f} s so far. Ahead: {who or 'a worker is being started or released'}")
         self.bar.progress(0.0, text=f"**{self.shown_label}**: {text}")
 
     def finish(self) -> None:
@@ -92,8 +94,8 @@ def cancel_button(title: str):
     """A Cancel button for the work titled `title`; returns its slot, to empty when done.
 
     A click stops the page's script at its next progress update (Streamlit reruns the
-    page): a run's queue ticket and in-flight note are released on the way out, and a
-    run in a child process is stopped with it.
+    page): the run's in-flight note is released on the way out, and the worker running it
+    is told to stop (at its next iteration, call or repeat).
     """
     slot = st.empty()
     slot.button("Cancel", key="run_cancel", icon=":material/stop_circle:", on_click=_note_cancelled,
@@ -154,14 +156,16 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
 
     Returns:
         (the stored results, an error message or None). Each result is stored as soon as
-        its run has finished; a run that fails stores nothing. The message is markdown
-        with every user- or store-supplied part escaped (`pages.ui.text`).
+        its run has finished; a run that fails stores nothing, one whose worker died is
+        stored as interrupted. The message is markdown with every user- or store-supplied
+        part escaped (`pages.ui.text`).
     """
     labels = labels or [spec.strategy for spec in specs]
     try:
         for platform in {spec.device for spec in specs}:
             resources.check_device(platform)
         store = resources.run_store()
+        cluster = resources.cluster()
     except (SpecError, StoreError) as exc:
         return [], public(exc)
     results: list[RunResult] = []
@@ -176,9 +180,12 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
             status.update(label=f"{md(title)}: {md(label)} ({index + 1} of {len(specs)})…", expanded=True)
             try:
                 reporter = _Reporter(bar, live, label, live_points, index, spec.strategy)
-                result = stored_run.run_and_store(store, spec, counts, cache=resources.executable_cache(),
-                                                  on_progress=reporter, owner="dashboard", cold=cold)
+                result = stored.run_and_store(cluster, store, spec, counts, on_progress=reporter, owner="dashboard",
+                                              cold=cold)
                 reporter.finish()
+            except RunInterrupted as exc:  # the worker died: stored, and this session's own
+                st.session_state.setdefault(OWN_RUNS, set()).add(exc.result.id)
+                error = f"{md(label)}: {public(exc)}"
             except (SpecError, StoreError, Cancelled) as exc:
                 error = f"{md(label)}: {public(exc)}"
             except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
@@ -187,6 +194,7 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
                          "see the server log")
             if error is None and result.status == "timed_out":  # stored, but it did not finish
                 results.append(result)
+                st.session_state.setdefault(OWN_RUNS, set()).add(result.id)
                 error = f"{md(label)}: {md(result.error)}; stored as timed out, with its curve so far"
             if error:
                 bar.progress(0.0, text=f"**{md(label)}**: failed")

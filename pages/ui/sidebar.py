@@ -10,6 +10,7 @@ import dataclasses
 
 import streamlit as st
 
+from core.fit import catalog
 from core.run.device_queue import default_queue
 from core.spec import (
     INITS,
@@ -29,12 +30,6 @@ from pages.ui.text import md, public
 
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
-OPTIMIZER_LABELS = {"seed": "seed: RAdam, clipped at 0.1 (the tutorial's)",
-                    "adam": "adam (optax, on B, M, S)", "rprop": "rprop (optax, on B, M, S)",
-                    "pyplnmodels_rprop": "pyplnmodels_rprop: pyPLNmodels' algorithm",
-                    "lbfgs": "lbfgs (optax.lbfgs, profiled)",
-                    "diagonal_newton": "diagonal_newton (variational EM)",
-                    "preconditioned_lbfgs": "preconditioned_lbfgs (fastest to converge)"}
 INIT_LABELS = {"seed": "seed: M = 0, S = 1 (the tutorial's)",
                "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')",
                "log_rates": "log_rates: M = log Y - O, S = 0.5"}
@@ -67,18 +62,26 @@ def sidebar() -> None:
 
 
 def _queue_caption(platform: str) -> None:
-    """Who holds the device and who waits, as of this page's drawing."""
+    """What holds and waits for `platform`, as of this page's drawing: the cluster's tasks and,
+    when the workers run on this host (the embedded cluster), the runs of other processes
+    here (the command line, benchmarks) in the host's device queue."""
     try:
-        entries = default_queue().entries(platform)
-    except OSError as exc:  # an unwritable queue folder: runs will say so too
-        st.caption(f":material/error: device queue unreadable: {public(exc)}")
+        cluster = resources.cluster()
+        tickets = [entry.ticket() for entry in cluster.board.entries(platform)]
+        if cluster.embedded:
+            ours = resources.devices()["pids"]
+            tickets += [t for t in default_queue().entries(platform) if (t.host, t.pid) not in ours]
+    except Exception as exc:  # noqa: BLE001 - a cluster or queue that does not answer: runs will say so too
+        st.caption(f":material/error: the device queue cannot be read: {public(exc)}")
         return
-    if not entries:
+    if not tickets:
         st.caption(f":material/check_circle: **{platform}** is free")
         return
-    waiting = len(entries) - entries[0].running
-    st.caption(f":material/hourglass_top: **{platform}** busy: " + md(entries[0].describe())
-               + (f"; {waiting} waiting" if waiting else ""))
+    running = [ticket for ticket in tickets if ticket.running]
+    waiting = len(tickets) - len(running)
+    busy = md(running[0].describe()) if running else "starting"
+    more = f" and {len(running) - 1} more" if len(running) > 1 else ""
+    st.caption(f":material/hourglass_top: **{platform}** busy: {busy}{more}" + (f"; {waiting} waiting" if waiting else ""))
 
 
 def _whole_number_input(container, label: str, low: int, high: int, key: str, step: int = 1, **options) -> None:
@@ -147,7 +150,11 @@ def _dataset_inputs() -> None:
 
 
 def _device_inputs() -> None:
-    found = resources.devices()
+    try:
+        found = resources.devices()
+    except Exception as exc:  # noqa: BLE001 - the cluster cannot be reached: say so, offer the CPU
+        st.error(f"The cluster that runs the fits cannot be reached: {public(exc)}", icon=":material/lan:")
+        found = {"available": [], "kinds": {}, "missing": {}}
     available = found["available"] or ["cpu"]
     if st.session_state["sb_device"] not in available:
         st.session_state["sb_device"] = available[0]
@@ -165,7 +172,7 @@ def _optimizer_inputs() -> None:
     # options are bare names (a sidebar box is about 200 px wide); the help describes them.
     with st.expander(f"Optimizer: {name} · init: {st.session_state['sb_init']}", key="optimizer_box"):
         st.selectbox("Optimizer", OPTIMIZERS, key="sb_optimizer", persist_state="session",
-                     help="\n".join(f"- {label}" for label in OPTIMIZER_LABELS.values()))
+                     help="\n".join(f"- {o.label}" for o in catalog.OPTIMIZERS.values()))
         if st.session_state["sb_optimizer"] in LEARNING_RATE_OPTIMIZERS:
             st.number_input("Learning rate", 1e-6, 10.0, key="sb_lr", persist_state="session", format="%g", step=0.001)
         st.selectbox("Initialisation", INITS, key="sb_init", persist_state="session",

@@ -7,7 +7,8 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from core.inspect import introspect, layout, pitfalls
+from core.cluster import submit, tasks
+from core.inspect import findings, pitfall_notes
 from core.spec import FitSpec, SpecError
 from pages.ui import resources, settings, state
 from pages.ui.display import guarded, si
@@ -18,14 +19,16 @@ TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretchin
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs={FitSpec: lambda spec: spec.key})
-def inspect_cached(spec: FitSpec, _counts=None) -> introspect.Inspection:
-    """`introspect.inspect_fit`, cached per spec (an uploaded CSV's spec names its content hash)."""
-    return introspect.inspect_fit(spec, _counts)
+def inspect_cached(spec: FitSpec, _counts=None) -> findings.Inspection:
+    """`core.inspect.introspect.inspect_fit` on a worker, cached per spec (an uploaded CSV's
+    spec names its content hash)."""
+    return submit.call(resources.cluster(), tasks.inspection, spec, _counts, platform=spec.device,
+                       label=f"inspecting {spec.strategy} · {spec.dataset.label} · {spec.precision}", owner="dashboard")
 
 
 def text_block(title: str, text: str, language: str, file_name: str, key: str) -> None:
     """A text clipped for the screen, with the full text downloadable."""
-    shown, clipped = introspect.clip(text)
+    shown, clipped = findings.clip(text)
     top, button = st.columns([4, 1], vertical_alignment="center")
     top.caption(f"{title} · {len(text):,} characters" + (" (first part shown)" if clipped else ""))
     button.download_button("Download", text, file_name=file_name, mime="text/plain", key=key,
@@ -34,7 +37,7 @@ def text_block(title: str, text: str, language: str, file_name: str, key: str) -
     st.code(shown or "(not available on this backend)", language=language, height="content" if short else TEXT_HEIGHT)
 
 
-def per_executable(inspection: introspect.Inspection, attribute: str, language: str, what: str) -> None:
+def per_executable(inspection: findings.Inspection, attribute: str, language: str, what: str) -> None:
     executables = inspection.executables
     tabs = st.tabs([e.name for e in executables]) if len(executables) > 1 else [st.container()]
     for tab, executable in zip(tabs, executables):
@@ -44,7 +47,7 @@ def per_executable(inspection: introspect.Inspection, attribute: str, language: 
                        f"uth_dl_{attribute}_{executable.name}")
 
 
-def show_inspection(inspection: introspect.Inspection) -> None:
+def show_inspection(inspection: findings.Inspection) -> None:
     st.subheader(f"{inspection.strategy} · {inspection.dataset} (n = {inspection.n:,}, p = {inspection.p})")
     st.caption(f"{inspection.precision} · {inspection.device} · {inspection.iterations:,} iterations · "
                f"optimizer {inspection.optimizer} · "
@@ -79,13 +82,13 @@ def show_inspection(inspection: introspect.Inspection) -> None:
         st.caption(f"Cache: **{inspection.cache}** ({inspection.disk_cache_hits} persistent-cache load"
                    f"{'s' * (inspection.disk_cache_hits != 1)}). Figures for a cold in-process cache.")
         st.markdown("**Per executable**: XLA's cost and memory analyses (sizes in MB)")
-        table = pd.DataFrame(introspect.executable_rows(inspection))
+        table = pd.DataFrame(findings.executable_rows(inspection))
         table = table.loc[:, (table.notna() & (table != 0)).any()]  # e.g. code size: 0 on CPU
         st.dataframe(table, hide_index=True, column_config={
             c: st.column_config.NumberColumn(format="%.2f") for c in table.columns if c != "executable"})
 
 
-def show_layout(inspection: introspect.Inspection) -> None:
+def show_layout(inspection: findings.Inspection) -> None:
     """Where the sharded strategy put each array: row blocks, or a copy on every device."""
     st.subheader("Where the arrays live", anchor="sharding")
     devices = max((row.devices for row in inspection.layout), default=1)
@@ -94,11 +97,11 @@ def show_layout(inspection: introspect.Inspection) -> None:
                "one row per sample are split in equal row blocks (`PartitionSpec('rows', None)`, rows padded "
                "to a multiple of the device count), the small ones are copied to every device. Each device "
                f"holds {si(held, 'B')} of them. From each array's `sharding` and `addressable_shards`.")
-    st.dataframe(pd.DataFrame(layout.table_rows(inspection.layout)), hide_index=True, column_config={
+    st.dataframe(pd.DataFrame(findings.table_rows(inspection.layout)), hide_index=True, column_config={
         "bytes per device": st.column_config.NumberColumn(format="%d")})
 
 
-def show_texts(inspection: introspect.Inspection) -> None:
+def show_texts(inspection: findings.Inspection) -> None:
     with st.expander("Python source: the strategy, one iteration, the ELBO", icon=":material/code:"):
         for index, (title, code) in enumerate(inspection.sources):
             text_block(title, code, "python", f"{inspection.strategy}_source_{index}.py", f"uth_dl_source_{index}")
@@ -115,22 +118,29 @@ def show_pitfalls() -> None:
     st.header("Pitfalls of the seed tutorial")
     st.caption("Gangloff, \"JIT compilation with JAX\" (FinistR 2023) has bugs this product does not reproduce. "
                "Each one runs here as a small demonstration: the tutorial's way next to the right way.")
-    for pitfall in pitfalls.catalogue():
-        state_key = f"uth_pitfall_{pitfall.key}"
+    for key in pitfall_notes.keys():
+        state_key = f"uth_pitfall_{key}"
+        title = pitfall_notes.TITLES[key]
         with st.container(border=True):
-            st.subheader(pitfall.title)
-            st.markdown(pitfall.summary)
+            st.subheader(title)
+            st.markdown(pitfall_notes.SUMMARIES[key])
             with st.expander("Code of the demonstration", icon=":material/code:"):
-                st.code(pitfalls.source(pitfall.key), language="python")
-            if st.button("Run it live", key=f"uth_run_{pitfall.key}", icon=":material/play_arrow:"):
-                with st.spinner(f"Running: {pitfall.title}…"):
-                    st.session_state[state_key] = guarded(lambda: pitfalls.run(pitfall.key), pitfall.title)
+                st.code(pitfall_notes.source(key), language="python")
+            if st.button("Run it live", key=f"uth_run_{key}", icon=":material/play_arrow:"):
+                with st.spinner(f"Running on a worker: {title}…"):
+                    st.session_state[state_key] = guarded(lambda: run_pitfall(key), title)
             result = st.session_state.get(state_key)
             if result is not None:
                 show_pitfall_result(result)
 
 
-def show_pitfall_result(result: pitfalls.PitfallResult) -> None:
+def run_pitfall(key: str) -> pitfall_notes.PitfallResult:
+    """`core.inspect.pitfalls.run(key)` on a worker."""
+    return submit.call(resources.cluster(), tasks.pitfall, key, platform="cpu", label=f"pitfall demo: {key}",
+                       owner="dashboard")
+
+
+def show_pitfall_result(result: pitfall_notes.PitfallResult) -> None:
     if result.reproduced:
         st.badge("Bug reproduced here", color="red", icon=":material/bug_report:")
     else:
@@ -174,6 +184,7 @@ if clicked and spec is not None:
     def work():
         resources.check_device(spec.device)
         return inspect_cached(spec, counts)
+
 
     with st.spinner(f"Tracing, lowering and compiling {strategy} for {spec.dataset.label}…"):
         if guarded(work, f"Inspecting {strategy}") is not None:

@@ -6,22 +6,31 @@ import pandas as pd
 import streamlit as st
 
 from core.charts import roofline as roofline_chart
-from core.inspect import introspect, roofline
+from core.cluster import submit, tasks
+from core.inspect import findings, floor
 from core.spec import FitSpec
 from pages.ui import display, resources
 from pages.ui.display import guarded, si
 
 
+def measure_peaks(platform: str, dtype: str, remeasure: bool = False) -> findings.Peaks:
+    """`core.inspect.roofline.device_peaks` on a worker serving `platform`: read from its JSON
+    cache there, or measured (seconds)."""
+    return submit.call(resources.cluster(), tasks.peaks, platform, dtype, remeasure, platform=platform,
+                       label=f"measuring the peaks of {platform} in {dtype}", owner="dashboard")
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
-def machine_peaks(platform: str, dtype: str) -> roofline.Peaks:
-    """`roofline.device_peaks`: read from its JSON cache, or measured once (seconds)."""
-    return roofline.device_peaks(platform, dtype)
+def machine_peaks(platform: str, dtype: str) -> findings.Peaks:
+    """`measure_peaks`, cached per platform and dtype."""
+    return measure_peaks(platform, dtype)
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs={FitSpec: lambda spec: spec.key})
-def analysis_cached(spec: FitSpec, _counts=None) -> roofline.Analysis:
-    """`roofline.analyse_apart`, cached per spec like `inspect_cached`."""
-    return roofline.analyse_apart(spec, _counts)
+def analysis_cached(spec: FitSpec, _counts=None) -> findings.Analysis:
+    """`core.inspect.roofline.analyse_apart` on a worker, cached per spec like `inspect_cached`."""
+    return submit.call(resources.cluster(), tasks.analysis, spec, _counts, platform=spec.device,
+                       label=f"analysing {spec.strategy} · {spec.dataset.label}", owner="dashboard")
 
 
 def duration(seconds: float) -> str:
@@ -41,14 +50,14 @@ FLOOR_EXPLAINED = (
     "(The bandwidth is that of main memory: a problem small enough to stay in cache can beat the memory side.)")
 
 
-def show_peaks(spec: FitSpec) -> roofline.Peaks | None:
+def show_peaks(spec: FitSpec) -> findings.Peaks | None:
     """The machine's peaks for the spec's device and precision, with a button to re-measure."""
     columns = st.columns([1, 1, 1, 1], vertical_alignment="bottom")
     if columns[3].button("Re-measure peaks", key="uth_remeasure", icon=":material/speed:", width="stretch",
                          help="Run the three kernels again (a few seconds) and overwrite the cached figures, "
                               "e.g. after the machine's load or power settings changed"):
         with st.spinner(f"Measuring the peaks of {spec.device}, {spec.precision}…"):
-            if guarded(lambda: roofline.device_peaks(spec.device, spec.precision, remeasure=True),
+            if guarded(lambda: measure_peaks(spec.device, spec.precision, remeasure=True),
                        "Measuring the peaks") is not None:
                 machine_peaks.clear()
     with st.spinner(f"Measuring this machine's peaks for {spec.device}, {spec.precision} (once per host)…"):
@@ -65,20 +74,20 @@ def show_peaks(spec: FitSpec) -> roofline.Peaks | None:
     return machine
 
 
-def show_measured(spec: FitSpec, machine: roofline.Peaks, bound: roofline.Floor) -> tuple[float, int] | None:
+def show_measured(spec: FitSpec, machine: findings.Peaks, bound: findings.Floor) -> tuple[float, int] | None:
     """The stored runs of this work on this host against the floor; the fastest one's seconds and id."""
     # SQLite narrows the store down to this strategy, device and host; matching_runs does the rest.
     candidates = guarded(lambda: resources.run_store().find(
         strategy=spec.strategy, precision=spec.precision, device=spec.device, iterations=spec.iterations,
         status="ok", host=machine.host, device_kind=machine.device_kind), "Reading the runs")
-    runs = None if candidates is None else roofline.matching_runs(candidates, spec, machine)
+    runs = None if candidates is None else floor.matching_runs(candidates, spec, machine)
     if not runs:
         if runs is not None:
             st.info("No stored run of this strategy, data, precision, device and iteration count on this host "
                     "yet. Run it on the **Run** page (or `python -m core run`) to see its time as a multiple "
                     "of the floor.", icon=":material/timer:")
         return None
-    rows = roofline.times_floor(runs, spec, bound)
+    rows = floor.times_floor(runs, spec, bound)
     best = rows[0]
     which = "these settings" if best["same_settings"] else \
         "the same strategy, data, precision, device and iterations (another optimizer or init)"
@@ -103,7 +112,7 @@ def show_measured(spec: FitSpec, machine: roofline.Peaks, bound: roofline.Floor)
     return best["per_iter_ms"] / 1e3, best["id"]
 
 
-def show_roofline(spec: FitSpec, counts, inspection: introspect.Inspection) -> None:
+def show_roofline(spec: FitSpec, counts, inspection: findings.Inspection) -> None:
     """Peaks, this strategy's floor per iteration, stored runs against it, and the chart."""
     st.subheader("Roofline: how far from this machine's limit", anchor="roofline")
     st.markdown(FLOOR_EXPLAINED)
@@ -123,7 +132,7 @@ def show_roofline(spec: FitSpec, counts, inspection: introspect.Inspection) -> N
         st.info("XLA gave no flop or transcendental count for this strategy here: no floor.", icon=":material/info:")
         return
     # Against the peaks shown above, which a re-measure may have changed since the analysis was cached.
-    bound = roofline.floor(cost.flops, cost.transcendentals, analysis.compulsory_bytes, machine)
+    bound = floor.floor(cost.flops, cost.transcendentals, analysis.compulsory_bytes, machine)
     columns = st.columns(4)
     columns[0].metric("Floor / iteration", duration(bound.seconds), help="the larger of the two sides")
     columns[1].metric("Compute side", duration(bound.compute_s),

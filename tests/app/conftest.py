@@ -9,8 +9,9 @@ from core.store.run_store import RunStore
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch) -> RunStore:
-    """An empty store at $PLNLAB_DB, and an AppTest that routes like the server."""
+def store(tmp_path, monkeypatch, cluster) -> RunStore:
+    """An empty store at $PLNLAB_DB, and an AppTest that routes like the server (its fits on
+    the test process's cluster)."""
     monkeypatch.setenv("PLNLAB_DB", str(tmp_path / "runs.sqlite3"))
     monkeypatch.setenv("PLNLAB_JAX_CACHE", str(tmp_path / "jax"))
     st.cache_resource.clear()

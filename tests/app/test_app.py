@@ -222,7 +222,8 @@ def device_sweep_page(iterations: int = 5) -> AppTest:
 def test_scaling_page_runs_each_device_count_in_its_own_process(store):
     at = device_sweep_page()
     assert at.button(key="scl_dev_go").label == "Run device sweep: 3 runs"  # x1 on 1 device is in both series
-    assert any("Simulated devices" in w.value and "share this machine's" in w.value for w in at.warning)
+    assert any("Simulated devices" in w.value and "share the cores of the worker's machine" in w.value
+               for w in at.warning)
     at.button(key="scl_dev_go").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     runs = store.list()
@@ -242,18 +243,19 @@ def test_scaling_page_runs_each_device_count_in_its_own_process(store):
 
 
 def test_a_failed_device_count_is_shown_and_stops_the_sweep(store, monkeypatch):
-    from core.bench import device_sweep
+    from core.cluster import submit
+    from core.run.progress import Progress
     from core.spec import SpecError
 
     tried = []
 
-    def refused(spec, db_path, on_phase=None, timeout_s=None):
+    def refused(cluster, function, spec, **options):  # what the worker's task raises, sent back
         tried.append(spec.devices)
-        on_phase("data")
+        options["on_progress"](Progress("data"))
         raise SpecError("devices = 1, but this process has 0 cpu devices")
 
     at = device_sweep_page()
-    monkeypatch.setattr(device_sweep, "run_in_own_process", refused)
+    monkeypatch.setattr(submit, "call", refused)
     at.button(key="scl_dev_go").click().run()
     assert not at.exception
     errors = [plain(e.value) for e in at.error]

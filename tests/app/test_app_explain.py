@@ -9,19 +9,27 @@ from project import APP
 
 
 @pytest.fixture
-def app(tmp_path, monkeypatch):
-    from core.inspect import roofline
+def app(tmp_path, monkeypatch, cluster):
+    def set_peak_kernels(sizes: dict, dask_worker=None) -> dict:
+        """On a worker (nested, so that it is sent by value): the roofline's kernel sizes set
+        to `sizes`; returns the sizes it had."""
+        from core.inspect import roofline
+
+        before = {name: getattr(roofline, name) for name in sizes}
+        for name, value in sizes.items():
+            setattr(roofline, name, value)
+        return before
 
     monkeypatch.setenv("PLNLAB_DB", str(tmp_path / "runs.sqlite3"))
     monkeypatch.setenv("PLNLAB_JAX_CACHE", str(tmp_path / "jax-cache"))
-    # The roofline's peaks: kernels of a few kilobytes, measured in milliseconds.
-    for name, value in {"_MATMUL_SIZE": 32, "_EXP_ELEMENTS": 1 << 10, "_STREAM_ELEMENTS": 1 << 12,
-                        "_REPEATS": 2}.items():
-        monkeypatch.setattr(roofline, name, value)
+    # The roofline's peaks, measured on the worker: kernels of a few kilobytes, in milliseconds.
+    tiny = {"_MATMUL_SIZE": 32, "_EXP_ELEMENTS": 1 << 10, "_STREAM_ELEMENTS": 1 << 12, "_REPEATS": 2}
+    before = list(cluster.client.run(set_peak_kernels, tiny).values())[0]
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     assert not at.exception
-    return at
+    yield at
+    cluster.client.run(set_peak_kernels, before)
 
 
 def tiny_problem(app) -> None:
@@ -78,7 +86,6 @@ def test_under_the_hood_inspects_a_tiny_fit_and_runs_a_pitfall(app):
 
 
 def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monkeypatch):
-    from core.inspect import roofline
     from core.run import engine
     from core.spec import DatasetSpec, FitSpec
     from core.store.run_store import RunStore
@@ -101,12 +108,14 @@ def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monke
     assert metrics["× floor"].endswith("×") and float(metrics["× floor"].rstrip("×").replace(",", "")) > 0
     assert any(f"Run #{run_id}" in c.value for c in app.caption)
     assert app.get("vega_lite_chart")  # the roofline chart (st.altair_chart's element type)
-    measured = []
-    monkeypatch.setattr(roofline, "measure_peaks",
-                        lambda *args, original=roofline.measure_peaks: measured.append(1) or original(*args))
+    from pages.under_the_hood import roofline_panel
+
+    asked = []
+    monkeypatch.setattr(roofline_panel, "measure_peaks", lambda *args, original=roofline_panel.measure_peaks, **kw:
+                        asked.append(kw.get("remeasure", args[2] if len(args) > 2 else False)) or original(*args, **kw))
     app.button(key="uth_remeasure").click().run()
     assert not app.exception
-    assert measured == [1]  # measured again once, then read back from the cache
+    assert asked == [True, False]  # measured again on a worker once, then read back from its cache
     assert "Floor / iteration" in {m.label for m in app.metric}
 
 

@@ -79,7 +79,8 @@ def test_compiling_from_scratch_on_the_run_page_and_the_cold_compile_beside_a_ca
     at = tiny_problem(open_app(), strategies=("scan",))
     at.button(key="run_go").click().run()
     first = store.list()[0]
-    assert first.cache in ("compiled", "disk") and first.from_scratch == 0
+    # The worker may hold the executable already (an earlier run of the same problem).
+    assert first.cache in ("compiled", "disk", "memory") and first.from_scratch == 0
     at.toggle(key="run_cold").set_value(True).run()
     at.button(key="run_go").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -88,7 +89,7 @@ def test_compiling_from_scratch_on_the_run_page_and_the_cold_compile_beside_a_ca
     at.toggle(key="run_cold").set_value(False).run()
     at.button(key="run_go").click().run()
     warm = store.list()[0]
-    assert warm.cache == "memory"  # the cold run left its executable in the server's cache
+    assert warm.cache == "memory"  # the cold run left its executable in the worker's cache
     assert f"scan: cold compile #{cold.id}" in _chart_text(at)
     assert any(m.label == "Longest compile" and "from scratch" in m.proto.delta for m in at.metric)
 

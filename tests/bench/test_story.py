@@ -7,8 +7,8 @@ import pytest
 
 from core.bench import story
 from core.charts import bars
+from core.fit import catalog
 from core.inspect import pitfalls
-from core.run import catalog
 from core.spec import FitSpec, OptimizerSpec
 
 from fake_runs import make_run
@@ -19,7 +19,7 @@ def test_steps_start_with_the_tutorial_levels_and_name_what_exists():
         "eager", "jit_per_function", "scan", "scan_namedtuple", "scan_pytree_class"]
     known_pitfalls = {p.key for p in pitfalls.catalogue()}
     for step in story.STEPS:
-        catalog.get(step.strategy)
+        catalog.runnable(step.strategy)
         assert set(step.pitfalls) <= known_pitfalls and step.fixes and step.title
     assert "pytree_class" in story.STEPS[4].pitfalls
 

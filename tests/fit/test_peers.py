@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from core.data.datasets import load_oaks
-from core.fit import model, peers, strategies
-from core.run import catalog, engine
+from core.fit import catalog, model, peers, strategies
+from core.run import engine
 from core.run.runtime import configure
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
 
@@ -65,9 +65,9 @@ def _relative(a, b):
 
 def test_listing_what_can_run_imports_neither_torch_nor_pyplnmodels():
     code = (
-        "import sys, core.fit.peers, core.run.catalog\n"
+        "import sys, core.fit.peers, core.fit.catalog\n"
         "assert [d['name'] for d in core.fit.peers.describe()] == list(core.fit.peers.PEER_NAMES)\n"
-        "assert [r.name for r in core.run.catalog.all_runnables()][-3:] == list(core.fit.peers.PEER_NAMES)\n"
+        "assert list(core.fit.catalog.RUNNABLES)[-3:] == list(core.fit.peers.PEER_NAMES)\n"
         "loaded = [m for m in ('torch', 'pyPLNmodels') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
@@ -96,7 +96,7 @@ def test_bad_device_and_unknown_name_are_refused():
             with pytest.raises(SpecError, match="'gpu' is not available"):
                 engine.run(FitSpec(strategy=name, device="gpu"))
     with pytest.raises(KeyError, match="unknown strategy 'nope'"):
-        catalog.get("nope")
+        catalog.runnable("nope")
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

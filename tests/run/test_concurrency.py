@@ -1,5 +1,7 @@
 """Concurrency: 4 command-line processes and 4 dashboard sessions start runs at once on one
-device; every run is stored, no exception, and the timed windows never overlap."""
+device; every run is stored, no exception, and the timed windows never overlap, though the
+sessions' runs go to the cluster's worker and the commands run in processes of their own:
+they share the host's device queue."""
 
 from __future__ import annotations
 
@@ -58,9 +60,16 @@ def _set_up(index: int) -> AppTest:
 # from its script thread after the script has finished. The assertions below check what
 # every session stored and showed.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_four_cli_processes_and_four_sessions_take_turns(tmp_path, monkeypatch):
+def test_four_cli_processes_and_four_sessions_take_turns(tmp_path, monkeypatch, cluster):
+    def queue_folder(dask_worker=None):
+        from core.run.device_queue import default_queue_dir
+
+        return str(default_queue_dir())
+
+    # The host's queue, as the worker found it (every process of one user shares it).
+    queue = list(cluster.client.run(queue_folder).values())[0]
     env = {"PLNLAB_DB": str(tmp_path / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(tmp_path / "jax"),
-           "PLNLAB_QUEUE_DIR": str(tmp_path / "queue")}
+           "PLNLAB_QUEUE_DIR": queue}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     st.cache_resource.clear()

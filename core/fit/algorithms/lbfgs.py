@@ -18,6 +18,7 @@ float32 the ELBO this algorithm reports, and its stopping test, see float32's ro
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, NamedTuple
 
 import jax
@@ -74,17 +75,39 @@ def _objective(origin: Latent, scale: Latent, data):
     return loss
 
 
+@functools.cache
+def _transformation() -> optax.GradientTransformationExtraArgs:
+    """optax.lbfgs as this algorithm sets it up (built once per process)."""
+    return optax.lbfgs(memory_size=MEMORY,
+                       linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=LINE_SEARCH_STEPS,
+                                                                 initial_guess_strategy="one"))
+
+
+# Jitted on its own: run op by op (the eager strategy), optax's value-from-state `cond` and
+# its zoom line search's while loops close over this iteration's arrays, so each was a new
+# program compiled (or loaded from the persistent cache) at every iteration, and JAX's cache
+# of primitive executables kept every copy (thousands of memory mappings a run, until the
+# process crashed). As one function of its inputs it is compiled once per shape, and
+# inlined in the compiled strategies.
+@jax.jit
+def _move(own: "LbfgsState", data) -> tuple[jax.Array, Latent, Any]:
+    """One optax.lbfgs step of the scaled variables -> (-F at the start, new w, new optax state)."""
+    loss = _objective(own.origin, own.scale, data)
+    value, grad = optax.value_and_grad_from_state(loss)(own.scaled, state=own.optax_state)
+    updates, optax_state = _transformation().update(grad, own.optax_state, own.scaled, value=value, grad=grad,
+                                                    value_fn=loss)
+    return value, optax.apply_updates(own.scaled, updates), optax_state
+
+
 class Lbfgs(Algorithm):
     """optax.lbfgs(memory_size=10, zoom line search) on the scaled profiled objective."""
 
     family: ClassVar[str] = "profiled"
     name = "lbfgs"
 
-    def __init__(self) -> None:
-        self.lbfgs = optax.lbfgs(
-            memory_size=MEMORY,
-            linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=LINE_SEARCH_STEPS,
-                                                      initial_guess_strategy="one"))
+    @property
+    def lbfgs(self) -> optax.GradientTransformationExtraArgs:
+        return _transformation()
 
     def init(self, params, precision, data):
         origin = Latent(params.latent_mean, jnp.log(params.latent_sd))
@@ -96,11 +119,7 @@ class Lbfgs(Algorithm):
 
     def step(self, state, data):
         own = state.opt_state
-        loss = _objective(own.origin, own.scale, data)
-        value, grad = optax.value_and_grad_from_state(loss)(own.scaled, state=own.optax_state)
-        updates, optax_state = self.lbfgs.update(grad, own.optax_state, own.scaled, value=value,
-                                                           grad=grad, value_fn=loss)
-        scaled = optax.apply_updates(own.scaled, updates)
+        value, scaled, optax_state = _move(own, data)
         params, precision = closed_form_state(_latent(scaled, own.origin, own.scale), data)
         new = own._replace(scaled=scaled, optax_state=optax_state)
         return FitState(params, precision, new), (-value).astype(model.wide_dtype(value.dtype))

@@ -114,6 +114,40 @@ def _direction(own: PreconditionedLbfgsState) -> Latent:
     return jax.tree.map(jnp.negative, r)
 
 
+# Jitted on its own, at module level: run op by op (the eager strategy), a `lax.while_loop`
+# whose body closes over this iteration's arrays is a new program at every call, so it was
+# compiled (or loaded from the persistent cache) once an iteration, and JAX's cache of
+# primitive executables kept every copy: thousands of memory mappings an eager run, until
+# the process met vm.max_map_count and crashed. As one function of its inputs it is
+# compiled once per shape; inside the compiled strategies it is inlined as before.
+@jax.jit
+def _line_search(start_mean, own: PreconditionedLbfgsState, direction: Latent, slope, data):
+    """t = 1, then halving (module docstring, step 2) -> (t, the point at t, halvings)."""
+    dtype = start_mean.dtype
+    slack = LOSS_SLACK * jnp.finfo(dtype).eps * jnp.abs(own.loss)
+
+    def trial(t) -> _Point:
+        return _evaluate(start_mean + t.astype(dtype) * direction.latent_mean,
+                         own.log_sd + t.astype(dtype) * direction.latent_sd, data)
+
+    def accepted(t, point: _Point):
+        finite = jnp.isfinite(point.loss)
+        armijo = point.loss <= own.loss + ARMIJO * t * slope
+        wolfe = (point.loss <= own.loss + slack) & (_dot(point.gradient, direction) <= -(1 - 2 * WOLFE_DELTA) * slope)
+        return finite & (armijo | wolfe)
+
+    def keep_halving(carry):
+        t, point, halvings = carry
+        return ~accepted(t, point) & (halvings < MAX_HALVINGS)
+
+    def halve(carry):
+        t, _, halvings = carry
+        return t * 0.5, trial(t * 0.5), halvings + 1
+
+    one = jnp.ones((), slope.dtype)
+    return jax.lax.while_loop(keep_halving, halve, (one, trial(one), jnp.zeros((), jnp.int32)))
+
+
 class PreconditionedLbfgs(Algorithm):
     """L-BFGS with a per-iteration diagonal H0 and a halving line search (module docstring)."""
 
@@ -142,28 +176,7 @@ class PreconditionedLbfgs(Algorithm):
         direction = jax.tree.map(lambda a, b: jnp.where(uphill, a, b), steepest, direction)
         slope = jnp.where(uphill, _dot(own.gradient, direction), slope)
         dtype = start_mean.dtype
-        slack = LOSS_SLACK * jnp.finfo(dtype).eps * jnp.abs(own.loss)
-
-        def trial(t) -> _Point:
-            return _evaluate(start_mean + t.astype(dtype) * direction.latent_mean,
-                             own.log_sd + t.astype(dtype) * direction.latent_sd, data)
-
-        def accepted(t, point: _Point):
-            finite = jnp.isfinite(point.loss)
-            armijo = point.loss <= own.loss + ARMIJO * t * slope
-            wolfe = (point.loss <= own.loss + slack) & (_dot(point.gradient, direction) <= -(1 - 2 * WOLFE_DELTA) * slope)
-            return finite & (armijo | wolfe)
-
-        def keep_halving(carry):
-            t, point, halvings = carry
-            return ~accepted(t, point) & (halvings < MAX_HALVINGS)
-
-        def halve(carry):
-            t, _, halvings = carry
-            return t * 0.5, trial(t * 0.5), halvings + 1
-
-        one = jnp.ones((), slope.dtype)
-        t, point, halvings = jax.lax.while_loop(keep_halving, halve, (one, trial(one), jnp.zeros((), jnp.int32)))
+        t, point, halvings = _line_search(start_mean, own, direction, slope, data)
         step = jax.tree.map(lambda d: t.astype(dtype) * d, direction)
         change = jax.tree.map(jnp.subtract, point.gradient, own.gradient)
         product = _dot(step, change)

@@ -1,12 +1,14 @@
 """The JIT strategies: one module each, all fitting the same model with the same optimizer.
 
 `get(name)` returns a strategy instance; `names()` lists them in teaching order (from
-nothing compiled to the whole loop compiled); `TUTORIAL_LEVELS` are the seed
-tutorial's five levels, the dashboard's default selection.
+nothing compiled to the whole loop compiled). What each is called, does and runs is in
+the catalog (`core.fit.catalog`), which the registry here must match
+(tests/fit/test_catalog.py).
 """
 
 from __future__ import annotations
 
+from core.fit import catalog
 from core.fit.strategies.base import FitOutput, FitState, Problem, Strategy, fit_step, init_state
 from core.fit.strategies.eager import Eager
 from core.fit.strategies.fori_loop import ForiLoop
@@ -33,7 +35,7 @@ _CLASSES: tuple[type[Strategy], ...] = (
 )
 _REGISTRY = {cls.name: cls for cls in _CLASSES}
 
-TUTORIAL_LEVELS = ("eager", "jit_per_function", "scan", "scan_namedtuple", "scan_pytree_class")
+TUTORIAL_LEVELS = catalog.tutorial_levels()
 
 
 def names() -> list[str]:
@@ -56,7 +58,7 @@ def get(name: str, devices: int = 0) -> Strategy:
 
 def describe() -> list[dict[str, str]]:
     """[{"name", "description"}] for every strategy, in teaching order."""
-    return [{"name": name, "description": cls.description()} for name, cls in _REGISTRY.items()]
+    return [{"name": name, "description": catalog.runnable(name).description} for name in _REGISTRY]
 
 
 __all__ = ["FitOutput", "FitState", "Problem", "Strategy", "fit_step", "init_state", "names", "get", "describe", "TUTORIAL_LEVELS"]

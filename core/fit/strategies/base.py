@@ -28,7 +28,6 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
-import sys
 from typing import Any, Callable, ClassVar, NamedTuple
 
 import jax
@@ -36,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.fit import algorithms, model
+from core.fit import algorithms, catalog, model
 from core.fit.algorithms import Algorithm, FitState
 from core.spec import OptimizerSpec
 
@@ -308,9 +307,8 @@ class Strategy(abc.ABC):
 
     @classmethod
     def description(cls) -> str:
-        """The first paragraph of the strategy's module docstring."""
-        doc = sys.modules[cls.__module__].__doc__ or ""
-        return " ".join(doc.split())
+        """What the strategy does: its module docstring, as the catalog reads it."""
+        return catalog.runnable(cls.name).description
 
 
 class PythonLoopStrategy(Strategy):

@@ -1,0 +1,185 @@
+"""Starting or joining the cluster that runs fits.
+
+- **Embedded** (the default): a Dask `LocalCluster` on 127.0.0.1 whose scheduler runs in
+  this process and whose workers are processes of their own, one thread each, one per
+  local device platform (the CPU, plus a GPU or TPU where a JAX plugin and a device are
+  present), each with a memory limit (PLNLAB_WORKER_MEMORY, e.g. "8GiB"; default: an even
+  share of this machine's memory). Their nannies restart a worker that dies. No timed run is
+  retried (`allowed-failures` 0): a worker's death costs its own run.
+- **A team's cluster**: with PLNLAB_SCHEDULER=tcp://host:8786 (or `--scheduler` on the
+  command line) the same code joins that scheduler, whose workers were started with
+  `dask worker tcp://host:8786 --nthreads 1 --preload core.cluster.worker_setup`.
+
+`shared()` gives the process one connection, made when first asked (never at import), and
+closes it when the process exits; a connection that broke is made again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import logging
+import os
+import pathlib
+import threading
+from importlib import metadata
+from typing import Any
+
+import dask
+from distributed import Client, LocalCluster
+
+from core.cluster import worker_setup
+from core.cluster.board import Board
+from core.spec import DEVICES, SpecError
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_ENV = "PLNLAB_SCHEDULER"
+WORKER_MEMORY_ENV = "PLNLAB_WORKER_MEMORY"
+START_TIMEOUT_S = 120.0
+# Where a worker's JAX finds an accelerator: a plugin installed and a device node present.
+_DEVICE_NODES = {"gpu": ("/dev/nvidia0", "/dev/kfd"), "tpu": ("/dev/accel0", "/dev/vfio/0")}
+_PLUGINS = {"gpu": ("jax-cuda", "jax-rocm"), "tpu": ("libtpu",)}
+
+
+def cluster_config() -> dict[str, Any]:
+    """Dask settings of the embedded cluster."""
+    return {
+        # A dead worker's timed run is not started again elsewhere: it is stored as interrupted.
+        "distributed.scheduler.allowed-failures": 0,
+        # The nanny's default OMP_NUM_THREADS=1 and MKL_NUM_THREADS=1 would make the PyTorch
+        # peers single-threaded, unlike the command line; OpenBLAS stays at 1 (see
+        # core.run.host.native_settings).
+        "distributed.nanny.pre-spawn-environ": {"MALLOC_TRIM_THRESHOLD_": 65536, "OPENBLAS_NUM_THREADS": 1},
+    }
+
+
+@dataclasses.dataclass
+class Cluster:
+    """A connection to the cluster: its client, the embedded cluster it started (if it did)
+    and the board of what runs on it.
+
+    `Client` is awaitable, so `st.cache_resource` refuses to return one: pages hold this
+    plain object instead (`shared()`).
+    """
+
+    client: Client
+    local: LocalCluster | None
+    board: Board
+
+    @property
+    def address(self) -> str:
+        return self.client.scheduler.address
+
+    @property
+    def embedded(self) -> bool:
+        return self.local is not None
+
+    @property
+    def alive(self) -> bool:
+        return self.client.status == "running"
+
+    def workers(self, timeout_s: float = 10.0) -> dict[str, dict[str, Any]]:
+        """What each worker is (`core.cluster.worker_setup.facts`), by address; {} while none
+        has joined."""
+        if not self.client.scheduler_info(n_workers=-1).get("workers"):
+            return {}
+        return self.client.run(worker_setup.facts, on_error="return", wait=True)
+
+    def close(self) -> None:
+        self.board.close()
+        self.client.close()
+        if self.local is not None:
+            self.local.close()
+
+
+def local_platforms() -> list[str]:
+    """The device platforms of this machine that get a worker each, found without JAX (the
+    server never imports it): the CPU, and a GPU or TPU where JAX's plugin for it is
+    installed and a device node is present."""
+    names = {(dist.metadata["Name"] or "").lower().replace("_", "-") for dist in metadata.distributions()}
+    found = ["cpu"]
+    for platform in DEVICES:
+        if platform == "cpu":
+            continue
+        plugin = any(name.startswith(_PLUGINS[platform]) for name in names)
+        if plugin and any(pathlib.Path(node).exists() for node in _DEVICE_NODES[platform]):
+            found.append(platform)
+    return found
+
+
+def start_local(platforms: list[str] | None = None, memory_limit: str | None = None) -> Cluster:
+    """Starts the embedded cluster (see the module docstring) and waits for its workers."""
+    platforms = platforms or local_platforms()
+    memory_limit = memory_limit or os.environ.get(WORKER_MEMORY_ENV) or "auto"
+    with dask.config.set(cluster_config()):
+        local = LocalCluster(
+            n_workers=len(platforms), threads_per_worker=1, processes=True, host="127.0.0.1",
+            scheduler_port=0, dashboard_address=None, memory_limit=memory_limit,
+            preload=["core.cluster.worker_setup"],
+            env={worker_setup.LOCAL_PLATFORMS_ENV: ",".join(platforms)})
+        try:
+            client = Client(local, set_as_default=False)
+            client.wait_for_workers(len(platforms), timeout=START_TIMEOUT_S)
+        except BaseException:
+            local.close()
+            raise
+    return Cluster(client, local, Board(client))
+
+
+def join(address: str, timeout_s: float = 10.0) -> Cluster:
+    """Joins a running scheduler at `address` (e.g. tcp://host:8786).
+
+    Raises:
+        SpecError: no scheduler answered there in `timeout_s`.
+    """
+    try:
+        client = Client(address, timeout=timeout_s, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise SpecError(f"no Dask scheduler answered at {address} ({SCHEDULER_ENV} or --scheduler): {exc}") from None
+    return Cluster(client, None, Board(client))
+
+
+def connect(address: str | None = None) -> Cluster:
+    """`join(address or $PLNLAB_SCHEDULER)`, else `start_local()`."""
+    address = address or os.environ.get(SCHEDULER_ENV, "").strip()
+    return join(address) if address else start_local()
+
+
+_lock = threading.Lock()
+_shared: Cluster | None = None
+
+
+def shared() -> Cluster:
+    """This process's connection (`connect()` the first time, or again once it broke)."""
+    global _shared
+    with _lock:
+        if _shared is not None and not _shared.alive:
+            log.warning("the connection to the cluster at %s broke; connecting again", _shared.address)
+            _close_quietly(_shared)
+            _shared = None
+        if _shared is None:
+            _shared = connect()
+            atexit.register(close_shared)
+        return _shared
+
+
+def started() -> Cluster | None:
+    """This process's connection if one was made, without making one."""
+    return _shared
+
+
+def close_shared() -> None:
+    """Closes this process's connection (and the embedded cluster with it)."""
+    global _shared
+    with _lock:
+        if _shared is not None:
+            _close_quietly(_shared)
+            _shared = None
+
+
+def _close_quietly(cluster: Cluster) -> None:
+    try:
+        cluster.close()
+    except Exception:  # noqa: BLE001 - closing what already broke
+        log.debug("closing the cluster connection failed", exc_info=True)

@@ -1,0 +1,28 @@
+"""What can go wrong on the cluster that a submitter must tell apart: the worker running a task
+died, and a fit lost that way (stored as interrupted). Light on purpose: the command line
+catches them without loading Dask."""
+
+from __future__ import annotations
+
+
+class WorkerDied(RuntimeError):
+    """The worker process running the task died before it finished.
+
+    Attributes:
+        reason: one line saying so, naming the worker, its host and what it was doing.
+        worker, host, pid: the worker that died ("" / 0 where unknown).
+        started_at: epoch seconds the task started there (0 if unknown).
+    """
+
+    def __init__(self, reason: str, worker: str = "", host: str = "", pid: int = 0, started_at: float = 0.0) -> None:
+        super().__init__(reason)
+        self.reason, self.worker, self.host, self.pid, self.started_at = reason, worker, host, pid, started_at
+
+
+class RunInterrupted(RuntimeError):
+    """The worker running the fit died; the run is stored as interrupted (`result`, a
+    `core.run.result.RunResult`)."""
+
+    def __init__(self, result) -> None:
+        super().__init__(f"interrupted: {result.error}; stored as run #{result.id}")
+        self.result = result

@@ -1,0 +1,129 @@
+"""Sending one task to the cluster and waiting for it, with progress, cancel and a worker's death.
+
+`call(cluster, function, *args, ...)` submits `function` (one of `core.cluster.tasks`) with
+a fresh token and key, pure=False (every call runs), no retries, asking for the resource of
+its device platform so that it lands on a worker that serves it. While the task waits for a
+worker it reports "queued" progress with the tasks ahead; once it runs, its own reports
+arrive through the board. A cancel (the `cancel` event, or leaving the wait by any
+exception, e.g. a page that stops) is sent to the task, which stops at its next check.
+
+A worker that dies while running the task (killed, out of memory, crashed) raises
+`core.cluster.errors.WorkerDied` with what is known of it: the run is lost, nothing else is.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from typing import Any, Callable
+
+from distributed import Event
+from distributed.client import FutureCancelledError
+from distributed.scheduler import KilledWorker
+
+from core.cluster import channel, worker_setup
+from core.cluster.connection import Cluster
+from core.cluster.errors import WorkerDied
+from core.run.progress import Cancelled, Progress, ProgressCallback
+
+# How often the wait wakes to deliver progress and look at the cancel event, and how often,
+# at least, progress is reported (each report is a point where a page can stop).
+POLL_S = 0.05
+QUEUED_EVERY_S = 0.5
+
+
+def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label: str, owner: str,
+         on_progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Any:
+    """Runs `function(*args, token=..., label=label)` on a worker serving `platform` and
+    returns what it returns; the task's exceptions are raised here.
+
+    Raises:
+        WorkerDied: the worker running it died.
+        Cancelled: `cancel` was set before the task finished.
+    """
+    token = uuid.uuid4().hex
+    key = f"{channel.KEY_PREFIX}{function.__name__}-{token}"
+    inbox = cluster.board.listen(token)
+    cluster.board.announce(key, kind="queued", label=label, owner=owner, platform=platform,
+                           host=socket.gethostname(), at=time.time())
+    report = on_progress or (lambda progress: None)
+    future = cluster.client.submit(function, *args, token=token, label=label, key=key, pure=False, retries=0,
+                                   resources={worker_setup.resource(platform): 1})
+    finished = threading.Event()
+    future.add_done_callback(lambda _: finished.set())
+    started: dict[str, Any] = {}
+    asked_to_cancel = False
+    waited_from = last_report = time.monotonic()
+    latest: Progress | None = None
+    try:
+        while True:
+            while not inbox.empty():
+                message = inbox.get()
+                if message["kind"] == "started":
+                    started = message
+                elif message["kind"] == "progress":
+                    latest, last_report = channel.decode_progress(message), time.monotonic()
+                    report(latest)
+            if future.done():
+                break
+            if cancel is not None and cancel.is_set() and not asked_to_cancel:
+                asked_to_cancel = True
+                Event(channel.cancel_name(token), client=cluster.client).set()
+                if not started:
+                    raise Cancelled("cancelled while waiting for a worker; nothing was stored")
+            now = time.monotonic()
+            if now - last_report >= QUEUED_EVERY_S:
+                # While it waits, where it stands in the queue; while it runs quietly (a long
+                # compiled call), its latest report again: each is a point where a page can stop.
+                last_report = now
+                if not started:
+                    report(Progress("queued", ahead=tuple(cluster.board.ahead_of(key, platform)),
+                                    waited_s=now - waited_from))
+                elif latest is not None:
+                    report(latest._replace(elbo=None))  # not a new point of its curve
+            finished.wait(POLL_S)
+        try:
+            return future.result()
+        except (KilledWorker, channel.RanBefore, FutureCancelledError) as lost:
+            _forget_events(cluster, token)  # the task will not run again: nobody else clears them
+            if isinstance(lost, FutureCancelledError):
+                if asked_to_cancel:
+                    raise Cancelled("cancelled; nothing was stored") from None
+                raise _died(started, "the cluster dropped it (its scheduler restarted or the connection was "
+                                     "lost)") from None
+            raise _died(started, "the worker process running it died (killed, out of memory or "
+                                 "crashed)") from None
+    finally:
+        cluster.board.forget(token)
+        if not future.done():  # cancelled, or the caller stopped (a page left): the task stops too
+            _stop(cluster, future, token, started)
+        future.release()
+
+
+def _stop(cluster: Cluster, future, token: str, started: dict) -> None:
+    try:
+        Event(channel.cancel_name(token), client=cluster.client).set()
+        future.cancel()
+        if not started:  # it never ran, so no task will clear its events
+            _forget_events(cluster, token)
+        cluster.board.announce(future.key, kind="dropped")
+    except Exception:  # noqa: BLE001 - the cluster is gone: nothing left to stop
+        pass
+
+
+def _forget_events(cluster: Cluster, token: str) -> None:
+    """Deletes the task's cancel and started events from the scheduler."""
+    for name in (channel.cancel_name(token), channel.started_name(token)):
+        try:
+            Event(name, client=cluster.client).clear()
+        except Exception:  # noqa: BLE001 - the cluster is gone; so are its events
+            pass
+
+
+def _died(started: dict, what: str) -> WorkerDied:
+    worker, host = started.get("worker", ""), started.get("host", "")
+    where = f" ({worker} on {host}, pid {started.get('pid', '?')})" if worker else ""
+    return WorkerDied(f"{what}{where}; a fresh worker takes the next run", worker, host,
+                      int(started.get("pid") or 0), float(started.get("at") or 0.0))

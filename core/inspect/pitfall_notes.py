@@ -1,0 +1,85 @@
+"""The seed tutorial's pitfalls as the pages list them: titles, what each demonstration
+shows, its code, and the result type it comes back as. Plain data: the dashboard's server
+shows all of it without JAX; the demonstrations themselves (`core.inspect.pitfalls`) run
+on a worker.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import pathlib
+
+TITLES = {
+    "trace_precedence": "Trace term: operator precedence drops Omega",
+    "logdet_overflow": "log(det(Omega)) overflows in float32",
+    "pytree_class": "The pytree class whose Omega never updates",
+    "fused_reduction": "jaxlib 0.10.2 miscompiles a fused reduction on CPU",
+}
+# What each demo shows, before it has run (its result explains the numbers).
+SUMMARIES = {
+    "trace_precedence": "The seed's `jnp.trace(M.T @ M + jnp.diag(...) @ Omega)` multiplies only the diagonal "
+                        "part by Omega, because `@` binds tighter than `+`. The demo compares it with "
+                        "tr(Omega (M^T M + D)) on small random data.",
+    "logdet_overflow": "The seed's `jnp.log(jnp.linalg.det(Omega))` overflows in float32 when p = 114. The demo "
+                       "computes it for an oaks-sized Omega next to the Cholesky and slogdet log-determinants.",
+    "pytree_class": "The seed's level-4 class writes Sigma and Omega to a global and drops them in "
+                    "`tree_unflatten`. The demo runs it in `lax.scan` next to core's scan_pytree_class.",
+    "fused_reduction": "jaxlib 0.10.2's CPU backend miscompiles the jitted Stirling sum of log Y! on oaks "
+                       "(jax-ml/jax#39103). The demo computes it live on the installed jaxlib next to NumPy's.",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class PitfallResult:
+    """What one demonstration showed.
+
+    Attributes:
+        key, title: which pitfall.
+        explanation: what goes wrong and why, in two or three sentences.
+        buggy: {label: value} computed the tutorial's way.
+        correct: {label: value} computed the right way.
+        reproduced: whether the bug showed here (the buggy and correct values differ).
+        note: anything version- or platform-specific the numbers depend on.
+    """
+
+    key: str
+    title: str
+    explanation: str
+    buggy: dict[str, float]
+    correct: dict[str, float]
+    reproduced: bool
+    note: str = ""
+
+
+# The code a reader should see for each pitfall: top-level names in core/inspect/pitfalls.py.
+CODE = {
+    "trace_precedence": ("trace_precedence",),
+    "logdet_overflow": ("logdet_overflow",),
+    "pytree_class": ("SeedPLN", "pytree_class"),
+    "fused_reduction": ("_log_stirling", "fused_reduction"),
+}
+
+
+def keys() -> list[str]:
+    """Every pitfall, in the order the tutorial meets them."""
+    return list(TITLES)
+
+
+@functools.cache
+def source(key: str) -> str:
+    """The Python source of pitfall `key`'s demonstration, read from its module's file
+    without importing it (it imports JAX)."""
+    path = pathlib.Path(__file__).with_name("pitfalls.py")
+    text = path.read_text()
+    tree = ast.parse(text)
+    found = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    return "\n\n".join(ast.get_source_segment(text, found[name], padded=True) if not found[name].decorator_list
+                        else _with_decorators(text, found[name]) for name in CODE[key])
+
+
+def _with_decorators(text: str, node: ast.AST) -> str:
+    lines = text.splitlines()
+    first = min(decorator.lineno for decorator in node.decorator_list)
+    return "\n".join(lines[first - 1:node.end_lineno])

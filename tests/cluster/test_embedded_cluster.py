@@ -1,0 +1,72 @@
+"""The dashboard's embedded cluster: a LocalCluster with one worker per local platform, warm
+before the first run, no retries, a dead worker's run stored as interrupted, closed with
+its server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import psutil
+import pytest
+
+from core.cluster import connection, stored
+from core.cluster.errors import RunInterrupted
+from core.spec import DatasetSpec, FitSpec, OptimizerSpec
+from core.store.run_store import RunStore
+
+TINY = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
+LONG = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="eager", iterations=20_000, repeats=1,
+               optimizer=OptimizerSpec("adam"))
+
+
+def test_the_embedded_cluster_is_warm_and_a_dead_worker_costs_one_run(tmp_path):
+    cluster = connection.start_local()
+    try:
+        assert connection.local_platforms() == ["cpu"]  # no accelerator here
+        facts = list(cluster.workers().values())
+        assert len(facts) == 1 and facts[0]["served"] == ["cpu"]
+        worker_pid = facts[0]["pid"]
+
+        def loaded(dask_worker=None):
+            import sys
+
+            return [name for name in ("jax", "core.run.engine", "core.fit.strategies") if name in sys.modules]
+
+        # Imports done before the first run is asked for.
+        assert list(cluster.client.run(loaded).values())[0] == ["jax", "core.run.engine", "core.fit.strategies"]
+        assert cluster.client.run_on_scheduler(
+            lambda dask_scheduler: dask_scheduler.allowed_failures) == 0
+
+        store = RunStore(tmp_path / "runs.sqlite3")
+        failure = []
+
+        def run():
+            try:
+                stored.run_and_store(cluster, store, LONG)
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+                failure.append(exc)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not (cluster.board.entries("cpu") and cluster.board.entries("cpu")[0].started_at):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(1.0)
+        os.kill(worker_pid, signal.SIGKILL)
+        thread.join(120)
+        assert failure and isinstance(failure[0], RunInterrupted), failure
+        assert store.list()[0].status == "interrupted"
+        # The nanny restarted the worker; the next run works.
+        cluster.client.wait_for_workers(1, timeout=120)
+        assert stored.run_and_store(cluster, store, TINY).status == "ok"
+        workers = [facts["pid"] for facts in cluster.workers().values()]
+        assert worker_pid not in workers
+    finally:
+        cluster.close()
+    for pid in workers:  # closed with its server: no worker left behind
+        with pytest.raises(psutil.NoSuchProcess):
+            psutil.Process(pid).status()

@@ -1,0 +1,64 @@
+"""A team's cluster on one machine: `dask scheduler` and `dask worker` as separate processes
+over TCP on 127.0.0.1, started as the README says, and every process they start stopped
+afterwards (each runs in a session of its own, whose whole group is killed)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from project import ROOT
+
+DASK = os.path.join(os.path.dirname(sys.executable), "dask")
+
+
+def _group_kill(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)  # a nanny's worker left behind
+
+
+@contextlib.contextmanager
+def team_cluster(tmp_path, workers: int = 1, worker_env: dict[str, str] | None = None,
+                 scheduler_env: dict[str, str] | None = None, timeout_s: float = 90.0):
+    """Yield (scheduler address, [worker processes]) of a scheduler and `workers` workers."""
+    scheduler_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    logs = tmp_path / "cluster-logs"
+    logs.mkdir(exist_ok=True)
+    started: list[subprocess.Popen] = []
+    try:
+        started.append(subprocess.Popen(
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+             "--scheduler-file", str(scheduler_file)],
+            cwd=ROOT, env={**env, **(scheduler_env or {})}, stdout=open(logs / "scheduler.log", "w"),
+            stderr=subprocess.STDOUT, start_new_session=True))
+        deadline = time.monotonic() + timeout_s
+        while not scheduler_file.exists() or not scheduler_file.read_text().strip():
+            if time.monotonic() > deadline or started[0].poll() is not None:
+                raise RuntimeError(f"the scheduler did not start: {(logs / 'scheduler.log').read_text()[-2000:]}")
+            time.sleep(0.1)
+        address = json.loads(scheduler_file.read_text())["address"]
+        for index in range(workers):
+            started.append(subprocess.Popen(
+                [DASK, "worker", address, "--nthreads", "1", "--no-dashboard", "--name", f"w{index}",
+                 "--memory-limit", "6GiB", "--preload", "core.cluster.worker_setup"],
+                cwd=ROOT, env={**env, **(worker_env or {})}, stdout=open(logs / f"worker{index}.log", "w"),
+                stderr=subprocess.STDOUT, start_new_session=True))
+        yield address, started[1:]
+    finally:
+        for process in reversed(started):
+            _group_kill(process)
