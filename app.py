@@ -13,13 +13,13 @@ def main() -> None:
 
     import streamlit as st
 
-    from pages.ui import access, links, projector, resources
+    from pages.ui import links, projector, resources, sign_in
     from pages.ui.sidebar import sidebar
 
     # A local icon: a Material one would be fetched from Google's servers by every browser.
     st.set_page_config(page_title="PLN JIT Lab", page_icon=str(projector.ICON), layout="wide")
     projector.set_up()
-    access.gate()  # with a password configured, nothing below runs until it is given
+    sign_in.gate()  # with a password configured, nothing below runs until it is given
     resources.cluster_or_stop()  # the workers start with the first page, before anyone clicks Run
 
     # Page files sit in folders of their own (see pages/__init__.py), so each names its URL.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import hmac
+import math
 import os
 import threading
 import time
@@ -29,18 +30,63 @@ def matches(guess: str | None, password: str) -> bool:
     return hmac.compare_digest((guess or "").encode(), password.encode())
 
 
-# Guesses a client may get wrong before the next ones wait, the first wait, and the
+TRUSTED_PROXY_ENV = "PLNLAB_TRUSTED_PROXY"
+THIS_MACHINE = "this machine"
+
+
+def client_address(peer: str | None, forwarded_for: str | None, trusted_proxy: str | None = None) -> str:
+    """The address a password guess is counted against, one a request cannot choose.
+
+    Streamlit's server (uvicorn) replaces the connection's address by the last hop of an
+    X-Forwarded-For header when the connection comes from this machine, so a local client
+    that writes the header picks its own address. The header is believed only when a proxy of
+    our own is named ($PLNLAB_TRUSTED_PROXY, the address it connects from): then its last hop,
+    which that proxy appended, is the client. Otherwise whatever the header says is the
+    machine itself, one address for everyone who reaches the server through it.
+
+    Args:
+        peer: the connection's address as the server reports it (maybe from the header).
+        forwarded_for: the X-Forwarded-For header, or None.
+        trusted_proxy: the address of the proxy in front of the server, or None.
+    """
+    hops = [hop.strip() for hop in (forwarded_for or "").split(",") if hop.strip()]
+    if hops and peer in hops:  # the server took the address from the header: it came from here
+        return peer if trusted_proxy else THIS_MACHINE
+    if not peer or peer in ("127.0.0.1", "::1"):
+        return THIS_MACHINE
+    return peer
+
+
+# Wrong guesses a session may make before its next ones wait, the first wait and the
 # longest: 1, 2, 4, ... 60 s after each wrong guess. 25 guesses then take about 20 minutes
 # instead of 2.5 s; a colleague with a typo waits a second or two.
 FREE_GUESSES = 3
 FIRST_WAIT_S = 1.0
 MAX_WAIT_S = 60.0
-# Clients remembered at once; the oldest are forgotten first (a bound on the server's memory).
+# One address (many sessions: a flood opens a new session per guess, and every colleague
+# behind one proxy shares its address) and the whole server get more before they slow down,
+# and then slow only the sessions that have guessed wrong themselves; a session's first
+# guess waits at most `FIRST_GUESS_GAP_S` for its turn. So a flood from one address costs a
+# colleague there a wait of seconds, never a lock-out, and gets about one guess in
+# `FIRST_GUESS_GAP_S` seconds however many sessions it opens.
+ADDRESS_FREE_GUESSES = 30
+GLOBAL_FREE_GUESSES = 300
+FIRST_GUESS_GAP_S = 5.0
+# Wrong guesses are forgotten this long after the last one (a typo this morning does not slow
+# this afternoon's colleagues).
+FORGET_AFTER_S = 900.0
+# Sessions and addresses remembered at once; the oldest are forgotten first (a bound on the
+# server's memory).
 MAX_CLIENTS = 10_000
 
 
+def _schedule_wait(count: int, free: int) -> float:
+    return 0.0 if count < free else min(MAX_WAIT_S, FIRST_WAIT_S * 2 ** (count - free))
+
+
 class Throttle:
-    """Slows password guesses per client after a few wrong ones (thread-safe).
+    """Slows password guesses after a few wrong ones: per session, per address and for the
+    whole server (see the constants above); thread-safe.
 
     Args:
         clock: monotonic seconds (a test passes its own).
@@ -49,32 +95,55 @@ class Throttle:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._wrong: collections.OrderedDict[str, tuple[int, float]] = collections.OrderedDict()
+        self._first_guess_at: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def wait_s(self, client: str) -> float:
-        """Seconds before `client` may guess again (0: now)."""
-        with self._lock:
-            count, last = self._wrong.get(client, (0, 0.0))
-        if count < FREE_GUESSES:
-            return 0.0
-        wait = min(MAX_WAIT_S, FIRST_WAIT_S * 2 ** (count - FREE_GUESSES))
-        return max(0.0, last + wait - self._clock())
+    def _bucket(self, key: str) -> tuple[int, float]:
+        count, last = self._wrong.get(key, (0, 0.0))
+        return (count, last) if count and self._clock() - last < FORGET_AFTER_S else (0, 0.0)
 
-    def check(self, client: str, guess: str | None, password: str) -> tuple[bool, float]:
+    def wait_s(self, session: str, address: str = THIS_MACHINE) -> float:
+        """Seconds before `session`, connected from `address`, may guess again (0: now)."""
+        now = self._clock()
+        with self._lock:
+            (mine, my_last) = self._bucket("session:" + session)
+            (theirs, their_last) = self._bucket("address:" + address)
+            (everyone, last) = self._bucket("server")
+            waits = [my_last + _schedule_wait(mine, FREE_GUESSES) - now if mine else 0.0]
+            crowded = theirs >= ADDRESS_FREE_GUESSES or everyone >= GLOBAL_FREE_GUESSES
+            if mine and crowded:  # a session that guessed wrong waits as its address and the server do
+                waits.append(their_last + _schedule_wait(theirs, ADDRESS_FREE_GUESSES) - now)
+                waits.append(last + _schedule_wait(everyone, GLOBAL_FREE_GUESSES) - now)
+            elif crowded:  # a fresh session's first guess waits for its turn, seconds at most
+                for key in ("address:" + address, "server"):
+                    waits.append(self._first_guess_at.get(key, -math.inf) + FIRST_GUESS_GAP_S - now)
+        return max(0.0, *waits)
+
+    def check(self, session: str, guess: str | None, password: str, address: str = THIS_MACHINE) -> tuple[bool, float]:
         """(whether `guess` is `password`, seconds to wait before the next guess). A guess
-        made while `client` must wait is not checked at all: it is refused."""
-        if self.wait_s(client) > 0:
-            return False, self.wait_s(client)
+        made while it must wait is not checked at all: it is refused."""
+        wait = self.wait_s(session, address)
+        if wait > 0:
+            return False, wait
+        now = self._clock()
+        with self._lock:
+            if not self._bucket("session:" + session)[0]:
+                for key in ("address:" + address, "server"):
+                    self._first_guess_at[key] = now
         if matches(guess, password):
             with self._lock:
-                self._wrong.pop(client, None)
+                self._wrong.pop("session:" + session, None)
             return True, 0.0
         with self._lock:
-            count, _ = self._wrong.pop(client, (0, 0.0))
-            self._wrong[client] = (count + 1, self._clock())
+            for key in ("session:" + session, "address:" + address, "server"):
+                count, _ = self._bucket(key)
+                self._wrong.pop(key, None)
+                self._wrong[key] = (count + 1, now)
             while len(self._wrong) > MAX_CLIENTS:
                 self._wrong.popitem(last=False)
-        return False, self.wait_s(client)
+            if len(self._first_guess_at) > MAX_CLIENTS:
+                self._first_guess_at.clear()
+        return False, self.wait_s(session, address)
 
 
 ALLOW_DELETE_ENV = "PLNLAB_ALLOW_DELETE"

@@ -40,16 +40,21 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served_app(env: dict[str, str], timeout_s: float = 60.0, log_path: str | None = None):
+def served_app(env: dict[str, str], timeout_s: float = 60.0, log_path: str | None = None,
+               as_readme: bool = False, port: int | None = None, options: tuple[str, ...] = ()):
     """Yield (base_url, process) of `streamlit run app.py`, stopped on exit.
 
     The server's output goes to `log_path` when given: a long session must write it
-    somewhere that is read, or the server blocks once the pipe's buffer is full.
+    somewhere that is read, or the server blocks once the pipe's buffer is full. With
+    `as_readme` the server is started as the README's command starts it (every interface,
+    the project's own settings alone), on a free port (or `port`); `options` are more of
+    Streamlit's command-line options.
     """
-    port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true",
-               "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
+    port = port or free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), *options]
+    if not as_readme:
+        command += ["--server.address", "127.0.0.1", "--server.headless", "true",
+                    "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
     with contextlib.ExitStack() as stack:
         output = stack.enter_context(open(log_path, "w")) if log_path else subprocess.PIPE
         process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env},

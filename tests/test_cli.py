@@ -89,12 +89,12 @@ BAD_INPUTS = [
     (["run", "--iterations", "many"], "invalid int value"),
     (["run", "--precision", "float16"], "invalid choice"),
     (["run", "--device", "gpu"], "device 'gpu' is not available"),
-    (["run", "--optimizer", "adam", "--lr", "-1"], "lr must be in"),
+    (["run", "--optimizer", "adam", "--lr", "-1"], "lr must be between"),
     (["run", "--replicate", "0"], "replicate must be between"),
     (["run", "--dataset", "simulated", "--n", "1"], "n must be between"),
     (["run", "--dataset", "csv"], "needs --counts"),
     (["run", "--dataset", "csv", "--counts", "/nonexistent.csv"], "no such file"),
-    (["run", "--tol", "2"], "tol must be in"),
+    (["run", "--tol", "2"], "tol must be between"),
     (["run", "--repeats", "0"], "repeats must be between"),
     (["run", "--devices", "-1"], "devices must be between 0 and 4,096"),
     (["run", "--devices", "2", "--strategy", "scan"], "devices > 1 needs the sharded strategy"),
@@ -105,8 +105,8 @@ BAD_INPUTS = [
     (["frobnicate"], "invalid choice"),
     (["run", "--dataset", "simulated", "--n", "10000000", "--p", "2000", "--precision", "float64"],
      "not enough memory: this fit needs about 3,520.32 GB"),
-    (["run", "--optimizer", "adam", "--lr", "nan"], "lr must be in"),
-    (["run", "--tol", "-0.1"], "tol must be in"),
+    (["run", "--optimizer", "adam", "--lr", "nan"], "lr must be between"),
+    (["run", "--tol", "-0.1"], "tol must be between"),
     (["run", "--dataset", "simulated", "--p", "0"], "p must be between"),
     (["run", "--dataset", "simulated", "--n", "5", "--d", "5"], "d must be smaller than n"),
     (["run", "--dataset", "simulated", "--seed", "-1"], "seed must be between"),
@@ -152,6 +152,18 @@ def test_bad_csv_is_refused_and_nothing_is_stored(store, tmp_path):
     done = cli("run", "--dataset", "csv", "--counts", str(counts), env=store)
     assert done.returncode == 2 and "negative" in done.stderr.lower()
     assert json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("content, said", [
+    ("a,b\n1," + "x" * 200_000 + "\n3,4\n", "line 2 is 200,002 characters long"),
+    ("a,b\n" + "1,2\n" * 3000 + "1," + "x" * 200_000 + "\n", "(200,000 characters)"),
+])
+def test_a_csv_with_a_huge_cell_is_one_line_and_exit_2(store, tmp_path, content, said):
+    counts = tmp_path / "huge.csv"
+    counts.write_text(content)
+    done = cli("run", "--dataset", "csv", "--counts", str(counts), env=store)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-500:]
+    assert said in done.stderr and len(done.stderr) < 400
 
 
 def test_a_wide_csv_is_refused_with_the_cap_named_and_nothing_is_stored(store, tmp_path):

@@ -115,7 +115,9 @@ def start_local(platforms: list[str] | None = None, memory_limit: str | None = N
     with dask.config.set(cluster_config()):
         local = LocalCluster(
             n_workers=len(platforms), threads_per_worker=1, processes=True, host="127.0.0.1",
-            scheduler_port=0, dashboard_address=None, memory_limit=memory_limit,
+            # Its HTTP routes (health, metrics) on a free loopback port: nothing listens beyond this
+            # machine, and two servers here do not fight over Dask's usual 8787.
+            scheduler_port=0, dashboard_address="127.0.0.1:0", memory_limit=memory_limit,
             preload=["core.cluster.worker_setup"],
             env={worker_setup.LOCAL_PLATFORMS_ENV: ",".join(platforms)})
         try:

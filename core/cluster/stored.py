@@ -32,9 +32,11 @@ def run_label(spec: FitSpec) -> str:
 
 def run_and_store(cluster: Cluster, store: RunStore, spec: FitSpec, counts: CountData | None = None,
                   on_progress: ProgressCallback | None = None, cancel: threading.Event | None = None,
-                  owner: str = "dashboard", cold: bool = False) -> RunResult:
+                  owner: str = "dashboard", cold: bool = False, owner_id: str = "") -> RunResult:
     """Fits `spec` on a worker (`core.cluster.tasks.fit`) under this process's time budget
-    (`core.run.budget.max_run_seconds`) and stores the result; returns the stored result.
+    (`core.run.budget.max_run_seconds`) and stores the result, owned by `owner_id`
+    (`RunResult.owner`; an interrupted run too); returns the stored result. `owner` is how
+    others see the run queued ("dashboard", "command line").
 
     Raises:
         RunInterrupted: the worker died mid-run; the run is stored as interrupted.
@@ -51,7 +53,7 @@ def run_and_store(cluster: Cluster, store: RunStore, spec: FitSpec, counts: Coun
     except WorkerDied as died:
         record = interrupted_result(spec.to_dict(), died.started_at or submitted, died.host or "?", died.pid,
                                     reason=died.reason,
-                                    worker=f"{died.worker} on {died.host}" if died.worker else "")
+                                    worker=f"{died.worker} on {died.host}" if died.worker else "", owner=owner_id)
         store.finish(flight, record)
         raise RunInterrupted(record) from None
     except BaseException:  # cancelled, refused, or the caller stopped: no run to keep
@@ -60,5 +62,6 @@ def run_and_store(cluster: Cluster, store: RunStore, spec: FitSpec, counts: Coun
         except StoreError:
             pass
         raise
+    result.owner = owner_id
     store.finish(flight, result)
     return result

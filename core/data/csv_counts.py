@@ -227,7 +227,9 @@ def _fail(label, first_line, first_column, names, mask, cells, rule, line_offset
         row, col = np.argwhere(mask)[0]
         cell = cells[row, col]
         cell = f"{cell:g}" if isinstance(cell, float) else str(cell)
-        name = f" ({names[col]!r})" if names and col < len(names) else ""
+        if len(cell) > _SHOWN_CELL:  # one line on a terminal and in the upload's message
+            cell = f"{cell[:_SHOWN_CELL]}… ({len(cell):,} characters)"
+        name = f" ({names[col]!r:.{_SHOWN_CELL}})" if names and col < len(names) else ""
         raise DataError(
             f"{label}: {rule}; line {row + line_offset + first_line}, "
             f"column {col + first_column}{name} holds {cell!r}"
@@ -235,6 +237,8 @@ def _fail(label, first_line, first_column, names, mask, cells, rule, line_offset
 
 
 _OPTIONS = dict(encoding="utf-8-sig", skip_blank_lines=True)
+# Characters of a bad cell (or a column's name) a message shows.
+_SHOWN_CELL = 40
 
 
 def _read(data: bytes, label: str, **options) -> pd.DataFrame:

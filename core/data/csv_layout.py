@@ -65,10 +65,16 @@ def _sample(data: bytes, label: str) -> list[str]:
     except UnicodeDecodeError as err:
         raise DataError(f"{label} is not readable as UTF-8 text ({err.reason} at byte {err.start}); "
                         f"{ACCEPTED}, saved as UTF-8, is needed") from None
-    lines = [line for line in text.splitlines() if line.strip()][:_SAMPLE_LINES]
-    if not lines:
+    numbered = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()][:_SAMPLE_LINES]
+    if not numbered:
         raise DataError(f"{label} is empty; {ACCEPTED} is needed")
-    return lines
+    # Python's csv reader refuses a cell past this; no row of counts comes near it.
+    longest = csv.field_size_limit()
+    for number, line in numbered:
+        if len(line) > longest:
+            raise DataError(f"{label}: line {number} is {len(line):,} characters long, more than a table of counts "
+                            f"holds (at most {longest:,} a line); {ACCEPTED} is needed")
+    return [line for _, line in numbered]
 
 
 def _split(lines: list[str], separator: str) -> list[list[str]]:

@@ -34,7 +34,7 @@ from core.data import datasets
 from core.data.counts import CountData
 from core.fit.peers import pyplnmodels_fit as peer
 from core.fit.peers import torch_fit
-from core.fit.peers.torch_optim import make_optimizer
+from core.fit.peers.torch_optim import make_torch_optimizer
 from core.run import progress
 from core.run.budget import Budget
 from core.run.progress import Progress, ProgressCallback
@@ -110,7 +110,7 @@ def _measure_torch(spec: FitSpec, counts, device, report, cancel, live, budget) 
     data = torch_fit.place_data(host, device)
     sync()
     transfer_s = time.perf_counter() - start
-    optimizer = make_optimizer(spec.optimizer)
+    optimizer = make_torch_optimizer(spec.optimizer)
     state = torch_fit.init_state(data, spec.init, optimizer)
     sync()
     if compiled:

@@ -65,29 +65,40 @@ class ExecutableCache:
 
 DEFAULT_CACHE = ExecutableCache()
 
-# Work (n x p x iterations) one call of a compiled loop may hold before the loop is split
-# into calls: about 2 s on a 2-core CPU, so that a cancel lands within seconds. Splitting
-# costs one dispatch and one device sync per call, nothing next to seconds of work.
-CHUNK_WORK = 200_000_000
+# Work (n x p x iterations) one call of a compiled loop may hold on a CPU before the loop is
+# split into calls: 0.3 s (the seed's optimizer) to 1 s (preconditioned L-BFGS) on a 2-core
+# CPU, so that a cancel, and the end of a run's time budget, land within about a second.
+# Splitting costs one dispatch and one device sync per call (tens of microseconds), nothing
+# next to that. An accelerator does the same work in far less time: its calls hold
+# `ACCELERATOR_CHUNK_FACTOR` times as much, so that the dispatch stays negligible there too.
+CHUNK_WORK = 30_000_000
+ACCELERATOR_CHUNK_FACTOR = 100
 
 
-def chunk_iterations(cells: int, iterations: int) -> int:
+def chunk_work(platform: str) -> int:
+    """The work one call of a compiled loop may hold on `platform` (see `CHUNK_WORK`)."""
+    return CHUNK_WORK if platform == "cpu" else CHUNK_WORK * ACCELERATOR_CHUNK_FACTOR
+
+
+def chunk_iterations(cells: int, iterations: int, work: int | None = None) -> int:
     """Iterations per call for a compiled loop over `cells` = n x p values: 0 (one call)
-    when the whole loop is within `CHUNK_WORK`, else the largest divisor of `iterations`
-    within it (so every call runs the same executable)."""
-    if cells * iterations <= CHUNK_WORK:
+    when the whole loop is within `work` (default `CHUNK_WORK`), else the largest divisor of
+    `iterations` within it (so every call runs the same executable)."""
+    work = CHUNK_WORK if work is None else work
+    if cells * iterations <= work:
         return 0
-    most = max(1, CHUNK_WORK // max(1, cells))
+    most = max(1, work // max(1, cells))
     return max(k for k in range(1, min(most, iterations) + 1) if iterations % k == 0)
 
 
-def stopping_chunk_iterations(cells: int, iterations: int) -> int:
-    """Iterations per call for a compiled loop that stops at a tolerance: as many as
-    `CHUNK_WORK` allows, 0 (one call) when the whole loop is within it. Any count will do:
-    its loop ends where the fit's iterations do (`core.fit.strategies.base.Stop`)."""
-    if cells * iterations <= CHUNK_WORK:
+def stopping_chunk_iterations(cells: int, iterations: int, work: int | None = None) -> int:
+    """Iterations per call for a compiled loop that stops at a tolerance: as many as `work`
+    allows, 0 (one call) when the whole loop is within it. Any count will do: its loop ends
+    where the fit's iterations do (`core.fit.strategies.base.Stop`)."""
+    work = CHUNK_WORK if work is None else work
+    if cells * iterations <= work:
         return 0
-    return max(1, CHUNK_WORK // max(1, cells))
+    return max(1, work // max(1, cells))
 
 
 class Compilation(NamedTuple):
@@ -176,7 +187,8 @@ def prepare(
         report(Progress("transfer"))
         data, transfer_s = timed(lambda: strategy.place_data(host, device))
     stops = spec.tol > 0
-    chunk = (stopping_chunk_iterations if stops else chunk_iterations)(shape[0] * shape[1], spec.iterations)
+    chunk = (stopping_chunk_iterations if stops else chunk_iterations)(shape[0] * shape[1], spec.iterations,
+                                                                       chunk_work(device.platform))
     problem = strategies.Problem(
         n=shape[0], p=shape[1], d=shape[2], dtype=spec.precision,
         iterations=spec.iterations, optimizer=spec.optimizer,
@@ -185,7 +197,7 @@ def prepare(
     with jax.default_device(device):
         state = strategy.place_state(strategies.init_state(data, spec.init, problem.algorithm), device)
         state = jax.block_until_ready(state)
-        tol = jax.device_put(jnp.asarray(spec.tol, dtype=spec.precision), device)
+        tol = strategy.place_scalar(jnp.asarray(spec.tol, dtype=spec.precision), device)
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
            device.platform, device.id, devices_used)
     cache = DEFAULT_CACHE if cache is None else cache

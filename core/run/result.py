@@ -163,6 +163,9 @@ class RunResult:
         worker: the Dask worker that ran it, "<address> on <host>" (`core.cluster`); empty
             for a run made in the process that stored it (the command line without
             --scheduler, a benchmark).
+        owner: who started it, for who may delete it: "user:<e-mail>" for a dashboard user
+            signed in with the team's SSO, "session:<token>" for a dashboard session
+            otherwise (a token never reused), empty for the command line and imports.
     """
 
     spec: dict[str, Any]
@@ -214,6 +217,7 @@ class RunResult:
     final_change: float | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
     worker: str = ""
+    owner: str = ""
 
     @property
     def converged(self) -> bool | None:

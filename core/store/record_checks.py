@@ -2,10 +2,13 @@
 passes, whether this program just measured it or someone hands it over in a file.
 
 An import is a way to put anything into a store that everyone reads, so it meets the same
-rules as a fresh run: the spec it names is one this server would run (its caps), the
-flattened fields agree with that spec, timings are consistent (min <= median <= max, none
-negative), the timed window lies before the run was stored, nothing is dated in the future,
-and text fields stay short.
+rules as a fresh run (`RunStore.finish` and the import both call `check`): the spec it
+names is one this server would run (its caps), the flattened fields agree with that spec
+(what ran, for pyPLNmodels, which runs its own algorithm), timings are consistent (min <=
+median <= max, none negative, the time per iteration the steady state's over the iterations
+run), a finished run's ELBO is finite and its last value is the final one, a divergence is
+at an iteration the run had, the timed window lies before the run was stored, nothing is
+dated in the future, and text fields stay short.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import time
 
 from core.fit import catalog
 from core.run.result import RunResult
-from core.spec import FitSpec, SpecError, cap
+from core.spec import INITS, LR_RANGE, FitSpec, SpecError, cap
 
 # Clocks of the machines a file comes from may run a little ahead of this one.
 FUTURE_TOLERANCE_S = 300.0
@@ -40,6 +43,8 @@ def check(run: RunResult) -> None:
     _check_text(run)
     spec = _check_spec(run)
     _check_shape(run, spec)
+    _check_what_ran(run, spec)
+    _check_outcome(run)
     for name in TIMINGS:
         value = getattr(run, name)
         if math.isnan(value) or value < 0:
@@ -87,6 +92,38 @@ def _check_spec(run: RunResult) -> FitSpec:
         if getattr(run, name) != expected:
             raise RecordError(f"{name} {getattr(run, name)!r:.80} disagrees with its spec's {expected!r:.80}")
     return spec
+
+
+def _check_what_ran(run: RunResult, spec: FitSpec) -> None:
+    if run.strategy == "pyplnmodels":  # its own algorithm, whatever the spec says: it must be one
+        if run.optimizer not in catalog.OPTIMIZERS or run.init not in INITS:
+            raise RecordError(f"optimizer {run.optimizer!r:.80} and init {run.init!r:.80} must be ones this "
+                              "program knows")
+        if not (math.isfinite(run.lr) and LR_RANGE[0] <= run.lr <= LR_RANGE[1]):
+            raise RecordError(f"lr must be between {LR_RANGE[0]:g} and {LR_RANGE[1]:g}; got {run.lr}")
+    else:
+        for name, expected in (("optimizer", spec.optimizer.name), ("lr", spec.optimizer.lr), ("init", spec.init)):
+            if getattr(run, name) != expected:
+                raise RecordError(f"{name} {getattr(run, name)!r:.80} disagrees with its spec's {expected!r:.80}")
+    if not (math.isfinite(run.tol) and run.tol == spec.tol):
+        raise RecordError(f"tol {run.tol!r} disagrees with its spec's {spec.tol!r}")
+
+
+def _check_outcome(run: RunResult) -> None:
+    finite = [math.isfinite(value) for value in run.elbo]
+    if run.status == "ok" and not (all(finite) and run.final_elbo is not None and math.isfinite(run.final_elbo)):
+        raise RecordError("a run with status ok has a finite ELBO at every iteration; this one has not")
+    if run.status == "ok" and run.elbo and run.final_elbo != run.elbo[-1]:
+        raise RecordError(f"final_elbo {run.final_elbo} is not the last value of its ELBO curve ({run.elbo[-1]})")
+    if run.diverged_at is not None and not 0 <= run.diverged_at < max(1, run.iterations):
+        raise RecordError(f"diverged_at {run.diverged_at} is not an iteration of the run (0 to {run.iterations - 1})")
+    if run.final_change is not None and not (math.isfinite(run.final_change) and run.final_change >= 0):
+        raise RecordError(f"final_change must be a relative change >= 0; got {run.final_change}")
+    if run.status == "ok" and run.run_s > 0 and run.iterations_run > 0:
+        expected = 1e3 * run.run_s / run.iterations_run
+        if not math.isclose(run.per_iter_ms, expected, rel_tol=1e-6):
+            raise RecordError(f"per_iter_ms {run.per_iter_ms} is not the steady state over the iterations run "
+                              f"({expected:.6g} ms)")
 
 
 def _check_shape(run: RunResult, spec: FitSpec) -> None:

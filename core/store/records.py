@@ -129,7 +129,7 @@ def validate_record(values: Any, where: str) -> RunResult:
 
 
 def interrupted_result(spec_dict: dict, started_at: float, host: str, pid: int, reason: str | None = None,
-                       worker: str = "") -> RunResult:
+                       worker: str = "", owner: str = "") -> RunResult:
     """The record of a run whose process died before it finished: its spec, no timings;
     `reason` says what happened (default: the process that ran it stopped), `worker` which
     Dask worker it was."""
@@ -153,4 +153,5 @@ def interrupted_result(spec_dict: dict, started_at: float, host: str, pid: int, 
         first_call_s=0.0, run_s=0.0, run_s_min=0.0, run_s_max=0.0, per_iter_ms=0.0, compile_count=0,
         disk_cache_hits=0, recompile_count=0, cache="none", final_elbo=None, elbo=[], devices=0,
         device_kind="", versions={"host": host}, timed_start=started_at, created_at=started_at, worker=worker,
+        owner=owner,
     )

@@ -254,6 +254,22 @@ class RunStore:
                 return frames.curves(conn, run_ids)
         return frames.curves(conn, run_ids)
 
+    def owned(self, run_ids: list[int], owner: str) -> set[int]:
+        """Which of `run_ids` `owner` started (`RunResult.owner`), read from the store now, so
+        that who may delete a run is decided when it is deleted; nobody owns a run whose owner
+        is empty."""
+        if not owner:
+            return set()
+        ids = list(dict.fromkeys(int(i) for i in run_ids))
+        found: set[int] = set()
+        with self._connect() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start:start + _CHUNK]
+                marks = ", ".join(["?"] * len(chunk))
+                found.update(row[0] for row in conn.execute(
+                    f"SELECT id FROM runs WHERE owner = ? AND id IN ({marks})", [owner, *chunk]))
+        return found
+
     def delete(self, run_ids: list[int]) -> int:
         """Deletes these runs (one transaction); returns how many existed."""
         ids = list(dict.fromkeys(int(i) for i in run_ids))
@@ -312,6 +328,8 @@ class RunStore:
                     "SELECT 1 FROM runs WHERE spec_key = ? AND created_at = ? AND host IS ? LIMIT 1",
                     (record.spec_key, record.created_at, store_schema.host_of(record))).fetchone()
                 if not exists:
+                    # Nobody's run here, whoever it named: an import cannot make a run someone's to delete.
+                    record.owner = ""
                     self._insert(conn, record)
                     added += 1
         return store_files.Imported(name, added, len(records) - added, tuple(refused))

@@ -63,9 +63,29 @@ def _migration_4() -> list[str]:
     return ["ALTER TABLE runs ADD COLUMN warnings_json TEXT"]
 
 
+def _migration_5(conn: sqlite3.Connection) -> list[str]:
+    # Run ids are never handed out again (AUTOINCREMENT): without it SQLite reuses the id of
+    # the newest run once it is deleted, and a session that deleted its run #2 held an id that
+    # now named someone else's run. SQLite cannot add AUTOINCREMENT to a table: the table is
+    # rebuilt with its rows (foreign keys are off during migrations, see `migrate`).
+    columns = [(row["name"], row["type"]) for row in conn.execute("PRAGMA table_info(runs)") if row["name"] != "id"]
+    names = ", ".join(name for name, _ in columns)
+    return [
+        "CREATE TABLE runs_new (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        + ", ".join(f"{name} {kind}" + (" NOT NULL" if name in ("spec_json", "versions_json") else "")
+                    for name, kind in columns) + ")",
+        f"INSERT INTO runs_new (id, {names}) SELECT id, {names} FROM runs",
+        "DROP TABLE runs",
+        "ALTER TABLE runs_new RENAME TO runs",
+        "CREATE INDEX runs_spec_key ON runs (spec_key)",
+        "CREATE INDEX runs_created_at ON runs (created_at)",
+    ]
+
+
 # Applied in order, in one transaction; PRAGMA user_version counts those applied. Append,
-# never edit. Scalar fields added to RunResult later get their column added on open.
-MIGRATIONS = (_migration_1, _migration_2, _migration_3, _migration_4)
+# never edit. A migration that reads the file's current layout takes the connection.
+# Scalar fields added to RunResult later get their column added on open.
+MIGRATIONS = (_migration_1, _migration_2, _migration_3, _migration_4, _migration_5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -86,17 +106,24 @@ def migrate(conn: sqlite3.Connection) -> None:
     """
     if _up_to_date(conn):  # the usual case, checked without taking the write lock
         return
+    # Off while tables are rebuilt: dropping the old runs table must not cascade to its
+    # curves (the pragma cannot change inside a transaction).
+    conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("BEGIN IMMEDIATE")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     for migration in MIGRATIONS[version:]:
-        for statement in migration():
+        wants_connection = migration.__code__.co_argcount == 1
+        for statement in (migration(conn) if wants_connection else migration()):
             conn.execute(statement)
     have = {r["name"] for r in conn.execute("PRAGMA table_info(runs)")}
     for name in scalar_fields():
         if name not in have:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {_column_type(name)}")
+    if conn.execute("PRAGMA foreign_key_check").fetchall():
+        raise StoreError("a migration left curves without their run; the file was left as it was")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     conn.execute("COMMIT")
+    conn.execute("PRAGMA foreign_keys = ON")
 
 
 def host_of(result: RunResult) -> str | None:

@@ -14,7 +14,7 @@ from core.charts import comparisons, lines
 from core.charts.style import LABELS
 from core.run import reach
 from core.store.run_store import StoreError
-from pages.ui import access, display, links, resources, running, state
+from pages.ui import display, links, resources, sign_in, state
 from pages.ui.text import md, public
 
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
@@ -237,7 +237,8 @@ import_section()
 if rows:
     pending = st.session_state.get("cmp_delete")
     try:
-        rule = delete_rules.deletion(ids, st.session_state.get(running.OWN_RUNS, set()), access.password())
+        # Whose runs these are is read from the store now, not remembered: ids are never reused.
+        rule = delete_rules.deletion(ids, store.owned(ids, sign_in.identity()), sign_in.password())
     except ValueError as exc:  # a mistyped PLNLAB_ALLOW_DELETE on the server
         st.error(str(exc), icon=":material/error:")
         rule = "off"
@@ -254,10 +255,10 @@ if rows:
         st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} ({whose}) from the shared store, for every user? "
                    "This cannot be undone (export them first to keep a copy).", icon=":material/warning:")
         # Only runs of others need the password again (`core.access.deletion`).
-        guess = access.password_field("cmp_delete_password", "delete runs") if rule == "password" else None
+        guess = sign_in.password_field("cmp_delete_password", "delete runs") if rule == "password" else None
         yes, no = st.columns([1, 5])
         clicked = yes.button("Yes, delete", type="primary", key="cmp_delete_yes")
-        refused = access.refusal(guess) if clicked and rule == "password" else None
+        refused = sign_in.refusal(guess) if clicked and rule == "password" else None
         if refused:
             st.error(f"{refused} Nothing was deleted.", icon=":material/lock:")
         elif clicked:

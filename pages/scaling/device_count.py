@@ -21,7 +21,7 @@ from core.run.progress import PHASES, Cancelled
 from core.run.result import RunResult
 from core.spec import OAKS_ROWS, DatasetSpec, SpecError
 from core.store.run_store import StoreError
-from pages.ui import display, resources, running, settings, state
+from pages.ui import display, resources, running, settings, sign_in, state
 from pages.ui.sidebar import refresh_store_caption
 from pages.ui.text import md, public
 
@@ -62,6 +62,7 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
                 result = submit.call(cluster, tasks.sweep_point, spec, platform=spec.device, label=label,
                                      owner="dashboard", on_progress=lambda progress, on_phase=on_phase: on_phase(
                                          progress.phase))
+                result.owner = sign_in.identity()
                 store.add(result)
             except (SpecError, Cancelled, WorkerDied) as exc:
                 error = f"{md(label)}: {public(exc)}"
@@ -72,7 +73,6 @@ def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
                 bar.progress(0.0, text=f"**{label}**: failed")
                 break
             results.append(result)
-            st.session_state.setdefault(running.OWN_RUNS, set()).add(result.id)
             bar.progress(1.0, text=f"**{label}**: done: {result.per_iter_ms:,.3f} ms/iteration")
         running.close_status(status, cancel_slot, len(results), error)
     refresh_store_caption()

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from core.fit import catalog
-from core.spec import DEVICES, INITS, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, cap
+from core.spec import DEVICES, INITS, LR_RANGE, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, TOL_RANGE, cap
 from pages.ui.settings import DEFAULTS, key
 
 RESTORED = "links_restored"
@@ -105,11 +105,11 @@ SIDEBAR = (
     _sidebar("device", "device", _choice(DEVICES)),
     _sidebar("precision", "precision", _choice(PRECISIONS)),
     _sidebar("optimizer", "optimizer", _choice(OPTIMIZERS)),
-    _sidebar("lr", "lr", _number(1e-6, 10.0)),
+    _sidebar("lr", "lr", _number(*LR_RANGE)),
     _sidebar("init", "init", _choice(INITS)),
     _sidebar("iterations", "iterations", _whole(1, lambda: cap("iterations"))),
     _sidebar("repeats", "repeats", _whole(1, lambda: cap("repeats"))),
-    _sidebar("tol", "tol", _number(0.0, 0.99)),
+    _sidebar("tol", "tol", _number(*TOL_RANGE)),
 )
 # Per page (its url_path): what its own widgets hold.
 PAGES: dict[str, tuple[Param, ...]] = {

@@ -93,8 +93,8 @@ def devices() -> dict[str, Any]:
             found["kinds"].add(facts.get("kinds", {}).get(platform, platform))
             found["hosts"].add(facts.get("host", "?"))
     available = [platform for platform in DEVICES if platform in served]
-    kinds = {platform: f"{', '.join(sorted(served[platform]['kinds']))} on {', '.join(sorted(served[platform]['hosts']))}"
-             for platform in available}
+    kinds = {platform: f"{', '.join(sorted(found['kinds']))} on {', '.join(sorted(found['hosts']))}"
+             for platform, found in served.items() if platform in available}
     missing = {platform: "no worker of the cluster has one" for platform in DEVICES if platform not in served}
     if not workers:
         missing = {platform: "no worker has joined the cluster yet" for platform in DEVICES}

@@ -16,7 +16,7 @@ from core.run.progress import PHASES, Cancelled
 from core.run.result import RunResult
 from core.spec import FitSpec, SpecError
 from core.store.run_store import StoreError
-from pages.ui import access, display, resources
+from pages.ui import display, resources, sign_in
 from pages.ui.sidebar import refresh_store_caption
 from pages.ui.text import md, public
 
@@ -108,13 +108,13 @@ def runs_under_way(store) -> None:
     the command line) with a Cancel each, for whoever gives the password: the run's own
     process stops it within seconds (`RunStore.request_cancel`) and stores nothing.
     Without a password only the session that started a run can cancel it."""
-    if access.password() is None:
+    if sign_in.password() is None:
         return
     notes = store.in_flight()
     if not notes:
         return
     with st.expander(f"Runs under way on this server ({len(notes)})", icon=":material/stop_circle:"):
-        guess = access.password_field("run_cancel_any_password", "cancel a run")
+        guess = sign_in.password_field("run_cancel_any_password", "cancel a run")
         for note in notes:
             spec = note["spec"]
             dataset = spec.get("dataset", {})
@@ -124,7 +124,7 @@ def runs_under_way(store) -> None:
             left, right = st.columns([3, 1], vertical_alignment="center")
             left.caption(md(what))
             if right.button("Cancel", key=f"run_cancel_any_{note['id']}", icon=":material/stop_circle:"):
-                refused = access.refusal(guess)
+                refused = sign_in.refusal(guess)
                 if refused:
                     st.error(f"{refused} Nothing was cancelled.", icon=":material/lock:")
                 elif store.request_cancel(note["id"]):
@@ -138,9 +138,6 @@ def show_cancelled() -> None:
     if title:
         st.info(f"{md(title)}: cancelled. Runs that had finished are stored; the one running was not.",
                 icon=":material/stop_circle:")
-
-
-OWN_RUNS = "own_run_ids"  # the ids of the runs this session made: it may delete them freely
 
 
 def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None,
@@ -181,10 +178,9 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
             try:
                 reporter = _Reporter(bar, live, label, live_points, index, spec.strategy)
                 result = stored.run_and_store(cluster, store, spec, counts, on_progress=reporter, owner="dashboard",
-                                              cold=cold)
+                                              cold=cold, owner_id=sign_in.identity())
                 reporter.finish()
-            except RunInterrupted as exc:  # the worker died: stored, and this session's own
-                st.session_state.setdefault(OWN_RUNS, set()).add(exc.result.id)
+            except RunInterrupted as exc:  # the worker died: stored as interrupted, still this session's own
                 error = f"{md(label)}: {public(exc)}"
             except (SpecError, StoreError, Cancelled) as exc:
                 error = f"{md(label)}: {public(exc)}"
@@ -194,13 +190,11 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
                          "see the server log")
             if error is None and result.status == "timed_out":  # stored, but it did not finish
                 results.append(result)
-                st.session_state.setdefault(OWN_RUNS, set()).add(result.id)
                 error = f"{md(label)}: {md(result.error)}; stored as timed out, with its curve so far"
             if error:
                 bar.progress(0.0, text=f"**{md(label)}**: failed")
                 break
             results.append(result)
-            st.session_state.setdefault(OWN_RUNS, set()).add(result.id)
             bar.progress(1.0, text=f"**{md(label)}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
                                    f"compile {result.trace_lower_s + result.compile_s:.2f} s ({result.cache})")
         close_status(status, cancel_slot, len(results), error)

@@ -1,6 +1,6 @@
 """The problem the sidebar describes, as one typed, frozen value, and the specs built from it.
 
-The sidebar (`sidebar.py`) draws one widget per field of `Problem`, under the session
+The sidebar (`sidebar.py`) draws one widget per field of `Settings`, under the session
 key "sb_" + the field's name; pages read `current()`, never the keys themselves.
 """
 
@@ -11,6 +11,7 @@ import dataclasses
 import streamlit as st
 
 from core.data.counts import CountData
+from core.spec import DEFAULTS as FRONT_DOOR
 from core.spec import (
     GRADIENT_OPTIMIZERS,
     LEARNING_RATE_OPTIMIZERS,
@@ -30,11 +31,10 @@ TORCH_TWINS = ("torch_eager", "torch_compile")
 
 
 @dataclasses.dataclass(frozen=True)
-class Problem:
-    """The sidebar's settings. The defaults fit to convergence: preconditioned L-BFGS from
-    the log-rates start stops at a relative ELBO change of 1e-7, about 60 iterations on oaks
-    (within 1e-5 of the optimum, a flat log(-ELBO) tail), in seconds for the compiled
-    strategies and well under a minute for the five tutorial levels.
+class Settings:
+    """The sidebar's settings. The defaults are every front door's (`core.spec.DEFAULTS`): a
+    fit to convergence (preconditioned L-BFGS from the log-rates start stops at a relative
+    ELBO change of 1e-7, about 60 iterations on oaks, within 1e-5 of the optimum).
 
     Attributes:
         dataset: a kind from `core.spec.DATASET_KINDS` the sidebar offers ("oaks",
@@ -54,14 +54,14 @@ class Problem:
     sim_p: int = 50
     sim_d: int = 1
     sim_seed: int = 0
-    device: str = "cpu"
-    precision: str = "float32"
-    optimizer: str = "preconditioned_lbfgs"
-    lr: float = 0.01
-    init: str = "log_rates"
-    iterations: int = 500
-    repeats: int = 3
-    tol: float = 1e-7
+    device: str = FRONT_DOOR.device
+    precision: str = FRONT_DOOR.precision
+    optimizer: str = FRONT_DOOR.optimizer
+    lr: float = FRONT_DOOR.lr
+    init: str = FRONT_DOOR.init
+    iterations: int = FRONT_DOOR.iterations
+    repeats: int = FRONT_DOOR.repeats
+    tol: float = FRONT_DOOR.tol
     upload: Upload | None = dataclasses.field(default=None, compare=False)
 
     def dataset_spec(self) -> DatasetSpec:
@@ -119,7 +119,7 @@ class Problem:
             return md(exc)
 
 
-DEFAULTS = Problem()
+DEFAULTS = Settings()
 
 
 def whole(name: str, value: float) -> int:
@@ -131,15 +131,15 @@ def whole(name: str, value: float) -> int:
 
 
 def key(field: str) -> str:
-    """The session-state key of a `Problem` field's widget."""
+    """The session-state key of a `Settings` field's widget."""
     return KEY_PREFIX + field
 
 
-def current() -> Problem:
+def current() -> Settings:
     """The sidebar's settings (defaults where the sidebar was not drawn)."""
     values = {field.name: st.session_state.get(key(field.name), getattr(DEFAULTS, field.name))
-              for field in dataclasses.fields(Problem) if field.name != "upload"}
-    return Problem(**values, upload=current_upload() if values["dataset"] == "csv" else None)
+              for field in dataclasses.fields(Settings) if field.name != "upload"}
+    return Settings(**values, upload=current_upload() if values["dataset"] == "csv" else None)
 
 
 def spec_summary(spec: FitSpec) -> str:

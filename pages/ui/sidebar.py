@@ -1,6 +1,6 @@
 """The sidebar drawn on every page: the problem's settings and the run store's line.
 
-Its widgets are the fields of `settings.Problem`, under the keys `settings.key(field)`;
+Its widgets are the fields of `settings.Settings`, under the keys `settings.key(field)`;
 their choices come from `core.spec`.
 """
 
@@ -15,10 +15,12 @@ from core.run.device_queue import default_queue
 from core.spec import (
     INITS,
     LEARNING_RATE_OPTIMIZERS,
+    LR_RANGE,
     OAKS_REPLICATES,
     OAKS_ROWS,
     OPTIMIZERS,
     PRECISIONS,
+    TOL_RANGE,
     SpecError,
     cap,
     default_cap,
@@ -81,7 +83,8 @@ def _queue_caption(platform: str) -> None:
     waiting = len(tickets) - len(running)
     busy = md(running[0].describe()) if running else "starting"
     more = f" and {len(running) - 1} more" if len(running) > 1 else ""
-    st.caption(f":material/hourglass_top: **{platform}** busy: {busy}{more}" + (f"; {waiting} waiting" if waiting else ""))
+    queued = f"; {waiting} waiting" if waiting else ""
+    st.caption(f":material/hourglass_top: **{platform}** busy: {busy}{more}{queued}")
 
 
 def _whole_number_input(container, label: str, low: int, high: int, key: str, step: int = 1, **options) -> None:
@@ -174,10 +177,10 @@ def _optimizer_inputs() -> None:
         st.selectbox("Optimizer", OPTIMIZERS, key="sb_optimizer", persist_state="session",
                      help="\n".join(f"- {o.label}" for o in catalog.OPTIMIZERS.values()))
         if st.session_state["sb_optimizer"] in LEARNING_RATE_OPTIMIZERS:
-            st.number_input("Learning rate", 1e-6, 10.0, key="sb_lr", persist_state="session", format="%g", step=0.001)
+            st.number_input("Learning rate", *LR_RANGE, key="sb_lr", persist_state="session", format="%g", step=0.001)
         st.selectbox("Initialisation", INITS, key="sb_init", persist_state="session",
                      help="\n".join(f"- {label}" for label in INIT_LABELS.values()))
-        st.number_input("Tolerance", 0.0, 0.99, key="sb_tol", persist_state="session", format="%g",
+        st.number_input("Tolerance", *TOL_RANGE, key="sb_tol", persist_state="session", format="%g",
                         step=1e-7,
                         help="every strategy stops after the first iteration whose relative ELBO change is "
                              "under this; 0 runs every iteration")

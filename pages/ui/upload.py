@@ -9,6 +9,7 @@ under the uploaders, and so is a float32 refusal, before anyone presses Run.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import streamlit as st
 
@@ -46,14 +47,25 @@ def current_upload() -> Upload | None:
     return st.session_state.get("sb_csv")
 
 
+def _largest_upload_mb() -> int:
+    """The uploaders' limit: the CSV cap (`csv_counts.max_csv_bytes`), so that the browser
+    refuses a file too large before sending it; Streamlit's own default when the cap's
+    setting is bad (a run then says why)."""
+    try:
+        return max(1, math.ceil(csv_counts.max_csv_bytes() / 1e6))
+    except DataError:
+        return 50
+
+
 def csv_inputs() -> None:
     """The counts and log-offsets uploaders, and what became of the upload."""
+    largest = _largest_upload_mb()
     st.file_uploader("Counts (CSV, one row per sample)", type=TABLE_TYPES, key="sb_upload_counts",
-                     on_change=_parse_upload,
+                     on_change=_parse_upload, max_upload_size=largest,
                      help="whole numbers >= 0, cells separated by commas, semicolons or tabs; a header line of "
                           "names and a column of row names are allowed")
     st.file_uploader("Log-offsets (optional CSV, same shape)", type=TABLE_TYPES, key="sb_upload_offsets",
-                     on_change=_parse_upload)
+                     on_change=_parse_upload, max_upload_size=largest)
     st.radio("Line 1 names the columns", HEADER_CHOICES, key="sb_csv_header", persist_state="session",
              horizontal=True, format_func=HEADER_LABELS.get, on_change=_parse_upload,
              help="auto: words make line 1 a header, numbers make it data (what was decided, and why, is shown "

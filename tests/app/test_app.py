@@ -277,6 +277,21 @@ def test_bad_csv_upload_shows_the_error_and_stores_nothing(store):
     assert store.list() == []
 
 
+@pytest.mark.parametrize("content, said", [
+    (b"a,b\n1," + b"x" * 200_000 + b"\n3,4\n", "line 2 is 200,002 characters long"),
+    (b"a,b\n" + b"1,2\n" * 3000 + b"1," + b"x" * 200_000 + b"\n", "(200,000 characters)"),
+])
+def test_a_csv_with_a_huge_cell_is_refused_with_a_message(store, content, said):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    at.sidebar.file_uploader(key="sb_upload_counts").set_value(("huge.csv", content, "text/csv"))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [plain(e.value) for e in at.error]
+    assert any(said in e and "huge.csv" in e and len(e) < 400 for e in errors), errors
+    assert store.list() == []
+
+
 def test_good_csv_upload_is_fitted_from_memory(store):
     at = open_app()
     at.sidebar.radio(key="sb_dataset").set_value("csv").run()

@@ -14,6 +14,7 @@ from core.run.result import RunResult
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
 from pages.ui import settings
+
 from served_app import launch_browser, require_chromium, served_app, wait_painted
 
 pytestmark = pytest.mark.browser

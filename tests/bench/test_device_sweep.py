@@ -8,9 +8,9 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from core.__main__ import _fit_spec, build_parser
 from core.bench import device_sweep
 from core.charts import lines, style
+from core.cli.arguments import build_parser, fit_spec
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
 
 
@@ -51,7 +51,7 @@ def test_command_line_builds_the_same_spec(spec):
     arguments = device_sweep.cli_arguments(spec, "/tmp/runs.sqlite3")
     args = build_parser().parse_args(arguments)
     assert args.db == "/tmp/runs.sqlite3" and args.json
-    assert _fit_spec(args).key == spec.key  # so the page finds the stored run
+    assert fit_spec(args).key == spec.key  # so the page finds the stored run
 
 
 def test_csv_data_cannot_run_in_another_process():

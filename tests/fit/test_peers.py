@@ -148,11 +148,11 @@ def test_torch_optimizers_match_optax(name, init):
 def test_eager_and_compile_gradients_agree():
     # torch_eager differentiates with torch.autograd, torch_compile with torch.func.
     from core.fit.peers import torch_fit
-    from core.fit.peers.torch_optim import make_optimizer
+    from core.fit.peers.torch_optim import make_torch_optimizer
 
     counts = load_oaks()
     data = torch_fit.make_data(counts.counts, counts.offsets, counts.covariates, "float64", "cpu")
-    optimizer = make_optimizer(OptimizerSpec())
+    optimizer = make_torch_optimizer(OptimizerSpec())
     state = torch_fit.init_state(data, "log_counts", optimizer)
     traces = [torch_fit.run_loop(torch_fit.make_step(optimizer, gradient), state, data, 5)[1].numpy()
               for gradient in ("autograd", "func")]

@@ -62,7 +62,7 @@ def test_a_run_killed_as_pid_1_of_its_own_namespace_frees_the_queue_and_is_inter
     queue = DeviceQueue(env["PLNLAB_QUEUE_DIR"])
     # As in a container: the run is PID 1 of its own PID namespace, so its ticket and note say pid 1.
     command = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", sys.executable, "-m", "core", "run",
-               "--strategy", "eager", "--iterations", "100000", "--repeats", "1"]
+               "--strategy", "eager", "--iterations", "100000", "--repeats", "1", "--tol", "0"]
     victim = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True)
     try:

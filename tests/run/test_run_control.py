@@ -158,7 +158,8 @@ def test_queue_directory_follows_the_environment(tmp_path, monkeypatch):
 
 def test_large_compiled_loops_are_split_into_equal_calls():
     assert prepared.chunk_iterations(116 * 114, 400) == 0  # oaks x1: one call
-    assert prepared.chunk_iterations(116_000 * 114, 150) == 15  # oaks x1000: ten calls of 15
+    assert prepared.chunk_iterations(116_000 * 114, 150) == 2  # oaks x1000: 75 calls of 2, 0.3 s each
+    assert prepared.chunk_iterations(116_000 * 114, 150, prepared.chunk_work("gpu")) == 0  # a GPU: one call
     assert prepared.chunk_iterations(116_000 * 114, 151) == 1  # a prime count: calls of one
     assert prepared.chunk_iterations(10**9, 10) == 1
 

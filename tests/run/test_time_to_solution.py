@@ -12,7 +12,7 @@ from core.bench import solve
 from core.bench import time_to_solution as tts
 from core.run import engine, reach
 from core.run.result import RunResult, met_tolerance
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec, SpecError
 from core.store.run_store import RunStore
 
 TINY = DatasetSpec(kind="simulated", n=40, p=6, d=1, seed=2)
@@ -74,7 +74,7 @@ def test_solve_picks_the_fastest_stored_run_that_reached_the_best(tmp_path):
     given = {"strategy": None, "optimizer": None, "init": None, "tol": None, "iterations": None}
     default = solve.choose(store.frame(), TINY, "float32", "cpu", given)
     assert default.settings["optimizer"] == "preconditioned_lbfgs" and "default" in default.why
-    assert default.settings["tol"] == solve.DEFAULT_TOL["float32"]
+    assert default.settings["tol"] == DEFAULTS.tol_for("float32") == 1e-7
     _stored(store, "scan", run_s=0.05)
     fastest = _stored(store, "while_loop", run_s=0.03)
     _stored(store, "jit_step", run_s=0.01, final=-100.5)  # faster, but not within 1e-5 of the best

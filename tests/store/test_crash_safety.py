@@ -46,7 +46,7 @@ def test_kill_during_a_run_leaves_earlier_runs_and_an_interrupted_one(tmp_path):
     earlier = _tiny_runs(store, 2)
     # eager at oaks x1 takes ~15 ms an iteration: 100,000 iterations would run for minutes.
     victim = subprocess.Popen([sys.executable, "-m", "core", "run", "--strategy", "eager", "--iterations",
-                               "100000", "--repeats", "1"], cwd=ROOT, env=env,
+                               "100000", "--repeats", "1", "--tol", "0"], cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _wait_until(lambda: store.in_flight())
@@ -80,6 +80,8 @@ WRITER = textwrap.dedent("""
     template = store.get({template_id})
     template.elbo = [-1.0 - i for i in range(200_000)]  # 1.6 MB a run: writes take a while
     template.iterations = template.iterations_run = template.spec["iterations"] = 200_000
+    template.final_elbo = template.elbo[-1]
+    template.per_iter_ms = 1e3 * template.run_s / template.iterations_run
     while True:
         template.id = 0
         template.created_at = 0.0

@@ -14,6 +14,7 @@ import pytest
 
 from core.run.result import RunResult
 from core.spec import FitSpec
+from core.store import schema as store_schema
 from core.store.run_store import DEFAULT_DB_ENV, RunStore, StoreError, default_db_path
 from core.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -37,6 +38,8 @@ def make_run(strategy: str = "scan", created_at: float = 0.0, iterations: int = 
         created_at=created_at,
     )
     values.update(changes)
+    if "per_iter_ms" not in changes and values["iterations_run"]:  # as a run measures it
+        values["per_iter_ms"] = 1e3 * values["run_s"] / values["iterations_run"]
     return RunResult(**values)
 
 
@@ -46,14 +49,15 @@ def store(tmp_path):
 
 
 def test_add_get_round_trip_keeps_every_field(store):
-    run = make_run(final_elbo=float("nan"), run_s_max=float("inf"), error=None, diverged_at=None)
+    run = make_run(final_elbo=float("nan"), run_s_max=float("inf"), status="diverged", error="ELBO not finite at 2",
+                   diverged_at=2)
     run.elbo = [-1234.5678901234567, 1e-300, -float("inf")]
     run.iterations_run = 3
     run_id = store.add(run)
     assert run.id == run_id > 0 and run.created_at > 0
     back = store.get(run_id)
     assert math.isnan(back.final_elbo) and back.run_s_max == float("inf")
-    assert back.error is None and back.diverged_at is None
+    assert back.error == run.error and back.diverged_at == 2
     assert back.elbo == run.elbo  # exact float64 round trip
     assert back.to_dict() | {"final_elbo": 0} == run.to_dict() | {"final_elbo": 0}
 
@@ -189,6 +193,46 @@ def test_delete_removes_runs_and_traces(store):
         assert conn.execute("SELECT COUNT(*) FROM elbo_traces").fetchone()[0] == 1
 
 
+def test_a_deleted_run_id_is_never_handed_out_again(store):
+    first, newest = store.add(make_run(created_at=1.0)), store.add(make_run(created_at=2.0))
+    assert store.delete([newest]) == 1
+    again = store.add(make_run(created_at=3.0))
+    assert again == newest + 1 and again != newest  # SQLite's plain rowid would reuse the newest's
+    assert [r.id for r in store.list()] == [again, first]
+
+
+def test_a_store_of_the_previous_schema_is_upgraded_in_place(tmp_path):
+    """A file written before ids were never reused: its runs and curves survive the upgrade,
+    and from then on no id is handed out twice."""
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.row_factory = sqlite3.Row
+        for migration in MIGRATIONS[:4]:
+            for statement in migration():
+                conn.execute(statement)
+        conn.execute("PRAGMA user_version = 4")
+    with sqlite3.connect(path) as conn:  # rows and curves as the previous version wrote them
+        for created in (1.0, 2.0, 3.0):
+            run = make_run(created_at=created)
+            row = store_schema.run_row(run)
+            have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+            row = {k: v for k, v in row.items() if k in have}
+            cursor = conn.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                                  list(row.values()))
+            conn.execute("INSERT INTO elbo_traces (run_id, elbo) VALUES (?, ?)",
+                         (cursor.lastrowid, b"\x00" * 8 * 5))
+        conn.execute("DELETE FROM elbo_traces WHERE run_id = 3")
+        conn.execute("DELETE FROM runs WHERE id = 3")
+    store = RunStore(path)
+    assert store.schema_version == SCHEMA_VERSION
+    assert sorted(r.id for r in store.list()) == [1, 2]
+    assert all(len(store.get(i).elbo) == 5 for i in (1, 2))  # the curves were not lost with the old table
+    added = store.add(make_run(created_at=4.0))
+    assert added == 3  # the newest before the upgrade was deleted before it: its id could not be known
+    store.delete([added])
+    assert store.add(make_run(created_at=5.0)) == 4  # from the upgrade on, never again
+
+
 @pytest.mark.parametrize("suffix", [".json", ".csv", ".parquet"])
 def test_export_import_round_trip(tmp_path, store, suffix):
     runs = [make_run("scan", created_at=1.5, final_elbo=float("nan"), status="diverged",
@@ -271,7 +315,15 @@ POISONED = [
     ({"strategy": "[sign in again here](https://example.com/login)"}, "strategy must be one of"),
     ({"iterations": 7}, "iterations 7 disagrees with its spec's 5"),
     ({"n": 10, "p": 10}, "shape 10 x 10 (d = 1) disagrees with its spec's 116 x 114"),
-    ({"iterations_run": 4}, "iterations_run must equal the ELBO curve's length (5)"),
+    ({"iterations_run": 4, "per_iter_ms": 10.0}, "iterations_run must equal the ELBO curve's length (5)"),
+    ({"final_elbo": float("nan")}, "a run with status ok has a finite ELBO at every iteration"),
+    ({"elbo": [-1000.0, float("inf"), -980.0, -970.0, -960.0]}, "a run with status ok has a finite ELBO"),
+    ({"lr": -1e308}, "lr -1e+308 disagrees with its spec's 0.01"),
+    ({"tol": float("nan")}, "tol nan disagrees with its spec's 0.0"),
+    ({"optimizer": "adam"}, "optimizer 'adam' disagrees with its spec's 'seed'"),
+    ({"per_iter_ms": 1e-300}, "per_iter_ms 1e-300 is not the steady state over the iterations run"),
+    ({"status": "diverged", "diverged_at": -5, "error": "x"}, "diverged_at -5 is not an iteration of the run"),
+    ({"final_change": -1.0}, "final_change must be a relative change >= 0"),
     ({"error": "x" * 5_000}, "error is 5,000 characters long"),
     ({"status": "finished"}, "status must be one of"),
 ]

@@ -21,7 +21,7 @@ import torch
 import torch._dynamo
 from scipy.special import gammaln
 
-from core.fit.peers.torch_optim import make_optimizer
+from core.fit.peers.torch_optim import make_torch_optimizer
 from core.spec import FitSpec, OptimizerSpec
 
 # Compiled steps per (optimizer, dtype, device, shapes), reused across runs in this
@@ -205,7 +205,7 @@ def compiled_step(optimizer_spec: OptimizerSpec, key: tuple) -> Callable:
             config = torch._dynamo.config
             limit = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
             setattr(config, limit, max(getattr(config, limit), _RECOMPILE_LIMIT))
-            step = make_step(make_optimizer(optimizer_spec), gradient="func")
+            step = make_step(make_torch_optimizer(optimizer_spec), gradient="func")
             found = torch.compile(step, mode="default", dynamic=False)
             _COMPILED[key] = found
         return found
@@ -237,7 +237,7 @@ def fit(spec: FitSpec, counts, device, compiled: bool):
     """Untimed convenience: the whole fit for `spec` on `counts` -> (state, float64 ELBO array)."""
 
     data = make_data(counts.counts, counts.offsets, counts.covariates, spec.precision, device)
-    optimizer = make_optimizer(spec.optimizer)
+    optimizer = make_torch_optimizer(spec.optimizer)
     step = compiled_step(spec.optimizer, step_key(spec, counts, device)) if compiled else make_step(optimizer)
     state, trace = run_loop(step, init_state(data, spec.init, optimizer), data, spec.iterations)
     return state, trace.detach().cpu().numpy().astype(np.float64)

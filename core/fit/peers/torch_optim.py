@@ -147,7 +147,7 @@ def rprop(lr: float, min_step: float = RPROP_MIN_STEP, max_step: float = RPROP_M
     return TorchTransformation(init, update)
 
 
-def make_optimizer(spec: OptimizerSpec) -> TorchTransformation:
+def make_torch_optimizer(spec: OptimizerSpec) -> TorchTransformation:
     """The PyTorch twin of `core.fit.optim.make_optimizer(spec)`."""
     if spec.name == "seed":
         return scale_by_radam_neg_clip()

@@ -246,6 +246,11 @@ class Strategy(abc.ABC):
         """Lay out the initial state to match `place_data` (default: as created)."""
         return state
 
+    def place_scalar(self, value: jax.Array, device) -> jax.Array:
+        """Put a scalar argument of the fit (the tolerance) where the fit computes (default:
+        on `device`)."""
+        return jax.device_put(value, device)
+
     def fresh_state(self, state: FitState) -> FitState:
         """A state `run` may consume: a device-side copy when `run` donates its buffers."""
         if not self.donates_state:

@@ -62,6 +62,11 @@ class Sharded(Strategy):
         layout = state_shardings(state, self.mesh(device))
         return jax.tree.map(lay_out, state, layout)
 
+    def place_scalar(self, value, device):
+        # On every device of the mesh, as the compiled fit expects its scalars: committed to one
+        # device of a mesh that spans some of the platform's, it would not match.
+        return jax.device_put(value, replicated(self.mesh(device)))
+
     def device_count(self, device):
         return len(first_devices(device.platform, self.devices))
 

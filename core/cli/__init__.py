@@ -1,0 +1,11 @@
+"""The command line's parts: its arguments (`arguments`), what it prints (`output`), the
+commands that fit (`fitting`) and those that read or move stored runs (`store_commands`).
+`python -m core` (`core.__main__`) is its entry point.
+
+Each command imports what it needs when it runs: `list`, `export`, `import` and a refused
+option answer without starting JAX (about a second).
+"""
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
+# The worker running the fit died (--scheduler): the run is stored as interrupted.
+EXIT_INTERRUPTED = 3

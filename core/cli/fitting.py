@@ -1,0 +1,165 @@
+"""The commands that fit: `run`, `solve` and `bench`, in this process or, with --scheduler
+(or $PLNLAB_SCHEDULER), on the workers of a Dask scheduler, the runs stored here."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from core.cli import EXIT_OK
+from core.cli.arguments import check_strategies, dataset_spec, fit_spec
+from core.cli.output import StderrProgress, print_json, print_run, read_csv_saying_how
+from core.fit import catalog
+from core.spec import FitSpec, SpecError
+
+
+def command_run(args) -> int:
+    from core.data import datasets
+    from core.run import distributed, engine
+    from core.store import stored_run
+    from core.store.run_store import RunStore
+
+    scheduler = scheduler_address(args)
+    if args.distributed and scheduler:
+        raise SpecError("--distributed starts its own processes; it does not go with --scheduler")
+    if args.distributed:
+        args.strategy = args.strategy or "sharded"
+        if args.strategy != "sharded":
+            raise SpecError(f"--distributed runs the sharded strategy; got --strategy {args.strategy}")
+        distributed.check_options(args.coordinator, args.num_processes, args.process_id)
+    elif (args.coordinator, args.num_processes, args.process_id) != (None, None, None):
+        raise SpecError("--coordinator, --num-processes and --process-id need --distributed")
+    # Only sharded spans devices or fits data drawn on them: a default that always works.
+    spans_devices = args.devices > 1 or args.dataset == "simulated_on_device"
+    args.strategy = args.strategy or ("sharded" if spans_devices else "scan")
+    spec = fit_spec(args)
+    # A CSV is read before the run so that its caps, memory and time are checked before it
+    # queues for the device (its shape is unknown until read).
+    counts = datasets.load(spec.dataset) if spec.dataset.kind == "csv" else None
+    if args.distributed:
+        # Before anything touches a JAX backend (engine.run is the first thing that does).
+        distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    primary = not args.distributed or distributed.is_primary()
+    store = RunStore(args.db) if primary else None
+    label = f"{spec.strategy} on {spec.dataset.label}"
+    if args.distributed:
+        label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
+    progress = StderrProgress(label)
+    counts = read_csv_saying_how(spec) if spec.dataset.kind == "csv" else None
+    if scheduler:
+        result = run_on_cluster(scheduler, store, spec, counts, progress, args.cold)
+    elif primary:
+        result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line",
+                                          cold=args.cold)
+    else:
+        # Process 0 holds its host's device queue for the whole distributed run; the
+        # others join its collectives rather than queue (they would wait for each other).
+        result = engine.run(spec, counts, on_progress=progress, hold_device=False, cold=args.cold)
+    if not primary:
+        # Every process computed the same fit; process 0 alone writes it.
+        sys.stderr.write(f"{label}: not stored (process 0 stores the run); final ELBO {result.final_elbo}\n")
+        if args.json:
+            print_json(result.to_dict())
+        return EXIT_OK
+    print_run(result, args.json)
+    return EXIT_OK
+
+
+def scheduler_address(args) -> str:
+    """The scheduler to run on: --scheduler, else $PLNLAB_SCHEDULER, else "" (this process)."""
+    from core.cluster.connection import SCHEDULER_ENV
+
+    return (args.scheduler or os.environ.get(SCHEDULER_ENV, "")).strip()
+
+
+def run_on_cluster(address: str, store, spec: FitSpec, counts, progress, cold: bool):
+    """`spec` fitted on a worker of the scheduler at `address` and stored in `store`."""
+    from core.cluster import connection, stored
+
+    cluster = connection.join(address)
+    try:
+        sys.stderr.write(f"running on the cluster at {address}\n")
+        return stored.run_and_store(cluster, store, spec, counts, on_progress=progress, owner="command line",
+                                    cold=cold)
+    finally:
+        cluster.close()
+
+
+def command_solve(args) -> int:
+    from core.bench import solve
+    from core.data import datasets
+    from core.store import stored_run
+    from core.store.run_store import RunStore
+
+    if args.strategy is not None:
+        check_strategies([args.strategy])
+    if args.tol is not None and not args.tol > 0:
+        raise SpecError(f"solve stops at a tolerance: --tol must be > 0; got {args.tol}")
+    dataset = dataset_spec(args)
+    counts = datasets.load(dataset) if dataset.kind == "csv" else None
+    store = RunStore(args.db)
+    given = {"strategy": args.strategy, "optimizer": args.optimizer, "init": args.init, "tol": args.tol,
+             "iterations": args.iterations}
+    choice = solve.choose(store.frame(), dataset, args.precision, args.device, given, any_host=args.any_host)
+    spec = solve.solve_spec(dataset, args.precision, args.device, args.repeats, choice)
+    sys.stderr.write(f"solving {dataset.label} with {spec.strategy}, {spec.optimizer.label}, init {spec.init}, "
+                     f"tol {spec.tol:g}, at most {spec.iterations:,} iterations: {choice.why}\n")
+    progress = StderrProgress(f"{spec.strategy} on {dataset.label}")
+    scheduler = scheduler_address(args)
+    if scheduler:
+        result = run_on_cluster(scheduler, store, spec, counts, progress, cold=False)
+    else:
+        result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
+    if result.time_to_solution_s is None and result.status == "ok":
+        sys.stderr.write(f"not converged: the relative ELBO change stayed above {spec.tol:g} for "
+                         f"{spec.iterations:,} iterations (raise --iterations or --tol)\n")
+    print_run(result, args.json)
+    return EXIT_OK
+
+
+def command_bench(args) -> int:
+    from core.bench import suite
+    from core.bench import time_to_solution as tts
+    from core.store.run_store import RunStore
+
+    names = args.strategies or list(catalog.RUNNABLES)
+    check_strategies(names + args.solve_strategies)
+    bench = suite.Bench(
+        sizes=tuple(args.sizes), strategies=tuple(names),
+        iterations=tuple(args.iterations or [400 if size == 1 else 100 for size in args.sizes]),
+        precision=args.precision, repeats=args.repeats, device=args.device, cold=args.cold, tables=tuple(args.tables),
+        solve_strategies=tuple(args.solve_strategies),
+        solve_optimizers=tuple(args.solve_optimizers or tts.DEFAULT_OPTIMIZERS))
+    bench.check()
+    store = RunStore(args.db)
+
+    def progress(result) -> None:
+        sys.stderr.write(f"  {result.strategy} ({result.optimizer}) on {result.dataset}: {result.iterations_run} "
+                         f"iterations, {result.per_iter_ms:.3f} ms/iteration\n")
+
+    scheduler = scheduler_address(args)
+    if scheduler:
+        tables = bench_on_cluster(scheduler, bench, store, progress)
+    else:
+        tables = suite.run(bench, store, progress)
+    for table in tables:
+        print(table)
+    return EXIT_OK
+
+
+def bench_on_cluster(address: str, bench, store, progress) -> list[str]:
+    """`bench` run on one worker of the scheduler at `address` (every run side by side in one
+    process, as here), its runs stored in `store`; its tables."""
+    from core.cluster import connection, submit, tasks
+
+    cluster = connection.join(address)
+    try:
+        sys.stderr.write(f"running the benchmark on a worker of {address}\n")
+        tables, runs = submit.call(cluster, tasks.benchmark, bench, platform=bench.device, label="benchmark",
+                                   owner="command line")
+    finally:
+        cluster.close()
+    for run in runs:
+        store.add(run)
+        progress(run)
+    return tables

@@ -1,0 +1,103 @@
+"""What the command line prints: runs (a summary, or one JSON line), progress on stderr, and
+how a CSV was read."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+from core.spec import FitSpec
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinities are not JSON: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(json_safe(value)) + "\n")
+    sys.stdout.flush()
+
+
+class StderrProgress:
+    """A one-line progress bar on stderr (redrawn in place on a terminal)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.phase = ""
+        self.width = 0
+        self._shown_s = -1.0
+
+    def __call__(self, progress) -> None:
+        if progress.phase == "queued":
+            self._queued(progress)
+            return
+        bar = ""
+        if progress.total:
+            filled = int(30 * progress.done / progress.total)
+            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {progress.done}/{progress.total}"
+        elbo = f" ELBO {progress.elbo:.6g}" if progress.elbo is not None else ""
+        line = f"{self.label}: {progress.phase:<10} {bar}{elbo}"
+        if self.tty:
+            end = "\n" if progress.phase == "done" else ""
+            sys.stderr.write("\r" + line.ljust(self.width) + end)
+            self.width = len(line)
+        elif progress.phase != self.phase:
+            # Logs and pipes get one line per phase rather than a stream of redraws.
+            sys.stderr.write(line + "\n")
+        self.phase = progress.phase
+        sys.stderr.flush()
+
+    def _queued(self, progress) -> None:
+        # One line when the wait starts, then (on a terminal) a redraw every second.
+        ahead = progress.ahead[0].describe() if progress.ahead else "the device"
+        line = (f"{self.label}: queued, {len(progress.ahead)} ahead, waited {progress.waited_s:.0f} s; "
+                f"now: {ahead}")
+        if self.tty and int(progress.waited_s) != int(self._shown_s):
+            sys.stderr.write("\r" + line.ljust(self.width))
+            self.width, self._shown_s = len(line), progress.waited_s
+        elif not self.tty and self.phase != "queued":
+            sys.stderr.write(line + "\n")
+        self.phase = "queued"
+        sys.stderr.flush()
+
+
+def print_run(result, as_json: bool) -> None:
+    if as_json:
+        print_json(result.to_dict())
+        return
+    solved = (f"; time to solution {result.time_to_solution_s:.4f} s" if result.time_to_solution_s is not None
+              else "")
+    print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {result.status}; "
+          f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
+          f"steady {result.run_s:.4f} s = {result.iterations_run} iterations x {result.per_iter_ms:.3f} ms"
+          f"{solved}; final ELBO {result.final_elbo}")
+    for line in ([result.error] if result.error else []) + convergence(result) + result.warnings:
+        print(f"  {line}")
+
+
+def convergence(result) -> list[str]:
+    if result.converged is False:
+        return [f"not converged: the last relative ELBO change, {result.final_change:.1e}, is above "
+                f"--tol {result.tol:g}; run more iterations"]
+    return []
+
+
+def read_csv_saying_how(spec: FitSpec):
+    """The CSV data of `spec`, with how they were read (separator, header) and changed
+    (columns dropped) on stderr."""
+    from core.data import datasets
+
+    counts = datasets.load(spec.dataset)
+    for line in (*counts.notes, *counts.warnings):
+        sys.stderr.write(f"{line}\n")
+    return counts

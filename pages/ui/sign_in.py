@@ -1,0 +1,132 @@
+"""Who a visitor is: the dashboard's password gate, the password asked again before deleting
+runs or cancelling someone else's (wrong guesses slow the next ones: per session, per
+address and for the whole server, `core.access.Throttle`), and the identity that owns the
+runs a session starts."""
+
+from __future__ import annotations
+
+import math
+import os
+import uuid
+
+import streamlit as st
+
+from core import access
+from pages.ui.text import md
+
+
+def identity() -> str:
+    """Who this session is, as the runs it starts are owned (`RunResult.owner`): the signed-in
+    user with the team's SSO, else this session alone, by a random token never reused."""
+    user = _signed_in_email()
+    if user:
+        return f"user:{user}"
+    if "session_owner" not in st.session_state:
+        st.session_state["session_owner"] = f"session:{uuid.uuid4().hex}"
+    return st.session_state["session_owner"]
+
+
+def _signed_in_email() -> str | None:
+    """The signed-in user's e-mail (or subject) with the team's SSO, else None."""
+    if not sso_configured():
+        return None
+    try:
+        if st.user.is_logged_in:
+            return str(st.user.get("email") or st.user.get("sub") or "") or None
+    except Exception:  # noqa: BLE001 - a provider that answered without an identity: nobody
+        return None
+    return None
+
+
+def password() -> str | None:
+    """The configured password (environment first, then Streamlit's secrets), or None."""
+    try:
+        from_secrets = st.secrets.get("password")
+    except Exception:  # noqa: BLE001 - no secrets file, or one that does not parse: no password from it
+        from_secrets = None
+    return access.configured(str(from_secrets) if from_secrets else None)
+
+
+@st.cache_resource(show_spinner=False)
+def _throttle() -> access.Throttle:
+    """One throttle for every session of this server: a new session is no fresh start."""
+    return access.Throttle()
+
+
+def _address() -> str:
+    """The address the guess came from, one a request cannot choose (`core.access.client_address`)."""
+    try:
+        peer = st.context.ip_address  # None from this machine
+        forwarded = st.context.headers.get("X-Forwarded-For")
+    except Exception:  # noqa: BLE001 - no request context (bare mode): this machine
+        return access.THIS_MACHINE
+    return access.client_address(peer, forwarded, os.environ.get(access.TRUSTED_PROXY_ENV) or None)
+
+
+def refusal(guess: str | None) -> str | None:
+    """None when `guess` is the password (or none is configured); else why not, saying how
+    long to wait when wrong guesses from this address have been too many."""
+    expected = password()
+    if expected is None:
+        return None
+    granted, wait = _throttle().check(identity(), guess, expected, _address())
+    if granted:
+        return None
+    if wait > 0:
+        return f"Wrong password, or too many of them: the next try is possible in {math.ceil(wait)} s."
+    return "Wrong password."
+
+
+def sso_configured() -> bool:
+    """Whether the team's SSO is configured: an [auth] section in Streamlit's secrets
+    (.streamlit/secrets.toml), for `st.login` (OpenID Connect)."""
+    try:
+        return "auth" in st.secrets
+    except Exception:  # noqa: BLE001 - no secrets file, or one that does not parse: no SSO
+        return False
+
+
+def gate() -> None:
+    """With the team's SSO configured, stop every page until the visitor has signed in with
+    it; else, with a password configured, until this session has given it."""
+    if sso_configured():
+        _sso_gate()
+        return
+    if password() is None or st.session_state.get("access_granted"):
+        return
+    st.title("PLN JIT Lab", anchor=False)
+    with st.form("access_form"):
+        guess = st.text_input("Password", type="password", key="access_guess",
+                              help="this server is shared; ask whoever runs it")
+        entered = st.form_submit_button("Enter", type="primary", icon=":material/login:")
+    if entered:
+        refused = refusal(guess)
+        if refused is None:
+            st.session_state["access_granted"] = True
+            st.rerun()
+        st.error(refused, icon=":material/lock:")
+    st.stop()
+
+
+def _sso_gate() -> None:
+    if _signed_in_email():
+        with st.sidebar:
+            left, right = st.columns([3, 2], vertical_alignment="center")
+            left.caption(f":material/person: {md(_signed_in_email())}")
+            right.button("Sign out", key="sign_out", on_click=st.logout, icon=":material/logout:", width="stretch")
+        return
+    st.title("PLN JIT Lab", anchor=False)
+    st.markdown("This server is shared by a team: sign in with its single sign-on to run fits and keep "
+                "your runs yours.")
+    st.button("Sign in", key="sign_in", type="primary", on_click=st.login, icon=":material/login:")
+    st.stop()
+
+
+def password_field(key: str, action: str) -> str | None:
+    """Before acting for everyone (deleting, cancelling another's run): with a password
+    configured, a field for it (check what it holds with `refusal` when the user acts);
+    None without a password."""
+    if password() is None:
+        return None
+    return st.text_input(f"Password to {action}", type="password", key=key,
+                         help=f"to {action} on the shared server needs its password")
