@@ -33,10 +33,14 @@ def _group_kill(process: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def team_cluster(tmp_path, workers: int = 1, worker_env: dict[str, str] | None = None,
-                 scheduler_env: dict[str, str] | None = None, timeout_s: float = 90.0):
-    """Yield (scheduler address, [worker processes]) of a scheduler and `workers` workers."""
+                 scheduler_env: dict[str, str] | None = None, timeout_s: float = 90.0, project_config: bool = True):
+    """Yield (scheduler address, [worker processes]) of a scheduler and `workers` workers,
+    started with the project's Dask settings (DASK_CONFIG=core/cluster/dask.yaml), or with
+    Dask's own defaults (`project_config=False`)."""
     scheduler_file = tmp_path / "scheduler.json"
     env = {**os.environ, "PYTHONPATH": ROOT}
+    if project_config:
+        env["DASK_CONFIG"] = os.path.join(ROOT, "core", "cluster", "dask.yaml")
     logs = tmp_path / "cluster-logs"
     logs.mkdir(exist_ok=True)
     started: list[subprocess.Popen] = []

@@ -154,9 +154,8 @@ class Board:
         with self._lock:
             known = {key: dataclasses.replace(entry) for key, entry in self._entries.items()}
         listed = [known.get(key) or Entry(key, platform=platform or "?") for key in wanted]
-        for entry in listed:
-            if entry.started_at is None and dict((k, s) for k, s, _ in found).get(entry.key) == "processing":
-                entry.started_at = entry.started_at or time.time()
+        # Running first: those whose task said it started (a task handed to a worker that has
+        # not started yet still waits).
         return sorted(listed, key=lambda e: (e.started_at is None, order.get(e.key, 0)))
 
     def ahead_of(self, key: str, platform: str) -> list[Ticket]:

@@ -26,6 +26,7 @@ from importlib import metadata
 from typing import Any
 
 import dask
+import yaml
 from distributed import Client, LocalCluster
 
 from core.cluster import worker_setup
@@ -42,16 +43,26 @@ _DEVICE_NODES = {"gpu": ("/dev/nvidia0", "/dev/kfd"), "tpu": ("/dev/accel0", "/d
 _PLUGINS = {"gpu": ("jax-cuda", "jax-rocm"), "tpu": ("libtpu",)}
 
 
+CONFIG_FILE = pathlib.Path(__file__).with_name("dask.yaml")
+
+
 def cluster_config() -> dict[str, Any]:
-    """Dask settings of the embedded cluster."""
-    return {
-        # A dead worker's timed run is not started again elsewhere: it is stored as interrupted.
-        "distributed.scheduler.allowed-failures": 0,
-        # The nanny's default OMP_NUM_THREADS=1 and MKL_NUM_THREADS=1 would make the PyTorch
-        # peers single-threaded, unlike the command line; OpenBLAS stays at 1 (see
-        # core.run.host.native_settings).
-        "distributed.nanny.pre-spawn-environ": {"MALLOC_TRIM_THRESHOLD_": 65536, "OPENBLAS_NUM_THREADS": 1},
-    }
+    """Dask settings of this project's clusters (`dask.yaml` beside this module, which a team's
+    scheduler and workers read through DASK_CONFIG), as `dask.config.set` takes them: one
+    dotted key per setting, so that the others keep Dask's defaults (a nested dict would
+    replace whole sections). The nanny's environment is one setting, replaced whole."""
+    with CONFIG_FILE.open() as handle:
+        nested = yaml.safe_load(handle)
+
+    def flat(tree: dict, prefix: str) -> dict[str, Any]:
+        found = {}
+        for name, value in tree.items():
+            key = f"{prefix}.{name}" if prefix else name
+            found.update(flat(value, key) if isinstance(value, dict) and name != "pre-spawn-environ"
+                         else {key: value})
+        return found
+
+    return flat(nested, "")
 
 
 @dataclasses.dataclass

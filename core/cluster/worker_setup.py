@@ -47,12 +47,14 @@ MAX_RUNS_ENV = "PLNLAB_WORKER_MAX_RUNS"
 KEEP_THREAD_LIMITS_ENV = "PLNLAB_WORKER_KEEP_THREAD_LIMITS"
 DEFAULT_MAX_RUNS = 100
 RESOURCE_PREFIX = "plnlab-"
-# The nanny's thread limits that would make this worker differ from the command line.
+# The nanny's thread limits that would make this worker differ from the command line (a
+# worker started without core/cluster/dask.yaml gets them).
 NANNY_THREAD_LIMITS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 _facts: dict[str, Any] = {}
 _runs = 0
 _retiring = False
+_warm = threading.Event()  # set once the background imports are done
 
 
 def resource(platform: str) -> str:
@@ -93,8 +95,11 @@ def _undo_nanny_thread_limits() -> None:
 
     limits = dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {}
     for name in NANNY_THREAD_LIMITS:
-        if name in limits and os.environ.get(name) == str(limits[name]):
+        if limits.get(name) is not None and os.environ.get(name) == str(limits[name]):
             del os.environ[name]
+    if os.environ.get("MALLOC_TRIM_THRESHOLD_"):  # too late to undo once the process runs
+        log.warning("MALLOC_TRIM_THRESHOLD_ is set: fits here may time about 10 percent slower than on the command "
+                    "line; start workers with DASK_CONFIG=core/cluster/dask.yaml")
 
 
 def _platforms_wanted(worker) -> list[str] | None:
@@ -130,8 +135,9 @@ def _probe(wanted: list[str] | None) -> dict[str, Any]:
 
 
 def _warm_up() -> None:
-    """Imports what a fit needs now; the peers' torch and pyPLNmodels in the background
-    (seconds; a peer's first run waits for them if they are not in yet)."""
+    """Imports what a fit needs now, and the peers' torch and pyPLNmodels in the background
+    (seconds, while the worker joins); `wait_warm` holds a task until they are in, so that no
+    import runs beside a timed fit."""
     # Deferred: the engine and every strategy, so that the first run finds them loaded.
     from core.fit import algorithms, strategies  # noqa: F401
     from core.run import engine, jax_timing  # noqa: F401
@@ -142,8 +148,16 @@ def _warm_up() -> None:
             from core.run import peer_timing  # noqa: F401
         except Exception:  # noqa: BLE001 - a peer's run will report it
             log.exception("warming up the peers failed")
+        finally:
+            _warm.set()
 
+    _warm.clear()
     threading.Thread(target=peers, name="plnlab-warm-peers", daemon=True).start()
+
+
+def wait_warm(timeout_s: float = 300.0) -> None:
+    """Returns once this worker's start-up imports are done (at once, after the first seconds)."""
+    _warm.wait(timeout_s)
 
 
 def facts(dask_worker=None) -> dict[str, Any]:

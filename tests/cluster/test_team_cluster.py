@@ -90,6 +90,18 @@ def test_a_task_refused_on_the_worker_raises_here(team):
         submit.call(team, tasks.pitfall, "nope", platform="cpu", label="a pitfall", owner="test")
 
 
+def test_the_scheduler_and_workers_run_with_the_projects_settings(team):
+    assert team.client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures) == 0
+
+    def environment(dask_worker=None):
+        import os
+
+        return {name: os.environ.get(name) for name in ("MALLOC_TRIM_THRESHOLD_", "OPENBLAS_NUM_THREADS")}
+
+    assert list(team.client.run(environment).values())[0] == {"MALLOC_TRIM_THRESHOLD_": None,
+                                                              "OPENBLAS_NUM_THREADS": "1"}
+
+
 def test_the_worker_threads_match_the_command_line(team):
     def threads(dask_worker=None):
         import torch
@@ -131,7 +143,7 @@ def test_a_killed_worker_costs_its_own_run_and_the_command_line_says_so(tmp_path
     # A scheduler at Dask's defaults (it retries a task whose worker died): the task refuses
     # to run a second time, so the run is stored as interrupted all the same.
     db = tmp_path / "runs.sqlite3"
-    with team_cluster(tmp_path) as (address, _):
+    with team_cluster(tmp_path, project_config=False) as (address, _):
         cluster = connection.join(address)
         try:
             cluster.client.wait_for_workers(1, timeout=120)
@@ -139,7 +151,7 @@ def test_a_killed_worker_costs_its_own_run_and_the_command_line_says_so(tmp_path
             command = subprocess.Popen(
                 [sys.executable, "-m", "core", "run", "--scheduler", address, "--dataset", "simulated", "--n", "40",
                  "--p", "5", "--strategy", "eager", "--optimizer", "adam", "--iterations", "20000", "--repeats", "1",
-                 "--db", str(db)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 "--tol", "0", "--db", str(db)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             _wait_for(lambda: RunStore(db).in_flight() and cluster.board.entries("cpu")
                       and cluster.board.entries("cpu")[0].started_at, 120)
             time.sleep(1.0)  # into the first call
