@@ -14,9 +14,9 @@ module in `core/fit/algorithms/` and one `Optimizer` line.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import functools
+import inspect
 import pathlib
 
 _HERE = pathlib.Path(__file__).parent
@@ -119,8 +119,15 @@ class Runnable:
 
 @functools.cache
 def _docstring(source: str) -> str:
-    """The docstring of core/fit/`source`, read without importing the module (it imports JAX)."""
-    return ast.get_docstring(ast.parse((_HERE / source).read_text())) or ""
+    """The docstring of core/fit/`source`, read without importing the module (it imports JAX)
+    and without Python's parser: CPython 3.11's is not safe in several threads at once ("AST
+    constructor recursion depth mismatch"), and every session of a server asks from its own
+    thread, while Streamlit compiles pages in others. The modules open with a plain
+    triple-quoted docstring (tests/fit/test_catalog.py holds each to its `__doc__`)."""
+    text = (_HERE / source).read_text()
+    start = text.find('"""')
+    end = text.find('"""', start + 3)
+    return inspect.cleandoc(text[start + 3:end]) if 0 <= start < end else ""
 
 
 _OPTIMIZERS = (

@@ -6,7 +6,6 @@ on a worker.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import functools
 import pathlib
@@ -69,17 +68,22 @@ def keys() -> list[str]:
 
 @functools.cache
 def source(key: str) -> str:
-    """The Python source of pitfall `key`'s demonstration, read from its module's file
-    without importing it (it imports JAX)."""
-    path = pathlib.Path(__file__).with_name("pitfalls.py")
-    text = path.read_text()
-    tree = ast.parse(text)
-    found = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-    return "\n\n".join(ast.get_source_segment(text, found[name], padded=True) if not found[name].decorator_list
-                        else _with_decorators(text, found[name]) for name in CODE[key])
+    """The Python source of pitfall `key`'s demonstration, read from its module's file without
+    importing it (it imports JAX) and without Python's parser (not safe in several threads at
+    once in CPython 3.11; a server asks from every session's thread): each top-level
+    definition runs from its first decorator or `def`/`class` line to the line before the
+    next top-level statement (tests/inspect/test_pitfalls.py holds it to `inspect.getsource`)."""
+    lines = (pathlib.Path(__file__).with_name("pitfalls.py")).read_text().splitlines()
+    return "\n\n".join(_definition(lines, name) for name in CODE[key])
 
 
-def _with_decorators(text: str, node: ast.AST) -> str:
-    lines = text.splitlines()
-    first = min(decorator.lineno for decorator in node.decorator_list)
-    return "\n".join(lines[first - 1:node.end_lineno])
+def _definition(lines: list[str], name: str) -> str:
+    head = next(i for i, line in enumerate(lines) if line.startswith((f"def {name}(", f"class {name}(", f"class {name}:")))
+    start = head
+    while start > 0 and lines[start - 1].startswith("@"):
+        start -= 1
+    end = next((i for i in range(head + 1, len(lines)) if lines[i] and not lines[i][0].isspace()
+                and not lines[i].startswith((")", "]", "}"))), len(lines))
+    while end > head and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join(lines[start:end])

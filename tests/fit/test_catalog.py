@@ -4,6 +4,7 @@ registries that build them match it, and no name it does not know is written any
 from __future__ import annotations
 
 import ast
+import importlib
 import pathlib
 
 import pytest
@@ -25,6 +26,14 @@ def test_the_registries_build_what_the_catalog_lists():
         assert entry.description and entry.summary.endswith("."), name
     for name, optimizer in catalog.OPTIMIZERS.items():
         assert algorithms.make(OptimizerSpec(name)).family == optimizer.family
+
+
+def test_descriptions_are_the_strategy_modules_docstrings():
+    # Read from the files without Python's parser (not thread-safe in CPython 3.11).
+    for runnable in catalog.RUNNABLES.values():
+        if runnable.source:
+            module = importlib.import_module("core.fit." + runnable.source.removesuffix(".py").replace("/", "."))
+            assert runnable.description == " ".join(module.__doc__.split()).removeprefix(f"{runnable.name}: ")
 
 
 def test_a_spec_refuses_a_name_the_catalog_does_not_know():
