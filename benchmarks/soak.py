@@ -13,7 +13,10 @@ embedded cluster of workers), then, until time is up, keeps busy:
   included, now and then "Compile from scratch" on), then the wait until its runs are stored
   and drawn; a visit to Compare (the newest stored runs, charts drawn); a visit to Under the
   hood (Inspect, then one pitfall run live); an upload of a small counts CSV fitted on the
-  Run page. After a visit the session starts again from a fresh page load;
+  Run page; a link opened with the tutorial's optimizer and two runnables drawn from all of
+  them (the strategies that run only gradient steps, `sharded` and the PyTorch and
+  pyPLNmodels peers included), then Run. After a visit the session starts again from a
+  fresh page load;
 - `--cli` command-line loops, each running `python -m core run` with a random strategy
   and small dataset into the same store, queueing for the same device;
 - every `--kill-every` seconds, a worker of the server's cluster killed with SIGKILL (as
@@ -26,13 +29,14 @@ show it as text (no link or image from it), or it counts as an error.
 Every `--sample-s` seconds it checks that the server's process lives and answers its health
 check within `--health-timeout` seconds, and samples its resident memory (VmRSS), its memory
 mappings and its workers. It stops at once, and fails, when the server died or stopped
-answering, or when its memory passes `--max-rss-mb`. At the end it reports the runs, the
+answering, when its memory passes `--max-rss-mb`, or when it has mapped JAX's, jaxlib's or
+torch's native libraries (the server must never fit anything itself). At the end it reports the runs, the
 errors (exception or error boxes in a page, markup from the store, a typed value lost, a
 click that started nothing, failed commands), the interruptions (expected after a kill, or
 not), worker restarts, runs left in flight, overlapping timed windows, the store's size and
 integrity, and the server's memory and mappings over time with their growth per minute once
 warmed up; it fails when there were unexpected errors, or the memory kept growing
-(`--max-growth-mb-per-min`). A browser session that meets an error keeps a screenshot and
+(`--max-growth-mb-per-min`) or its mappings did (`--max-maps-growth-per-min`). A browser session that meets an error keeps a screenshot and
 the page's text in the scratch folder (the server's log is there too), then goes on from a
 fresh page load.
 """
@@ -77,6 +81,8 @@ POISON = {"error": "[sign in again here](https://example.com/login)",
 MARKUP_FROM_STORE = "a[href*='example.com'], img[src*='example.com']"
 # A run that fails within this long after a worker was killed is an expected interruption.
 KILL_GRACE_S = 90.0
+# Native libraries the server's process must never map: it only queues, draws and stores.
+NATIVE_FIT_LIBRARIES = re.compile(r"/(jaxlib|jax_plugins|torch)/[^ ]*\.so")
 
 
 class Tally:
@@ -84,7 +90,7 @@ class Tally:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.actions = {"run": 0, "compare": 0, "inspect": 0, "upload": 0}
+        self.actions = {"run": 0, "link": 0, "compare": 0, "inspect": 0, "upload": 0}
         self.commands = 0
         self.errors: list[str] = []
         self.expected: list[str] = []
@@ -94,10 +100,9 @@ class Tally:
         """An error, or an expected interruption when a worker was killed just before."""
         with self.lock:
             recent = any(0 <= time.time() - at <= KILL_GRACE_S for at in self.kills)
-            if recent and "interrupted" in message:
-                self.expected.append(f"{time.strftime('%H:%M:%S')} {message}")
-            else:
-                self.errors.append(f"{time.strftime('%H:%M:%S')} {message}")
+            kept = self.expected if recent and "interrupted" in message else self.errors
+            kept.append(f"{time.strftime('%H:%M:%S')} {message}")
+        print(f"  {'expected' if kept is self.expected else 'ERROR'}: {kept[-1]}", flush=True)
 
 
 def _set_number(page, name: str, value: int) -> None:
@@ -129,7 +134,7 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         fresh = True
         while time.time() < deadline:
-            action = rng.choices(["run", "compare", "inspect", "upload"], [0.6, 0.15, 0.1, 0.15])[0]
+            action = rng.choices(["run", "link", "compare", "inspect", "upload"], [0.45, 0.15, 0.15, 0.1, 0.15])[0]
             if action == "compare" and store.count() == 0:  # an empty store has no charts
                 action = "run"
             try:
@@ -141,6 +146,8 @@ def browser_session(base: str, db: str, scratch: str, deadline: float, tally: Ta
                     fresh = False
                 if action == "run":
                     _one_click(page, store, rng, index)
+                elif action == "link":
+                    _run_from_link(page, base, store, rng, index)
                 elif action == "compare":
                     _visit_compare(page, base)
                 elif action == "inspect":
@@ -208,6 +215,21 @@ def _one_click(page, store, rng, index: int) -> None:
         button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
     clicked_at = time.time()
     button.click()
+    _wait_for_runs(page, store, clicked_at, iterations=iterations, precision=precision, repeats=1)
+
+
+def _run_from_link(page, base: str, store, rng, index: int) -> None:
+    """A link with the tutorial's optimizer (which every runnable takes) and two runnables
+    drawn from all of them, run for a fixed number of iterations."""
+    iterations = rng.choice([20, 30, 40]) + index
+    precision = rng.choice(["float32", "float64"])
+    names = rng.sample(sorted(catalog.RUNNABLES), 2)
+    page.goto(f"{base}/?optimizer=seed&tol=0&iterations={iterations}&precision={precision}&repeats=1"
+              f"&strategies={','.join(names)}")
+    wait_painted(page, 120_000)
+    _check_page(page)
+    clicked_at = time.time()
+    page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)")).click()
     _wait_for_runs(page, store, clicked_at, iterations=iterations, precision=precision, repeats=1)
 
 
@@ -353,6 +375,12 @@ def map_count(pid: int) -> int:
         return sum(1 for _ in maps)
 
 
+def native_fit_libraries(pid: int) -> set[str]:
+    """JAX's, jaxlib's and torch's shared libraries that process `pid` has mapped."""
+    with open(f"/proc/{pid}/maps") as maps:
+        return {found.group(0) for found in map(NATIVE_FIT_LIBRARIES.search, maps) if found}
+
+
 def healthy(base: str, process, timeout_s: float) -> str | None:
     """None when the server lives and answers its health check in time, else why not."""
     if process.poll() is not None:
@@ -385,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-rss-mb", type=float, default=1500.0, help="the server's memory may not pass this")
     parser.add_argument("--max-growth-mb-per-min", type=float, default=5.0,
                         help="the server's memory may not keep growing faster than this after 5 minutes")
+    parser.add_argument("--max-maps-growth-per-min", type=float, default=50.0,
+                        help="nor its memory mappings (a leak of executables shows here first)")
     args = parser.parse_args(argv)
 
     from core.store.run_store import RunStore
@@ -430,6 +460,9 @@ def main(argv: list[str] | None = None) -> int:
             if last["rss"] > args.max_rss_mb:
                 failure = f"the server's memory reached {last['rss']:.0f} MB, past {args.max_rss_mb:.0f} MB"
                 break
+            if native := native_fit_libraries(server.pid):
+                failure = f"the server mapped the fits' native libraries: {sorted(native)[:3]}"
+                break
             time.sleep(args.sample_s)
         stop.set()
     db_bytes = sum(os.path.getsize(p) for p in (env["PLNLAB_DB"], env["PLNLAB_DB"] + "-wal") if os.path.exists(p))
@@ -463,10 +496,14 @@ def main(argv: list[str] | None = None) -> int:
               f"growth after 5 min {rss_growth:.2f} MB/min")
         print(f"  server mappings        first {samples[0]['maps']:,}, last {samples[-1]['maps']:,}, "
               f"max {max(s['maps'] for s in samples):,}; growth after 5 min {maps_growth:.1f}/min")
+        print("  over time (min: RSS MB / mappings / workers): " + "; ".join(
+            f"{s['t'] / 60:.0f}: {s['rss']:.0f} / {s['maps']:,} / {s['workers']}" for s in samples[::max(1, len(samples) // 12)]))
     if failure is None and tally.errors:
         failure = f"{len(tally.errors)} unexpected errors"
     if failure is None and rss_growth > args.max_growth_mb_per_min:
         failure = f"the server's memory kept growing: {rss_growth:.2f} MB/min after 5 minutes"
+    if failure is None and maps_growth > args.max_maps_growth_per_min:
+        failure = f"the server's memory mappings kept growing: {maps_growth:.1f}/min after 5 minutes"
     if failure is None and (overlaps or left_in_flight):
         failure = f"{overlaps} overlapping timed windows, {left_in_flight} runs left in flight"
     print(f"\nsoak {'FAILED: ' + failure if failure else 'passed'}")

@@ -81,11 +81,14 @@ def peaks(platform: str, dtype: str, remeasure: bool, *, token: str, label: str)
 
 
 def pitfall(key: str, *, token: str, label: str):
-    """`core.inspect.pitfalls.run`: one of the seed tutorial's pitfalls, demonstrated."""
+    """`core.inspect.pitfalls.run`: one of the seed tutorial's pitfalls, demonstrated, on the
+    CPU in its turn in the host's device queue (a demo's fit must not land in another run's
+    timed window)."""
     # Deferred: JAX on the worker only.
     from core.inspect import pitfalls
+    from core.run.engine import device_lock
 
-    with TaskChannel(token, label):
+    with TaskChannel(token, label), device_lock("cpu", label=f"pitfall demo: {key}"):
         return pitfalls.run(key)
 
 

@@ -26,6 +26,10 @@ from core.run.host import default_cache_dir
 from core.spec import SpecError
 
 
+# Smaller executables are compiled again rather than loaded from disk (see `configure`).
+MIN_PERSISTED_BYTES = 8 * 1024
+
+
 @functools.lru_cache(maxsize=None)
 def configure() -> pathlib.Path:
     """Enable float64 and the persistent compilation cache; idempotent. Returns the cache dir."""
@@ -34,9 +38,15 @@ def configure() -> pathlib.Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(cache_dir))
     # JAX only persists compilations slower than 1 s by default; every executable of a
-    # fit should be reusable by the next process, however quick it was to build.
+    # fit should be reusable by the next process, however quick it was to build...
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # ...but not the one-primitive programs of op-by-op dispatch (eager, and the helpers
+    # around a compiled fit: 3 to 7 KB each, where a fit's loop is 30 to 110 KB). Persisted,
+    # a fresh process loaded dozens of them through XLA's CPU AOT loader, each load mapping
+    # sections of its own and logging "+prefer-no-gather is not supported" (a flood of
+    # thousands of lines per eager run), and the mappings added up towards vm.max_map_count.
+    # Compiling such a program again costs milliseconds.
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", MIN_PERSISTED_BYTES)
     compilations.install()
     return cache_dir
 

@@ -31,6 +31,11 @@ def _maps() -> int:
         return sum(1 for _ in maps)
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def _specs(precision: str):
     """Eager under every optimizer (op by op, an optimizer's own control flow is what could
     compile anew each iteration); every other strategy under a gradient and a profiled one."""
@@ -47,15 +52,19 @@ def test_a_repeated_run_compiles_nothing_and_adds_no_mappings(precision):
     specs = list(_specs(precision))
     for spec in specs:
         engine.run(spec)
-    before = _maps()
+    before, rss_before = _maps(), _rss_mb()
     grown = {}
-    for spec in specs:
-        with CompileCounter() as counter:
-            engine.run(spec)
-        if counter.backend_compiles:
-            grown[(spec.strategy, spec.optimizer.name)] = counter.backend_compiles
+    for _ in range(2):
+        for spec in specs:
+            with CompileCounter() as counter:
+                engine.run(spec)
+            if counter.backend_compiles:
+                grown[(spec.strategy, spec.optimizer.name)] = counter.backend_compiles
     assert not grown, f"compiled (or loaded from disk) again on a repeated run: {grown}"
     assert _maps() - before < 50  # allocator noise, not an executable per iteration
+    # Two more rounds of every run: a leak of one executable or one state per run would
+    # show here; the allocator's own arenas settle within a few MB.
+    assert _rss_mb() - rss_before < 40, f"RSS grew {_rss_mb() - rss_before:.1f} MB over two rounds"
 
 
 SCENARIO = """
@@ -85,3 +94,30 @@ def test_a_cold_compile_then_normal_runs_stay_bounded(optimizer, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     # Before the fix: about 120 mappings an iteration, 40 iterations x 3 calls x 2 runs.
     assert int(done.stdout.strip().splitlines()[-1]) < 100
+
+
+FRESH_PROCESS = """
+from core.run.host import native_settings
+native_settings()
+from core.run import engine, runtime
+from core.spec import DatasetSpec, FitSpec, OptimizerSpec
+runtime.configure()
+for strategy in ("eager", "scan"):
+    engine.run(FitSpec(dataset=DatasetSpec(kind="simulated", n=60, p=8), strategy=strategy, iterations=20,
+                       repeats=1, optimizer=OptimizerSpec("preconditioned_lbfgs"), init="log_rates", tol=1e-12))
+"""
+
+
+def test_a_fresh_process_reads_the_persistent_cache_without_errors_or_a_flood(tmp_path):
+    """Eager's one-primitive programs stay out of the persistent cache (`runtime.MIN_PERSISTED_BYTES`):
+    loaded back one by one they flooded the log with XLA's CPU AOT loader's warnings (four
+    lines a load, hundreds a run) and each mapped memory of its own. With XLA's logging on,
+    a second process sharing the cache loads only the fits' own executables, with no error."""
+    env = {**os.environ, "PLNLAB_JAX_CACHE": str(tmp_path / "jax"), "TF_CPP_MIN_LOG_LEVEL": "0"}
+    runs = [subprocess.run([sys.executable, "-c", FRESH_PROCESS], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600, env=env) for _ in range(2)]
+    for done in runs:
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "Error reading persistent compilation cache" not in done.stderr
+    loads = runs[1].stderr.count("cpu_aot_loader")
+    assert 0 < loads <= 20, f"{loads} AOT loader lines in a second process"  # a few executables, 4 lines each
