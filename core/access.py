@@ -147,17 +147,21 @@ class Throttle:
 
 
 ALLOW_DELETE_ENV = "PLNLAB_ALLOW_DELETE"
-_YES, _NO = ("", "1", "true", "yes", "on"), ("0", "false", "no", "off")
+_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def others_may_be_deleted() -> bool:
+def others_may_be_deleted(signed_in: bool = False) -> bool:
     """$PLNLAB_ALLOW_DELETE: whether a session may delete runs it did not make when no
-    password is set (default yes; "0", "false", "no" or "off" turn it off).
+    password is set ("0", "false", "no" or "off" turn it off; "1", "true", "yes" or "on"
+    turn it on). Unset, yes for a session known only by its token (a local lab), no for a
+    user signed in with the team's SSO: on a team's server a run is its owner's to delete.
 
     Raises:
         ValueError: the variable holds something else (the message says what is accepted).
     """
     text = os.environ.get(ALLOW_DELETE_ENV, "").strip().lower()
+    if not text:
+        return not signed_in
     if text in _YES:
         return True
     if text in _NO:
@@ -165,18 +169,20 @@ def others_may_be_deleted() -> bool:
     raise ValueError(f"{ALLOW_DELETE_ENV} must be 1 or 0 (or yes/no, true/false, on/off); got {text!r}")
 
 
-def deletion(run_ids, own_ids, password: str | None) -> str:
-    """What deleting `run_ids` takes, for a session that made the runs `own_ids`.
+def deletion(run_ids, own_ids, password: str | None, signed_in: bool = False) -> str:
+    """What deleting `run_ids` takes, for a session that made the runs `own_ids` (its
+    signed-in user's, with `signed_in`, in any of their sessions).
 
     Returns:
         "confirm": only this session's own runs: a confirmation is enough.
         "password": runs of others, and a password is set: it must be given again.
         "confirm others": runs of others, no password, deletion allowed: a confirmation
             that says whose runs they are.
-        "off": runs of others, no password, and $PLNLAB_ALLOW_DELETE turned it off.
+        "off": runs of others, no password, and $PLNLAB_ALLOW_DELETE turned it off (or left
+            it unset for a signed-in user).
     """
     if set(run_ids) <= set(own_ids):
         return "confirm"
     if password:
         return "password"
-    return "confirm others" if others_may_be_deleted() else "off"
+    return "confirm others" if others_may_be_deleted(signed_in) else "off"

@@ -27,3 +27,12 @@ def test_a_mistyped_setting_is_refused_with_what_is_accepted(monkeypatch):
     monkeypatch.setenv(access.ALLOW_DELETE_ENV, "maybe")
     with pytest.raises(ValueError, match="must be 1 or 0"):
         access.deletion([9], own_ids=set(), password=None)
+
+
+def test_with_the_teams_sso_a_run_is_its_owners_to_delete_unless_the_server_says_otherwise(monkeypatch):
+    monkeypatch.delenv(access.ALLOW_DELETE_ENV, raising=False)
+    assert access.deletion([9], own_ids=set(), password=None, signed_in=True) == "off"
+    assert access.deletion([9], own_ids={9}, password=None, signed_in=True) == "confirm"
+    assert access.deletion([9], own_ids=set(), password="s3cret", signed_in=True) == "password"
+    monkeypatch.setenv(access.ALLOW_DELETE_ENV, "1")
+    assert access.deletion([9], own_ids=set(), password=None, signed_in=True) == "confirm others"

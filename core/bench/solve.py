@@ -2,7 +2,7 @@
 measured, or with the one given.
 
 The fastest configuration is read from the store: among the finished runs of the same
-problem (data and precision) on this host and device, by a JAX strategy, that stopped at
+problem (data and precision) measured on this host and device (not imported), by a JAX strategy, that stopped at
 their tolerance (`time_to_solution_s`) within `reach.SOLVED` of the best ELBO stored for
 the problem, the one with the least time to solution. What the caller gives (strategy,
 optimizer, init, tol, iterations) narrows the search and overrides the choice; with
@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from core.fit import strategies
 from core.run import reach
 from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec
+from core.store.run_store import IMPORTED
 
 CHOSEN = ("strategy", "optimizer", "init", "tol", "iterations")
 
@@ -52,7 +53,8 @@ def choose(frame, dataset: DatasetSpec, precision: str, device: str, given: dict
     if not same.empty:
         best = same.loc[same["status"] == "ok", "final_elbo"].max()
         mine = same[(same["status"] == "ok") & same["time_to_solution_s"].notna() & (same["device"] == device)
-                    & ((same["host"] == host) | any_host) & same["strategy"].isin(strategies.names())
+                    & (((same["host"] == host) & (same["owner"] != IMPORTED)) | any_host)
+                    & same["strategy"].isin(strategies.names())
                     & ((best - same["final_elbo"]) / abs(best) <= reach.SOLVED)]
         for name, value in fixed.items():
             mine = mine[mine[name] == value]

@@ -46,7 +46,7 @@ def run_and_store(cluster: Cluster, store: RunStore, spec: FitSpec, counts: Coun
     seconds = budget.max_run_seconds()
     cancel = cancel if cancel is not None else threading.Event()
     submitted = time.time()
-    flight = store.begin(spec.to_dict(), cancelled=cancel)
+    flight = store.begin(spec.to_dict(), cancelled=cancel, owner=owner_id)
     try:
         result, _ = submit.call(cluster, tasks.fit, spec, counts, owner, cold, seconds, platform=spec.device,
                                 label=run_label(spec), owner=owner, on_progress=on_progress, cancel=cancel)

@@ -45,14 +45,15 @@ class Notes:
     def lease_path(self, name: str) -> pathlib.Path:
         return self.folder / f"{name}{LEASE_SUFFIX}"
 
-    def begin(self, conn, spec_dict: dict, cancelled: threading.Event | None) -> int:
-        """Takes a lease and notes the run in `conn` (inside the caller's transaction)."""
+    def begin(self, conn, spec_dict: dict, cancelled: threading.Event | None, owner: str = "") -> int:
+        """Takes a lease and notes the run, started by `owner`, in `conn` (inside the caller's
+        transaction)."""
         name = uuid.uuid4().hex
         held = lease.Lease(self.lease_path(name), {"spec": spec_dict}, cancelled)
         try:
             cursor = conn.execute(
-                "INSERT INTO in_flight (spec_json, host, pid, started_at, lease) VALUES (?, ?, ?, ?, ?)",
-                (json.dumps(spec_dict, sort_keys=True), socket.gethostname(), os.getpid(), time.time(), name))
+                "INSERT INTO in_flight (spec_json, host, pid, started_at, lease, owner) VALUES (?, ?, ?, ?, ?, ?)",
+                (json.dumps(spec_dict, sort_keys=True), socket.gethostname(), os.getpid(), time.time(), name, owner))
         except BaseException:
             held.release()
             raise

@@ -31,6 +31,8 @@ MAX_JSON_TEXT = 20_000
 MAX_WARNINGS = 20
 TIMINGS = ("queue_wait_s", "transfer_s", "trace_lower_s", "compile_s", "first_call_s", "run_s", "run_s_min",
            "run_s_max", "per_iter_ms")
+# No timed call of a fit returns faster: one dispatch of a compiled program alone takes longer.
+MIN_TIMED_CALL_S = 1e-6
 COUNTS = ("compile_count", "disk_cache_hits", "recompile_count", "devices", "iterations_run", "chunk_iterations")
 
 
@@ -119,7 +121,12 @@ def _check_outcome(run: RunResult) -> None:
         raise RecordError(f"diverged_at {run.diverged_at} is not an iteration of the run (0 to {run.iterations - 1})")
     if run.final_change is not None and not (math.isfinite(run.final_change) and run.final_change >= 0):
         raise RecordError(f"final_change must be a relative change >= 0; got {run.final_change}")
-    if run.status == "ok" and run.run_s > 0 and run.iterations_run > 0:
+    if run.status == "ok" and run.run_s_min < MIN_TIMED_CALL_S:
+        raise RecordError(f"run_s_min {run.run_s_min} s is faster than any timed call of a fit can return "
+                          f"({MIN_TIMED_CALL_S:g} s)")
+    # A timed-out run's curve is the first call's so far, as a finished run's is; a diverged
+    # run's is cut where it went wrong, while its time per iteration counts every iteration.
+    if run.status in ("ok", "timed_out") and run.iterations_run > 0:
         expected = 1e3 * run.run_s / run.iterations_run
         if not math.isclose(run.per_iter_ms, expected, rel_tol=1e-6):
             raise RecordError(f"per_iter_ms {run.per_iter_ms} is not the steady state over the iterations run "

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     import pandas
 
 DEFAULT_DB_ENV = "PLNLAB_DB"
+# The owner of every imported run: no session's or user's (those are "session:..." and
+# "user:..."), and not measured by this store's machine whatever host it names.
+IMPORTED = "imported"
 BUSY_TIMEOUT_S = 30.0
 _CHUNK = frames.CHUNK
 
@@ -101,13 +104,14 @@ class RunStore:
             store_schema.migrate(conn)
         self.recover_interrupted()
 
-    def begin(self, spec_dict: dict, cancelled: threading.Event | None = None) -> int:
-        """Notes that a run of `spec_dict` (`FitSpec.to_dict()`) has started in this process;
-        returns the note's id for `finish` or `abandon`. The note lives while this process
+    def begin(self, spec_dict: dict, cancelled: threading.Event | None = None, owner: str = "") -> int:
+        """Notes that a run of `spec_dict` (`FitSpec.to_dict()`), started by `owner`
+        (`RunResult.owner`), is under way in this process; returns the note's id for `finish`
+        or `abandon`; should the process die first, the run is stored as interrupted, `owner`'s. The note lives while this process
         does (`core.store.in_flight`); `cancelled` is set when someone asks to cancel it
         (`request_cancel`)."""
         with self._connect(write=True) as conn:
-            return self._notes.begin(conn, spec_dict, cancelled)
+            return self._notes.begin(conn, spec_dict, cancelled, owner)
 
     def finish(self, flight_id: int, result: RunResult) -> int:
         """Stores `result` and removes its in-flight note, in one transaction."""
@@ -128,11 +132,11 @@ class RunStore:
             self._notes.release(flight_id)
 
     def in_flight(self) -> list[dict]:
-        """Runs started and not yet finished: id, spec (dict), host, pid, started_at, lease."""
+        """Runs started and not yet finished: id, spec (dict), host, pid, started_at, lease, owner."""
         with self._connect() as conn:
             rows = conn.execute("SELECT * FROM in_flight ORDER BY started_at").fetchall()
         return [{"id": r["id"], "spec": json.loads(r["spec_json"]), "host": r["host"], "pid": r["pid"],
-                 "started_at": r["started_at"], "lease": r["lease"]} for r in rows]
+                 "started_at": r["started_at"], "lease": r["lease"], "owner": r["owner"]} for r in rows]
 
     def request_cancel(self, flight_id: int) -> bool:
         """Asks the process running in-flight run `flight_id` to cancel it (it stops at its
@@ -152,7 +156,7 @@ class RunStore:
                     # Deleting first makes the recovery safe against two processes doing it at once.
                     if conn.execute("DELETE FROM in_flight WHERE id = ?", (note["id"],)).rowcount:
                         self._insert(conn, interrupted_result(note["spec"], note["started_at"], note["host"],
-                                                              note["pid"]))
+                                                              note["pid"], owner=note["owner"]))
         self._notes.sweep(notes)
         return len(dead)
 
@@ -328,8 +332,9 @@ class RunStore:
                     "SELECT 1 FROM runs WHERE spec_key = ? AND created_at = ? AND host IS ? LIMIT 1",
                     (record.spec_key, record.created_at, store_schema.host_of(record))).fetchone()
                 if not exists:
-                    # Nobody's run here, whoever it named: an import cannot make a run someone's to delete.
-                    record.owner = ""
+                    # Nobody's run here, whoever it named: an import cannot make a run someone's to
+                    # delete, nor pass for one measured here (`core.bench.solve` skips it).
+                    record.owner = IMPORTED
                     self._insert(conn, record)
                     added += 1
         return store_files.Imported(name, added, len(records) - added, tuple(refused))

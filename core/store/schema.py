@@ -82,10 +82,16 @@ def _migration_5(conn: sqlite3.Connection) -> list[str]:
     ]
 
 
+def _migration_6() -> list[str]:
+    # Who started a run under way, so that a run whose process died (a server restart) is
+    # still its owner's when it is stored as interrupted.
+    return ["ALTER TABLE in_flight ADD COLUMN owner TEXT NOT NULL DEFAULT ''"]
+
+
 # Applied in order, in one transaction; PRAGMA user_version counts those applied. Append,
 # never edit. A migration that reads the file's current layout takes the connection.
 # Scalar fields added to RunResult later get their column added on open.
-MIGRATIONS = (_migration_1, _migration_2, _migration_3, _migration_4, _migration_5)
+MIGRATIONS = (_migration_1, _migration_2, _migration_3, _migration_4, _migration_5, _migration_6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -15,6 +15,7 @@ from core.charts.style import LABELS
 from core.run import reach
 from core.store.run_store import StoreError
 from pages.ui import display, links, resources, sign_in, state
+from pages.ui import upload as upload_widgets
 from pages.ui.text import md, public
 
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
@@ -53,7 +54,8 @@ state.default("cmp_version", 0)  # bumped after a delete, so the table's selecti
 def import_section() -> None:
     with st.expander("Import runs from a file (.json, .csv or .parquet from `python -m core export`)",
                      icon=":material/upload:"):
-        upload = st.file_uploader("Runs file", type=["json", "csv", "parquet"], key="cmp_import")
+        upload = st.file_uploader("Runs file", type=["json", "csv", "parquet"], key="cmp_import",
+                                  max_upload_size=upload_widgets.largest_upload_mb())
         if st.button("Import", key="cmp_import_go", disabled=upload is None):
             try:  # from memory, under the name the user picked: no server path in any message
                 done = store.import_bytes(upload.getvalue(), pathlib.Path(upload.name).name)
@@ -238,13 +240,15 @@ if rows:
     pending = st.session_state.get("cmp_delete")
     try:
         # Whose runs these are is read from the store now, not remembered: ids are never reused.
-        rule = delete_rules.deletion(ids, store.owned(ids, sign_in.identity()), sign_in.password())
+        owner = sign_in.identity()
+        rule = delete_rules.deletion(ids, store.owned(ids, owner), sign_in.password(),
+                                     signed_in=owner.startswith("user:"))
     except ValueError as exc:  # a mistyped PLNLAB_ALLOW_DELETE on the server
         st.error(str(exc), icon=":material/error:")
         rule = "off"
     if rule == "off":
-        st.caption(":material/lock: Deleting runs made by other sessions is turned off on this server "
-                   "(PLNLAB_ALLOW_DELETE); you can delete the runs you made in this session.")
+        st.caption(":material/lock: Deleting runs made by others is turned off on this server "
+                   "(PLNLAB_ALLOW_DELETE); you can delete the runs you made.")
     elif pending != ids:
         if st.button(f"Delete {len(ids)} ticked run{'s' * (len(ids) != 1)}…", key="cmp_delete_ask",
                      icon=":material/delete:"):

@@ -9,7 +9,6 @@ under the uploaders, and so is a float32 refusal, before anyone presses Run.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import streamlit as st
 
@@ -47,19 +46,21 @@ def current_upload() -> Upload | None:
     return st.session_state.get("sb_csv")
 
 
-def _largest_upload_mb() -> int:
-    """The uploaders' limit: the CSV cap (`csv_counts.max_csv_bytes`), so that the browser
-    refuses a file too large before sending it; Streamlit's own default when the cap's
-    setting is bad (a run then says why)."""
+def largest_upload_mb() -> int:
+    """The uploaders' limit: the CSV cap (`csv_counts.max_csv_bytes`) in Streamlit's unit,
+    MiB, rounded down, so that the browser refuses a file too large before sending it and
+    the server never holds more than the cap for one; the server's own limit
+    (`server.maxUploadSize`, 47 MiB, under the default 50 MB cap) when the cap's setting
+    is bad (a run then says why)."""
     try:
-        return max(1, math.ceil(csv_counts.max_csv_bytes() / 1e6))
+        return max(1, csv_counts.max_csv_bytes() // 2**20)
     except DataError:
-        return 50
+        return 47
 
 
 def csv_inputs() -> None:
     """The counts and log-offsets uploaders, and what became of the upload."""
-    largest = _largest_upload_mb()
+    largest = largest_upload_mb()
     st.file_uploader("Counts (CSV, one row per sample)", type=TABLE_TYPES, key="sb_upload_counts",
                      on_change=_parse_upload, max_upload_size=largest,
                      help="whole numbers >= 0, cells separated by commas, semicolons or tabs; a header line of "

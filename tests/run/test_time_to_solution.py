@@ -90,6 +90,21 @@ def test_solve_picks_the_fastest_stored_run_that_reached_the_best(tmp_path):
                                                                            1e-7, 2)
 
 
+def test_solve_trusts_an_imported_run_only_when_asked(tmp_path):
+    """An import may name this host; only a run measured here says how fast this machine is."""
+    source = RunStore(tmp_path / "elsewhere.sqlite3")
+    _stored(source, "while_loop", run_s=1e-5)  # names this host, and is implausibly fast
+    source.export(tmp_path / "runs.json")
+    store = RunStore(tmp_path / "runs.sqlite3")
+    assert store.import_file(tmp_path / "runs.json").added == 1
+    measured = _stored(store, "scan", run_s=0.05)
+    given = {"strategy": None, "optimizer": None, "init": None, "tol": None, "iterations": None}
+    chosen = solve.choose(store.frame(), TINY, "float32", "cpu", given)
+    assert chosen.settings["strategy"] == "scan" and f"#{measured.id}" in chosen.why
+    trusting = solve.choose(store.frame(), TINY, "float32", "cpu", given, any_host=True)
+    assert trusting.settings["strategy"] == "while_loop"
+
+
 def test_a_stored_time_to_solution_must_be_a_steady_state_time(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite3")
     run = _stored(store)

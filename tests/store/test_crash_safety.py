@@ -166,3 +166,28 @@ def test_kill_inside_a_run_write_transaction_stores_nothing_of_it(tmp_path):
     assert after.integrity_ok()
     assert sorted(r.id for r in after.list()) == sorted(earlier)
     assert all(len(r.elbo) == 5 for r in after.list(with_elbo=True))
+
+
+def test_a_run_whose_process_died_stays_its_owners(tmp_path):
+    """A server restart must not take a run from the user who started it: the note carries
+    its owner, and the interrupted run stored from it is theirs."""
+    db = tmp_path / "runs.sqlite3"
+    RunStore(db)
+    noted = textwrap.dedent(f"""
+        import sys, time
+        from core.spec import FitSpec
+        from core.store.run_store import RunStore
+        RunStore({str(db)!r}).begin(FitSpec().to_dict(), owner="user:alice@example.com")
+        print("noted", flush=True)
+        time.sleep(600)
+    """)
+    process = subprocess.Popen([sys.executable, "-c", noted], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "noted"
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+    finally:
+        process.kill()
+    (run,) = RunStore(db).list()
+    assert run.status == "interrupted" and run.owner == "user:alice@example.com"
+    assert RunStore(db).owned([run.id], "user:alice@example.com") == {run.id}

@@ -15,7 +15,7 @@ import pytest
 from core.run.result import RunResult
 from core.spec import FitSpec
 from core.store import schema as store_schema
-from core.store.run_store import DEFAULT_DB_ENV, RunStore, StoreError, default_db_path
+from core.store.run_store import DEFAULT_DB_ENV, IMPORTED, RunStore, StoreError, default_db_path
 from core.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 
@@ -246,13 +246,15 @@ def test_export_import_round_trip(tmp_path, store, suffix):
     fresh = RunStore(tmp_path / "fresh.sqlite3")
     assert fresh.import_file(path) == ("runs" + suffix, 3, 0, ())
 
-    def comparable(run):
-        out = run.to_dict()
+    def comparable(run, owner):
+        out = run.to_dict() | {"owner": owner}
         out.pop("id")
         return json.dumps(out, sort_keys=True)  # NaN == NaN as text
 
-    assert [comparable(r) for r in fresh.list(with_elbo=True)] == [
-        comparable(r) for r in store.list(with_elbo=True)]
+    # Every field comes back, but the owner: an import is nobody's run, and not measured here.
+    assert {r.owner for r in fresh.list()} == {IMPORTED}
+    assert [comparable(r, "") for r in fresh.list(with_elbo=True)] == [
+        comparable(r, "") for r in store.list(with_elbo=True)]
     assert fresh.import_file(path).added == 0  # re-import adds nothing
     assert len(fresh.list()) == 3
 
@@ -322,6 +324,10 @@ POISONED = [
     ({"tol": float("nan")}, "tol nan disagrees with its spec's 0.0"),
     ({"optimizer": "adam"}, "optimizer 'adam' disagrees with its spec's 'seed'"),
     ({"per_iter_ms": 1e-300}, "per_iter_ms 1e-300 is not the steady state over the iterations run"),
+    ({"status": "timed_out", "error": "x", "run_s": 0.0, "run_s_min": 0.0, "run_s_max": 0.0, "per_iter_ms": 1e-300},
+     "per_iter_ms 1e-300 is not the steady state over the iterations run"),
+    ({"run_s": 1e-300, "run_s_min": 1e-300, "run_s_max": 1e-300, "first_call_s": 1e-300, "per_iter_ms": 2e-298},
+     "run_s_min 1e-300 s is faster than any timed call of a fit can return"),
     ({"status": "diverged", "diverged_at": -5, "error": "x"}, "diverged_at -5 is not an iteration of the run"),
     ({"final_change": -1.0}, "final_change must be a relative change >= 0"),
     ({"error": "x" * 5_000}, "error is 5,000 characters long"),
