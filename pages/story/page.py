@@ -9,7 +9,7 @@ from core.bench import story
 from core.charts import bars
 from core.inspect import pitfall_notes
 from core.run import spread
-from core.spec import SpecError
+from core.spec import SpecError, refusal
 from pages.story import keys
 from pages.ui import display, resources, running, settings, state
 from pages.ui.text import md
@@ -40,6 +40,11 @@ except SpecError as exc:
     st.error(md(exc), icon=":material/error:")
     st.stop()
 st.caption(settings.spec_summary(specs[0]))
+if specs[0].optimizer.name != problem.optimizer:
+    refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))
+    st.caption(f":material/info: Every step runs the tutorial's optimizer, `{specs[0].optimizer.name}`, not the "
+               f"sidebar's `{md(problem.optimizer)}`: `{refusing}` cannot run it, and one algorithm for every step "
+               "keeps the bars about compilation alone.")
 store = resources.store_or_stop()
 
 

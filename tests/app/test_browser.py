@@ -87,7 +87,7 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
     base, env = served
     store = RunStore(env["PLNLAB_DB"])
     before = len(store.list())
-    page.goto(base)
+    page.goto(f"{base}/?strategies=eager,scan")  # eager is not ticked by default
     wait_painted(page)
     iterations = page.get_by_role("spinbutton", name="Iterations")
     iterations.fill("50000")  # eager first: minutes of work
