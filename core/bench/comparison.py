@@ -26,14 +26,19 @@ def same_problem(runs: pd.DataFrame, run_id: int) -> pd.Series:
     return mask
 
 
-def default_baseline(runs: pd.DataFrame) -> int | None:
+def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | None:
     """The run to divide by when none is pinned: of the newest run's problem, its newest
-    finished eager run, else its slowest finished run (every bar then reads as a speed-up)."""
+    finished eager run, else its slowest finished run (every bar then reads as a speed-up);
+    among the runs that have a value of `metric` when some do (an eager run for a fixed
+    number of iterations has no time to solution: dividing by it draws nothing)."""
     if runs.empty:
         return None
     newest = runs.sort_values(["created_at", "id"], ascending=False).iloc[0]
     mine = runs[same_problem(runs, int(newest["id"]))]
     finished = mine[mine["status"] == "ok"] if "status" in mine else mine
+    if metric is not None and metric in finished:
+        timed = finished[pd.to_numeric(finished[metric], errors="coerce") > 0]
+        finished = timed if not timed.empty else finished
     if finished.empty:
         return int(newest["id"])
     eager = finished[finished["strategy"] == "eager"].sort_values(["created_at", "id"], ascending=False)

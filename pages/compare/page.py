@@ -189,8 +189,8 @@ st.header("Relative to a baseline run")
 ids = sorted(int(i) for i in picked["id"])
 described = {int(r.id): f"#{r.id} {r.strategy} · {r.dataset} · {r.precision} · {r.device}"
              for r in picked.itertuples()}
-if st.session_state.get("cmp_baseline") not in ids:
-    st.session_state["cmp_baseline"] = comparison.default_baseline(picked)
+if st.session_state.get("cmp_baseline") not in ids:  # the timing's box below holds its default already
+    st.session_state["cmp_baseline"] = comparison.default_baseline(picked, st.session_state["cmp_metric_ratio"])
 left, right = st.columns([3, 2])
 baseline = left.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
                           format_func=described.get, help="only runs of the same problem size are divided by it")

@@ -27,6 +27,13 @@ def test_the_default_baseline_is_eager_of_the_newest_runs_problem():
     assert comparison.default_baseline(RUNS.iloc[:0]) is None
 
 
+def test_the_default_baseline_has_the_timing_shown():
+    solved = RUNS.assign(time_to_solution_s=[None, 0.01, None, 1.0, None])
+    assert comparison.default_baseline(solved, "time_to_solution_s") == 4  # eager ran a fixed number of iterations
+    assert comparison.default_baseline(solved, "per_iter_ms") == 3
+    assert comparison.default_baseline(solved.assign(time_to_solution_s=None), "time_to_solution_s") == 3
+
+
 def test_only_runs_of_the_baselines_size_are_divided_by_it():
     assert list(RUNS.loc[comparison.same_problem(RUNS, 1), "id"]) == [1, 2]
     assert list(RUNS.loc[comparison.same_problem(RUNS, 4), "id"]) == [3, 4, 5]
