@@ -30,7 +30,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from core.run.host import native_settings  # noqa: E402
+from core.machine.host import native_settings  # noqa: E402
 
 native_settings()
 
@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", default="scan")
     args = parser.parse_args(argv)
 
-    from core.run import engine, runtime
+    from core.machine import runtime
+    from core.run import engine
 
     runtime.configure()
     spec = _spec(args.replicate, args.strategy)

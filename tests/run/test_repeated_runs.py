@@ -17,8 +17,8 @@ import sys
 import pytest
 
 from core.fit import catalog
+from core.machine.compilations import CompileCounter
 from core.run import engine
-from core.run.compilations import CompileCounter
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, refusal
 
 from project import ROOT
@@ -60,9 +60,10 @@ def test_a_repeated_run_compiles_nothing_and_adds_no_mappings(precision):
 
 SCENARIO = """
 import sys
-from core.run.host import native_settings
+from core.machine.host import native_settings
 native_settings()
-from core.run import engine, runtime
+from core.machine import runtime
+from core.run import engine
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec
 runtime.configure()
 spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=60, p=8), strategy="eager", iterations=40, repeats=2,
