@@ -7,7 +7,7 @@ nothing here runs unless this is `__main__` (a worker must not draw a page).
 
 
 def main() -> None:
-    from core.run.host import native_settings
+    from core.machine.host import native_settings
 
     native_settings()  # before streamlit, numpy or pandas load their native libraries
 

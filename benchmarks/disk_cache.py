@@ -29,9 +29,10 @@ STRATEGIES = ("jit_per_function", "jit_step", "scan", "scan_namedtuple", "scan_p
 # Runs in one process, twice: the second finds the executables in memory.
 _TWICE = """
 import json, sys
-from core.run.host import native_settings
+from core.machine.host import native_settings
 native_settings()
-from core.run import engine, runtime
+from core.machine import runtime
+from core.run import engine
 from core.spec import FitSpec
 runtime.configure()
 spec = FitSpec(strategy=sys.argv[1], iterations=int(sys.argv[2]), repeats=1)

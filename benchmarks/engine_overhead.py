@@ -88,11 +88,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, ROOT)
-    from core.run.host import native_settings
+    from core.machine.host import native_settings
 
     native_settings()  # before numpy, scipy or jax load
 
-    from core.run import runtime
+    from core.machine import runtime
 
     runtime.configure()
     header = (f"{'strategy':<14} {'dataset':<10} {'iters':>5} {'engine ms/it':>12} {'bare ms/it':>10} "

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from core.data.datasets import load_oaks  # noqa: E402
 from core.fit import model, strategies  # noqa: E402
 from core.fit.strategies.base import FitState  # noqa: E402
-from core.run.runtime import configure  # noqa: E402
+from core.machine.runtime import configure  # noqa: E402
 from core.spec import OptimizerSpec  # noqa: E402
 
 RPROP = OptimizerSpec("rprop", 0.01)

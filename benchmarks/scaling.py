@@ -44,9 +44,9 @@ def _worker(args) -> None:
     from core.data.on_device import simulate_on_devices
     from core.fit import sharding, strategies
     from core.inspect.layout import bytes_per_device, peak_bytes_per_device
-    from core.run import engine, runtime
+    from core.machine import runtime
+    from core.run import engine, stored_run
     from core.spec import DatasetSpec, FitSpec, OptimizerSpec
-    from core.store import stored_run
     from core.store.run_store import RunStore
 
     runtime.configure()

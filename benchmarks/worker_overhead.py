@@ -7,7 +7,7 @@ Prints figures; not a test.
 Starts the embedded cluster (one worker process, as the dashboard does), then times the
 same spec in rounds, alternating the two paths so that the machine's load hits both alike:
 
-- in-process: `core.store.stored_run.run_and_store` in this process, as the command line
+- in-process: `core.run.stored_run.run_and_store` in this process, as the command line
   runs it (the fit, then the result stored);
 - on the worker: `core.cluster.stored.run_and_store`, as the dashboard's Run button does
   (submit, progress events, the result back, stored).
@@ -31,7 +31,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from core.run.host import native_settings  # noqa: E402
+from core.machine.host import native_settings  # noqa: E402
 
 native_settings()
 
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", default="scan")
     args = parser.parse_args(argv)
 
-    from core.run import engine, runtime
-    from core.store import stored_run
+    from core.machine import runtime
+    from core.run import engine, stored_run
 
     runtime.configure()
     spec = _spec(args.replicate, args.strategy)

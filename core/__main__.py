@@ -28,7 +28,7 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from core.run.host import native_settings
+    from core.machine.host import native_settings
 
     native_settings()  # before anything loads numpy, scipy or jax
     from core.cluster.errors import RunInterrupted

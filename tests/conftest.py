@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 _scratch = tempfile.mkdtemp(prefix="plnlab-tests-")
 os.environ["PLNLAB_DB"] = os.path.join(_scratch, "runs.sqlite3")
 os.environ["PLNLAB_JAX_CACHE"] = os.path.join(_scratch, "jax-cache")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # see core.run.host.native_settings
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # see core.machine.host.native_settings
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 

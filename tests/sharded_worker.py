@@ -32,7 +32,8 @@ from core.inspect.layout import (
     array_layouts,  # noqa: E402
     bytes_per_device,  # noqa: E402
 )
-from core.run import engine, prepared, runtime
+from core.machine import runtime
+from core.run import engine, prepared
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError  # noqa: E402
 
 ITERATIONS = 150

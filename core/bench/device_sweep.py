@@ -28,8 +28,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from core.results.result import RunResult
 from core.run.progress import PHASES, Cancelled
-from core.run.result import RunResult
 from core.spec import OAKS_REPLICATES, DatasetSpec, FitSpec, SpecError
 
 # The project folder, from which `python -m core` runs (this file is core/bench/device_sweep.py).

@@ -14,10 +14,9 @@ from core.data import datasets
 from core.data.counts import CountData
 from core.fit import catalog
 from core.inspect import roofline
-from core.run import engine
-from core.run.result import RunResult
+from core.results.result import RunResult
+from core.run import engine, stored_run
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec
-from core.store import stored_run
 
 
 def oaks_grid(

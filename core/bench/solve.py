@@ -17,7 +17,7 @@ import socket
 from typing import Any, NamedTuple
 
 from core.fit import strategies
-from core.run import reach
+from core.results import reach
 from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec
 from core.store.run_store import IMPORTED
 

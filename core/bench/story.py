@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-from core.run import spread
-from core.run.result import RunResult
+from core.results import spread
+from core.results.result import RunResult
 from core.spec import GRADIENT_OPTIMIZERS, FitSpec, OptimizerSpec
 
 
@@ -22,7 +22,7 @@ class Step:
     """One step of the story.
 
     Attributes:
-        strategy: the runnable it runs (`core.run.catalog`).
+        strategy: the runnable it runs (`core.fit.catalog`).
         title: a few words for the slide, e.g. "jit each function".
         origin: where it comes from: "seed tutorial, level 1" or "this project".
         fixes: what it changes over the step before, in two sentences at most.

@@ -10,7 +10,7 @@ from typing import Callable
 
 from core.bench import grid
 from core.bench import time_to_solution as tts
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.spec import DatasetSpec, SpecError
 
 

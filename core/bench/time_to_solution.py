@@ -24,10 +24,10 @@ import math
 from typing import Callable, Iterable, NamedTuple
 
 from core.data import datasets
-from core.run import reach
-from core.run.result import RunResult
+from core.results import reach
+from core.results.result import RunResult
+from core.run import stored_run
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
-from core.store import stored_run
 
 PEER = "pyplnmodels"
 # Each optimizer's start (pyPLNmodels' algorithm from pyPLNmodels' start) and how many

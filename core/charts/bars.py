@@ -5,7 +5,7 @@ note instead of a traceback). Diverged runs stop early, so their timings are not
 comparable: they never enter a median or a ratio, and the bars mark them ("(diverged)",
 lighter, dashed outline) instead of dropping them silently. Steady-state timings carry the
 range of their repeats (a whisker from the fastest to the slowest), and a speed-up whose
-ranges overlap is labelled as noise (`core.run.spread`). Ratios to a pinned run and group
+ranges overlap is labelled as noise (`core.results.spread`). Ratios to a pinned run and group
 summaries are in `core.charts.comparisons`.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from core.charts.style import PHASE_COLORS, color_by_strategy, not_diverged, note_chart, strategy_rank, with_spread
-from core.run import spread
+from core.results import spread
 
 # Chronological, which is also the stack order; the colours are `style.PHASE_COLORS`.
 PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile",

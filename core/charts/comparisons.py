@@ -4,7 +4,7 @@ and the time each run took to come near the best ELBO stored.
 Input and output as in `core.charts.style`. Titles and axes name timings in words
 (`style.LABELS`), never by column name. Steady-state timings carry the range of their
 repeats; a ratio whose range overlaps the baseline's is labelled as noise
-(`core.run.spread`).
+(`core.results.spread`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from core.charts.style import (
     strategy_rank,
     with_spread,
 )
-from core.run import spread
+from core.results import spread
 
 
 def label(metric: str) -> str:
@@ -131,7 +131,7 @@ def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerC
     """Seconds each run took to come within `relative` of its problem's best ELBO.
 
     Args:
-        reached: `core.run.reach.reach_frame`'s columns (id, strategy, optimizer,
+        reached: `core.results.reach.reach_frame`'s columns (id, strategy, optimizer,
             iterations_to, seconds_to); optional label.
         relative: the distance, for the title.
 

@@ -1,6 +1,6 @@
 """Altair chart builders: a DataFrame of runs in, a Vega-Lite chart out.
 
-Column names are `RunResult` field names (`core.run.result`); `runs` has one row per run and
+Column names are `RunResult` field names (`core.results.result`); `runs` has one row per run and
 a missing `status` column reads as "ok". Input a page can reasonably produce (no runs
 yet, baseline not run) gives a chart holding a short note, never a traceback on a projector.
 

@@ -15,8 +15,8 @@ from core.spec import FitSpec, SpecError
 
 def command_run(args) -> int:
     from core.data import datasets
-    from core.run import distributed, engine
-    from core.store import stored_run
+    from core.machine import distributed
+    from core.run import engine, stored_run
     from core.store.run_store import RunStore
 
     scheduler = scheduler_address(args)
@@ -88,7 +88,7 @@ def run_on_cluster(address: str, store, spec: FitSpec, counts, progress, cold: b
 def command_solve(args) -> int:
     from core.bench import solve
     from core.data import datasets
-    from core.store import stored_run
+    from core.run import stored_run
     from core.store.run_store import RunStore
 
     if args.strategy is not None:

@@ -21,7 +21,7 @@ class WorkerDied(RuntimeError):
 
 class RunInterrupted(RuntimeError):
     """The worker running the fit died; the run is stored as interrupted (`result`, a
-    `core.run.result.RunResult`)."""
+    `core.results.result.RunResult`)."""
 
     def __init__(self, result) -> None:
         super().__init__(f"interrupted: {result.error}; stored as run #{result.id}")

@@ -7,7 +7,7 @@ module to name the functions it submits, never loads them. Each takes, by keywor
 `core.cluster.channel.TaskChannel`: progress out, cancel in, run once.
 
 What comes back is made of types that import nothing heavy: `RunResult`
-(`core.run.result`) and the findings of `core.inspect.findings` and
+(`core.results.result`) and the findings of `core.inspect.findings` and
 `core.inspect.pitfall_notes`.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 from core.cluster import worker_setup
 from core.cluster.channel import TaskChannel
 from core.data.counts import CountData
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.spec import FitSpec
 
 _executables = None  # this worker's compiled executables, shared by its runs
@@ -86,7 +86,7 @@ def pitfall(key: str, *, token: str, label: str):
     timed window)."""
     # Deferred: JAX on the worker only.
     from core.inspect import pitfalls
-    from core.run.engine import device_lock
+    from core.machine.device_queue import device_lock
 
     with TaskChannel(token, label), device_lock("cpu", label=f"pitfall demo: {key}"):
         return pitfalls.run(key)

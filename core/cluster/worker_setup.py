@@ -7,13 +7,13 @@ after one died or was recycled. It
 
 1. undoes the nanny's thread limits (it sets OMP_NUM_THREADS=1 and MKL_NUM_THREADS=1 by
    default, which would make the PyTorch peers single-threaded while the command line's use
-   every core), and sets what the native libraries need (`core.run.host.native_settings`),
+   every core), and sets what the native libraries need (`core.machine.host.native_settings`),
    all before numpy, JAX or torch load;
 2. picks the device platforms it serves: those named by PLNLAB_WORKER_PLATFORMS (e.g. "gpu"),
    else, in the embedded cluster, the one given to its number, else every platform JAX sees
    here. A worker serving only the CPU starts JAX with JAX_PLATFORMS=cpu, so it never takes
    a GPU's memory;
-3. starts JAX (`core.run.runtime.configure`), notes its devices (`facts`) and offers one
+3. starts JAX (`core.machine.runtime.configure`), notes its devices (`facts`) and offers one
    Dask resource per platform it serves ("plnlab-cpu", "plnlab-gpu"): a fit for the GPU asks
    for "plnlab-gpu", so it lands on a worker that has one, one at a time;
 4. imports the engine and the strategies now, and torch and pyPLNmodels in the background,
@@ -66,14 +66,14 @@ def dask_setup(worker) -> None:
     """Dask's preload hook: see the module docstring."""
     _undo_nanny_thread_limits()
     # Deferred: the native libraries' environment must be set before numpy or JAX loads.
-    from core.run.host import native_settings
+    from core.machine.host import native_settings
 
     native_settings()
     wanted = _platforms_wanted(worker)
     if wanted == ["cpu"]:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
     # Deferred: JAX starts here, after the environment above is set.
-    from core.run import runtime
+    from core.machine import runtime
 
     runtime.configure()
     found = _probe(wanted)
@@ -122,7 +122,7 @@ def _probe(wanted: list[str] | None) -> dict[str, Any]:
     import jax
 
     # Deferred: as above (the runtime imports JAX).
-    from core.run import runtime
+    from core.machine import runtime
 
     available = runtime.available_platforms()
     kinds = {}

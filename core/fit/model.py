@@ -140,7 +140,7 @@ def make_data(counts, offsets, covariates, dtype) -> PLNData:
 
 def wide_dtype(dtype) -> jnp.dtype:
     """The accumulator for sums of `dtype` terms: float64 when JAX has it enabled (always
-    in the lab, `core.run.runtime.configure`), else `dtype` itself."""
+    in the lab, `core.machine.runtime.configure`), else `dtype` itself."""
     return jnp.dtype(jnp.float64) if jax.config.jax_enable_x64 else jnp.dtype(dtype)
 
 

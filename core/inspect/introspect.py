@@ -1,6 +1,6 @@
 """What a strategy hands to XLA: its source, jaxpr, StableHLO, optimized HLO, costs and memory.
 
-`inspect_fit(spec)` prepares the fit the way the engine does (`core.run.engine.prepare`,
+`inspect_fit(spec)` prepares the fit the way the engine does (`core.run.prepared.prepare`,
 with a private executable cache so that compile counts and times are those of this
 strategy), lowers it once more for the StableHLO text, and returns an `Inspection`
 made of plain strings and numbers only, so that the app can cache it by spec.
@@ -26,7 +26,7 @@ from core.fit.strategies import base
 from core.inspect.findings import DISPLAY_CHARS, Executable, Inspection, clip, executable_rows  # noqa: F401
 from core.inspect.layout import array_layouts
 from core.inspect.xla_analysis import Cost, normalise_cost, normalise_memory
-from core.run.engine import device_lock
+from core.machine.device_queue import device_lock
 from core.run.prepared import ExecutableCache, prepare
 from core.spec import FitSpec
 

@@ -29,7 +29,7 @@ from core.fit import model
 from core.fit.optim import make_optimizer
 from core.fit.strategies import init_state, scan_pytree_class
 from core.inspect.pitfall_notes import CODE, SUMMARIES, TITLES, PitfallResult, source  # noqa: F401
-from core.run import runtime
+from core.machine import runtime
 from core.spec import OptimizerSpec
 
 

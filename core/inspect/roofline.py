@@ -33,9 +33,9 @@ import jax.numpy as jnp
 from core.inspect.findings import Analysis, Floor, Peaks  # noqa: F401
 from core.inspect.floor import floor, matching_runs, times_floor  # noqa: F401
 from core.inspect.xla_analysis import Cost, Memory, normalise_cost, normalise_memory
-from core.run import runtime
-from core.run.engine import device_lock
-from core.run.host import default_cache_dir
+from core.machine import runtime
+from core.machine.device_queue import device_lock
+from core.machine.host import default_cache_dir
 from core.run.prepared import ExecutableCache, prepare
 
 _MATMUL_SIZE = 1024

@@ -16,19 +16,12 @@ import time
 from core.data import datasets
 from core.data.counts import CountData
 from core.fit import catalog, precision_guard
-from core.run import budget, device_queue, measure, memory_estimate
+from core.machine import budget, device_queue, memory_estimate
+from core.results.result import RunResult
+from core.run import measure
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
-from core.run.result import RunResult
 from core.spec import FitSpec, SpecError
-
-
-@contextlib.contextmanager
-def device_lock(platform: str, label: str = "measuring the machine", owner: str = "dashboard"):
-    """Hold `platform` on this host for other work that would distort timings (inspecting,
-    measuring peaks): it queues with the timed runs (`core.run.device_queue`)."""
-    with device_queue.default_queue().hold(platform, label, owner):
-        yield
 
 
 def _queue_reporter(report: ProgressCallback):
@@ -49,10 +42,10 @@ def run(
     cold: bool = False,
     max_seconds: float | None = None,
 ) -> RunResult:
-    """Fit `spec` and time it; the result is not stored (see `core.store.stored_run`).
+    """Fit `spec` and time it; the result is not stored (see `core.run.stored_run`).
 
     The timed section (data transfer, compilation, first call, repeats) holds the
-    device: it waits its turn in the host's device queue (`core.run.device_queue`), and the
+    device: it waits its turn in the host's device queue (`core.machine.device_queue`), and the
     result records the wait (`queue_wait_s`) and the section's epoch window
     (`timed_window`), so that anyone can check that two windows never overlap.
 
@@ -72,7 +65,7 @@ def run(
             caches for this run only (`core.run.cold_compile`); the run still stores its
             executables in both. It compiles while holding the device queue.
         max_seconds: how long the run may hold the device (default: this process's
-            `core.run.budget.max_run_seconds()`; a run on a worker gets its server's).
+            `core.machine.budget.max_run_seconds()`; a run on a worker gets its server's).
 
     A run may hold the device for `max_seconds`: one that cannot finish within it is
     refused, one that passes it stops and returns as "timed_out".

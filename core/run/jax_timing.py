@@ -14,13 +14,14 @@ import jax
 import numpy as np
 
 from core.data.counts import CountData
-from core.run import progress, runtime
-from core.run.budget import Budget
+from core.machine import runtime
+from core.machine.budget import Budget
+from core.machine.compilations import CompileCounter
+from core.results.result import Measurement
+from core.run import progress
 from core.run.cold_compile import from_scratch
-from core.run.compilations import CompileCounter
 from core.run.prepared import ExecutableCache, prepare, timed
 from core.run.progress import Progress, ProgressCallback
-from core.run.result import Measurement
 from core.spec import FitSpec
 
 

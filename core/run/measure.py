@@ -8,11 +8,11 @@ import threading
 
 from core.data.counts import CountData
 from core.fit import catalog
+from core.machine.budget import Budget
+from core.results.result import Measurement
 from core.run import jax_timing
-from core.run.budget import Budget
 from core.run.prepared import ExecutableCache
 from core.run.progress import ProgressCallback
-from core.run.result import Measurement
 from core.spec import FitSpec
 
 

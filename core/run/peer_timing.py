@@ -10,7 +10,7 @@ real first call (Dynamo tracing, AOTAutograd, Inductor codegen and the C++ build
 the iterations) and `compile_s` is an *estimate*, first_call_s - median steady-state
 call (0 when nothing was compiled). `trace_lower_s` is 0 for every peer.
 
-This module imports torch and pyPLNmodels (seconds): `core.run.catalog` imports it only
+This module imports torch and pyPLNmodels (seconds): `core.run.measure` imports it only
 when a peer runs.
 """
 
@@ -35,10 +35,10 @@ from core.data.counts import CountData
 from core.fit.peers import pyplnmodels_fit as peer
 from core.fit.peers import torch_fit
 from core.fit.peers.torch_optim import make_torch_optimizer
+from core.machine.budget import Budget
+from core.results.result import Measurement
 from core.run import progress
-from core.run.budget import Budget
 from core.run.progress import Progress, ProgressCallback
-from core.run.result import Measurement
 from core.spec import FitSpec, SpecError
 
 # pyPLNmodels' ELBO is its own code's: in float32 it sums and assembles in float32, which the

@@ -1,7 +1,7 @@
 """A JAX fit ready to time: data and initial state on the device, executables compiled or reused.
 
 Compiled executables are cached in this process per (strategy, problem, device), and on
-disk by JAX's persistent compilation cache (see `core.run.runtime`), so the second
+disk by JAX's persistent compilation cache (see `core.machine.runtime`), so the second
 preparation of a shape reports cache "memory" (same process) or "disk" (another
 process). Timing runs (`core.run.jax_timing`), the inspector and the roofline analysis
 (`core.inspect`) all start from a `PreparedFit`.
@@ -23,9 +23,10 @@ from core.data import datasets
 from core.data.counts import CountData
 from core.data.on_device import simulate_on_devices
 from core.fit import model, strategies
-from core.run import result, runtime
+from core.machine import runtime
+from core.machine.compilations import CompileCounter
+from core.results import result
 from core.run.cold_compile import from_scratch
-from core.run.compilations import CompileCounter
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.spec import FitSpec
 

@@ -11,11 +11,8 @@ import threading
 import time
 from typing import Any, Callable, NamedTuple
 
-from core.run.budget import Budget
-
-
-class Cancelled(Exception):
-    """The run was cancelled (while queued or running); nothing was stored."""
+from core.machine.budget import Budget
+from core.machine.device_queue import Cancelled  # noqa: F401 - raised by `check`; the fit path's name for it
 
 
 class Phase(NamedTuple):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.store.run_store import RunStore
 
 CACHED = ("memory", "disk")

@@ -21,7 +21,7 @@ import pathlib
 import tempfile
 from typing import Any, NamedTuple
 
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.store.records import StoreError, field_kinds
 
 FORMATS = (".json", ".csv", ".parquet")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.store import schema as store_schema
 from core.store.records import field_kinds, scalar_fields
 

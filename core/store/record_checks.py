@@ -18,7 +18,7 @@ import math
 import time
 
 from core.fit import catalog
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.spec import INITS, LR_RANGE, FitSpec, SpecError, cap
 
 # Clocks of the machines a file comes from may run a little ahead of this one.

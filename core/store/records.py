@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from core.run.result import CACHE_STATES, STATUSES, RunResult, is_cache_label
+from core.results.result import CACHE_STATES, STATUSES, RunResult, is_cache_label
 from core.spec import FitSpec, SpecError
 from core.store import record_checks
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.store import files as store_files
 from core.store import frames
 from core.store import schema as store_schema

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.store.records import StoreError, field_kinds, scalar_fields
 
 _SQL_TYPES = {int: "INTEGER", float: "REAL", str: "TEXT"}
@@ -52,7 +52,7 @@ def _migration_2() -> list[str]:
 
 
 def _migration_3() -> list[str]:
-    # An in-flight run's liveness is its lease file (core.run.lease), named here: the
+    # An in-flight run's liveness is its lease file (core.machine.lease), named here: the
     # kernel releases the lease's lock when its process dies, whatever its pid says.
     return ["ALTER TABLE in_flight ADD COLUMN lease TEXT"]
 

@@ -12,7 +12,7 @@ from core import access as delete_rules
 from core.bench import comparison
 from core.charts import comparisons, lines
 from core.charts.style import LABELS
-from core.run import reach
+from core.results import reach
 from core.store.run_store import StoreError
 from pages.ui import display, links, resources, sign_in, state
 from pages.ui import upload as upload_widgets

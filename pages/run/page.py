@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.charts import bars, lines
-from core.run import spread
+from core.results import spread
 from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
 from pages.ui import display, resources, running, settings, state

@@ -17,8 +17,8 @@ from core.bench import device_sweep
 from core.charts import lines
 from core.cluster import submit, tasks
 from core.cluster.errors import WorkerDied
+from core.results.result import RunResult
 from core.run.progress import PHASES, Cancelled
-from core.run.result import RunResult
 from core.spec import OAKS_ROWS, DatasetSpec, SpecError
 from core.store.run_store import StoreError
 from pages.ui import display, resources, running, settings, sign_in, state

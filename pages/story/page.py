@@ -8,7 +8,7 @@ import streamlit as st
 from core.bench import story
 from core.charts import bars
 from core.inspect import pitfall_notes
-from core.run import spread
+from core.results import spread
 from core.spec import SpecError, refusal
 from pages.story import keys
 from pages.ui import display, resources, running, settings, state

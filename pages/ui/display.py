@@ -13,8 +13,8 @@ import streamlit as st
 
 from core.charts import decimate, theme
 from core.cluster.errors import WorkerDied
-from core.run import agreement
-from core.run.result import RunResult
+from core.results import agreement
+from core.results.result import RunResult
 from core.spec import SpecError
 from pages.ui.text import md, public
 
@@ -107,7 +107,7 @@ def show_run_notes(results: list[RunResult]) -> None:
 
 def agreement_badge(frame: pd.DataFrame) -> float:
     """A badge with the largest relative difference of the final ELBOs, judged by the
-    criterion that fits the runs' optimizer (`core.run.agreement.verdict`); returns it."""
+    criterion that fits the runs' optimizer (`core.results.agreement.verdict`); returns it."""
     found = agreement.verdict(frame)
     if found.state == "unknown":
         st.badge("needs two finished runs", color="gray", icon=":material/help:")

@@ -12,8 +12,8 @@ import streamlit as st
 from core.charts import lines
 from core.cluster import stored
 from core.cluster.errors import RunInterrupted
+from core.results.result import RunResult
 from core.run.progress import PHASES, Cancelled
-from core.run.result import RunResult
 from core.spec import FitSpec, SpecError
 from core.store.run_store import StoreError
 from pages.ui import display, resources, sign_in

@@ -11,7 +11,7 @@ import dataclasses
 import streamlit as st
 
 from core.fit import catalog
-from core.run.device_queue import default_queue
+from core.machine.device_queue import default_queue
 from core.spec import (
     INITS,
     LEARNING_RATE_OPTIMIZERS,

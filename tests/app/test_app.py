@@ -14,7 +14,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.data.counts import DataError
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
 from pages.ui import settings
@@ -456,8 +456,8 @@ def test_password_guesses_are_slowed_after_a_few_wrong_ones(store, monkeypatch):
 def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(store, monkeypatch):
     import threading
 
+    from core.run import stored_run
     from core.run.progress import Cancelled
-    from core.store import stored_run
 
     monkeypatch.setenv("PLNLAB_PASSWORD", "s3cret")
     outcome = []
@@ -530,7 +530,7 @@ def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
 
 
 def test_the_sidebar_says_who_holds_the_device(store, tmp_path, monkeypatch):
-    from core.run.device_queue import DeviceQueue
+    from core.machine.device_queue import DeviceQueue
 
     monkeypatch.setenv("PLNLAB_QUEUE_DIR", str(tmp_path / "queue"))
     at = open_app()

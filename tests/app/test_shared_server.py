@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
 from pages.ui import settings

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from core.charts import bars, comparisons, lines, style
-from core.run import agreement
+from core.results import agreement
 
 from project import ROOT
 

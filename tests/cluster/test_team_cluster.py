@@ -110,7 +110,7 @@ def test_the_worker_threads_match_the_command_line(team):
 
     on_worker = list(team.client.run(threads).values())[0]
     command_line = subprocess.run(
-        [sys.executable, "-c", "from core.run.host import native_settings; native_settings(); import os, torch; "
+        [sys.executable, "-c", "from core.machine.host import native_settings; native_settings(); import os, torch; "
                                "print(torch.get_num_threads())"],
         cwd=ROOT, capture_output=True, text=True, check=True, env={k: v for k, v in os.environ.items()
                                                                    if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")})

@@ -18,7 +18,7 @@ import pytest
 from core.data.counts import CountData
 from core.data.datasets import load_oaks
 from core.fit import model, strategies
-from core.run.runtime import configure
+from core.machine.runtime import configure
 from core.spec import OptimizerSpec
 
 # Float64 rounding (1e-16 per operation, ordered differently by each compilation) keeps two

@@ -18,7 +18,7 @@ import pytest
 from core.data.datasets import load_oaks
 from core.fit import model, strategies
 from core.fit.strategies.base import FitState
-from core.run.runtime import configure
+from core.machine.runtime import configure
 from core.spec import OptimizerSpec
 
 ACCURACY = 1e-6

@@ -8,7 +8,7 @@ from scipy.special import gammaln
 
 from core.data.datasets import load_oaks, simulate
 from core.fit import model
-from core.run.runtime import configure
+from core.machine.runtime import configure
 
 import reference_pln as ref
 

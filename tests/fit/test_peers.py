@@ -12,8 +12,8 @@ import pytest
 
 from core.data.datasets import load_oaks
 from core.fit import catalog, model, peers, strategies
+from core.machine.runtime import configure
 from core.run import engine
-from core.run.runtime import configure
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
 
 from project import ROOT

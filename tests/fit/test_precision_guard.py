@@ -16,8 +16,8 @@ from core.data import csv_counts
 from core.data.counts import CountData
 from core.data.datasets import load_oaks
 from core.fit import model, precision_guard, strategies
+from core.machine.runtime import configure
 from core.run import engine
-from core.run.runtime import configure
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
 
 RPROP = OptimizerSpec("rprop", 0.01)

@@ -8,7 +8,7 @@ import pytest
 
 from core.data.datasets import load_oaks
 from core.fit import model, strategies
-from core.run.runtime import configure
+from core.machine.runtime import configure
 from core.spec import OptimizerSpec
 
 ITERATIONS = 100

@@ -14,7 +14,7 @@ from scipy.optimize import minimize
 
 from core.data.datasets import load_oaks
 from core.fit import model, strategies
-from core.run.runtime import configure
+from core.machine.runtime import configure
 from core.spec import OptimizerSpec
 
 import reference_pln as ref

@@ -19,7 +19,7 @@ import pytest
 from core.data.counts import DataError
 from core.data.datasets import simulate
 from core.fit import model, sharding, strategies
-from core.run.runtime import configure
+from core.machine.runtime import configure
 from core.spec import OptimizerSpec
 
 from project import TESTS

@@ -11,7 +11,7 @@ import pytest
 from core.data.datasets import simulate
 from core.fit import model, strategies
 from core.fit.strategies.base import FIRST_STOP
-from core.run.runtime import configure
+from core.machine.runtime import configure
 from core.spec import GRADIENT_OPTIMIZERS, OPTIMIZERS, FitSpec, OptimizerSpec, SpecError, refusal
 
 ITERATIONS = 200

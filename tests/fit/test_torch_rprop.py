@@ -7,7 +7,7 @@ import optax
 import pytest
 
 from core.fit.torch_rprop import STEP_SIZES, torch_rprop
-from core.run.runtime import configure
+from core.machine.runtime import configure
 
 STEPS = 40
 

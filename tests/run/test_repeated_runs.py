@@ -17,8 +17,8 @@ import sys
 import pytest
 
 from core.fit import catalog
+from core.machine.compilations import CompileCounter
 from core.run import engine
-from core.run.compilations import CompileCounter
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, refusal
 
 from project import ROOT
@@ -69,9 +69,10 @@ def test_a_repeated_run_compiles_nothing_and_adds_no_mappings(precision):
 
 SCENARIO = """
 import sys
-from core.run.host import native_settings
+from core.machine.host import native_settings
 native_settings()
-from core.run import engine, runtime
+from core.machine import runtime
+from core.run import engine
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec
 runtime.configure()
 spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=60, p=8), strategy="eager", iterations=40, repeats=2,
@@ -97,9 +98,10 @@ def test_a_cold_compile_then_normal_runs_stay_bounded(optimizer, tmp_path):
 
 
 FRESH_PROCESS = """
-from core.run.host import native_settings
+from core.machine.host import native_settings
 native_settings()
-from core.run import engine, runtime
+from core.machine import runtime
+from core.run import engine
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec
 runtime.configure()
 for strategy in ("eager", "scan"):

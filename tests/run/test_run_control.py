@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from core.fit import strategies
-from core.run import engine, memory_estimate, prepared
-from core.run.device_queue import DeviceQueue, default_queue
+from core.machine import memory_estimate
+from core.machine.device_queue import DeviceQueue, default_queue, device_lock
+from core.run import engine, prepared, stored_run
 from core.run.progress import Cancelled
 from core.spec import DatasetSpec, FitSpec, SpecError
-from core.store import stored_run
 from core.store.run_store import RunStore
 
 TINY = DatasetSpec(kind="simulated", n=44, p=6, d=2, seed=3)  # shapes no other test compiles
@@ -63,7 +63,7 @@ def test_cancel_while_queued_gives_up_the_place():
             waits.append(progress)
             cancel.set()
 
-    with engine.device_lock("cpu", "someone else's run"):
+    with device_lock("cpu", "someone else's run"):
         with pytest.raises(Cancelled, match="waiting"):
             engine.run(_spec(), on_progress=on_progress, cancel=cancel)
         assert [t.label for t in default_queue().entries("cpu")] == ["someone else's run"]
@@ -74,7 +74,7 @@ def test_a_run_waits_for_the_holder_and_records_the_wait(tmp_path):
     queue_holder_done = threading.Event()
 
     def hold():
-        with engine.device_lock("cpu", "holder"):
+        with device_lock("cpu", "holder"):
             time.sleep(1.0)
         queue_holder_done.set()
 

@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import pytest
 
-from core.run.result import RunResult
+from core.results.result import RunResult
 from core.spec import FitSpec
 from core.store import schema as store_schema
 from core.store.run_store import DEFAULT_DB_ENV, IMPORTED, RunStore, StoreError, default_db_path

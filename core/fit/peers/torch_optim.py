@@ -5,7 +5,7 @@ state)`, with updates to be *added* to the parameters. Parameters, gradients and
 are tuples of tensors so that `torch.compile` traces them as plain inputs; the step
 count is a tensor, not a Python int, so a compiled step is not specialised to it.
 
-Scalars follow optax's dtypes: with float64 enabled (`core.run.runtime.configure`), optax
+Scalars follow optax's dtypes: with float64 enabled (`core.machine.runtime.configure`), optax
 computes b^t, RAdam's rectification and the bias corrections in float64 and casts the
 bias corrections and the rectification to the parameters' dtype before using them.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from core.run import outcome
+from core.results import outcome
 from core.spec import FitSpec
 
 STATUSES = ("ok", "diverged", "interrupted", "timed_out")
@@ -26,7 +26,7 @@ CACHE_STATES = ("compiled", "memory", "disk", "none")
 
 def met_tolerance(elbo: np.ndarray, spec: FitSpec) -> bool:
     """Whether a fit of `spec` whose ELBO curve is `elbo` stopped at its tolerance
-    (`core.run.outcome.judge`'s `converged`)."""
+    (`core.results.outcome.judge`'s `converged`)."""
     return outcome.judge(elbo, spec.tol, spec.iterations).converged is True
 
 
@@ -73,7 +73,7 @@ class Measurement:
         times: seconds of each timed steady-state call.
         shape: (n, p, d) of the data fitted.
         optimizer, lr, init: what actually ran (pyplnmodels ignores the spec's).
-        timed_out: the run passed its time budget (`core.run.budget`) and stopped early:
+        timed_out: the run passed its time budget (`core.machine.budget`) and stopped early:
             `elbo` is the curve so far and `times` the repeats that finished (maybe none).
         warnings: what the runnable itself knows a reader of its numbers must be told.
     """
@@ -113,7 +113,7 @@ class RunResult:
         strategy, dataset, n, p, d, precision, device, iterations, optimizer, lr, init,
         repeats, tol: the spec, flattened for tables ("dataset" is its label).
         status: "ok", "diverged" (an ELBO not finite, or ending orders of magnitude below
-            its start: see `core.run.outcome`), "interrupted" (killed mid-run) or
+            its start: see `core.results.outcome`), "interrupted" (killed mid-run) or
             "timed_out" (stopped past the server's time budget: the curve so far, the
             repeats that finished; timings 0 when none did).
         error: for "diverged" and "timed_out", where and what; else None.
@@ -224,7 +224,7 @@ class RunResult:
         """Whether the fit stopped at `tol`: before its last iteration (the strategies stop
         only there, on a float64-accumulated ELBO that the trace may round), or with its last
         relative ELBO change under `tol`; None when `tol` is 0 (a fixed number of iterations
-        was asked for) or the fit did not finish well (see `core.run.outcome`)."""
+        was asked for) or the fit did not finish well (see `core.results.outcome`)."""
         if self.tol <= 0 or self.final_change is None or self.status != "ok":
             return None
         return self.iterations_run < self.iterations or self.final_change < self.tol

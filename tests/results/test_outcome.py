@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from core.run import outcome
-from core.run.result import Measurement, RunResult, cache_label, is_cache_label
+from core.results import outcome
+from core.results.result import Measurement, RunResult, cache_label, is_cache_label
 from core.spec import FitSpec
 
 NAN = float("nan")

@@ -21,8 +21,8 @@ import jaxlib
 import numpy
 import optax
 
-from core.run import compilations
-from core.run.host import default_cache_dir
+from core.machine import compilations
+from core.machine.host import default_cache_dir
 from core.spec import SpecError
 
 

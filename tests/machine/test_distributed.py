@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from core.run import distributed
+from core.machine import distributed
 from core.spec import SpecError
 
 from project import ROOT

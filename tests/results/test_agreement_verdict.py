@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 
-from core.run import agreement
+from core.results import agreement
 
 
 def _runs(finals, optimizer="rprop", precision="float64", final_change=1e-3, **extra):

@@ -2,7 +2,7 @@
 
 The estimate counts what a fit holds at its peak on the device, fitted to XLA's own memory
 analysis (arguments + temporaries + outputs not written over the arguments) of the
-compiled fits at shapes from n >> p to p >> n (`tests/run/test_memory_estimate.py`
+compiled fits at shapes from n >> p to p >> n (`tests/machine/test_memory_estimate.py`
 compares the two), with a margin:
 
 - n x p arrays: Y and O (2), M and S (2), the optimizer's two moments or step sizes for
@@ -26,7 +26,7 @@ import os
 from typing import NamedTuple
 
 from core.fit import catalog
-from core.run import runtime
+from core.machine import runtime
 from core.spec import FitSpec, SpecError
 
 # Arrays alive at the peak, by shape (see the module docstring).

@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from core.results.result import RunResult
 from core.run import engine
-from core.run.result import RunResult
 from core.store.records import StoreError
 from core.store.run_store import RunStore
 

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from core.run import budget, engine, prepared
+from core.machine import budget
+from core.run import engine, prepared, stored_run
 from core.run.progress import Cancelled
 from core.spec import DatasetSpec, FitSpec, SpecError
-from core.store import stored_run
 from core.store.run_store import RunStore
 
 TINY = DatasetSpec(kind="simulated", n=44, p=6, d=2, seed=3)

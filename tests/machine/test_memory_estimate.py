@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from core.inspect.xla_analysis import normalise_memory
-from core.run import memory_estimate, prepared
+from core.machine import memory_estimate
+from core.run import prepared
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec
 
 # (n, p, d): tall, square with covariates, wide (p x p dominates).

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from core.run.spread import NOT_SIGNIFICANT, Spread, ratio, speedup, times, value_range
+from core.results.spread import NOT_SIGNIFICANT, Spread, ratio, speedup, times, value_range
 
 
 def test_a_speedup_spans_the_extremes_of_both_ranges():

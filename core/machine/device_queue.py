@@ -3,7 +3,7 @@ every thread and process (dashboard sessions, command-line runs, benchmarks).
 
 Each waiter writes a ticket into the platform's folder under the queue directory;
 tickets are served in the order they were written. A ticket is a lease
-(`core.run.lease`): its owner holds a lock on the ticket file that the kernel releases
+(`core.machine.lease`): its owner holds a lock on the ticket file that the kernel releases
 when the owner dies, however it dies, so a ticket is alive exactly while its owner is,
 whatever its process id says (in a container every server is pid 1). Tickets written
 under another kernel (a queue folder shared between machines) are alive while their
@@ -11,7 +11,7 @@ heartbeat moves. Dead tickets are removed by whoever lists the queue. The one at
 head then takes an exclusive `flock` on the platform's lock file for the timed section.
 
 The queue directory is $PLNLAB_QUEUE_DIR, else `queue/` beside JAX's compilation cache
-(`core.run.host.default_cache_dir()`): every process of one user shares it; point
+(`core.machine.host.default_cache_dir()`): every process of one user shares it; point
 PLNLAB_QUEUE_DIR at one folder to share it between users of a host.
 """
 
@@ -28,12 +28,15 @@ import time
 import uuid
 from typing import Callable, Iterator
 
-from core.run import lease
-from core.run.host import default_cache_dir
-from core.run.progress import Cancelled
+from core.machine import lease
+from core.machine.host import default_cache_dir
 
 QUEUE_DIR_ENV = "PLNLAB_QUEUE_DIR"
 POLL_S = 0.05
+
+
+class Cancelled(Exception):
+    """The run was cancelled (while queued or running); nothing was stored."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +51,7 @@ class Ticket:
         host, pid: the process that holds the ticket (shown, never used to judge it).
         enqueued_at: epoch seconds of arrival.
         started_at: epoch seconds the lock was taken, or None while waiting.
-        kernel: `core.run.lease.kernel_id()` of the holder's machine.
+        kernel: `core.machine.lease.kernel_id()` of the holder's machine.
     """
 
     ticket: str
@@ -88,7 +91,7 @@ class DeviceQueue:
     Args:
         directory: where tickets and lock files live (default: `default_queue_dir()`).
         expiry_s: seconds the heartbeat of a ticket from another machine may stand
-            still before the ticket is taken for dead (`core.run.lease.Watcher`).
+            still before the ticket is taken for dead (`core.machine.lease.Watcher`).
     """
 
     def __init__(self, directory: str | os.PathLike | None = None, expiry_s: float = lease.EXPIRY_S) -> None:
@@ -175,3 +178,11 @@ def default_queue() -> DeviceQueue:
     if _default is None or _default.directory != directory:
         _default = DeviceQueue(directory)
     return _default
+
+
+@contextlib.contextmanager
+def device_lock(platform: str, label: str = "measuring the machine", owner: str = "dashboard"):
+    """Hold `platform` on this host for other work that would distort timings (inspecting,
+    measuring peaks): it queues with the timed runs."""
+    with default_queue().hold(platform, label, owner):
+        yield

@@ -10,8 +10,9 @@ import pytest
 
 from core.bench import solve
 from core.bench import time_to_solution as tts
-from core.run import engine, reach
-from core.run.result import RunResult, met_tolerance
+from core.results import reach
+from core.results.result import RunResult, met_tolerance
+from core.run import engine
 from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec, SpecError
 from core.store.run_store import RunStore
 

@@ -1,0 +1,1 @@
+"""The machine a run holds: JAX runtime and processes, device queue, leases, time budget, memory, compile counts."""
