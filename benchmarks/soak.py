@@ -203,7 +203,7 @@ def _one_click(page, store, rng, index: int) -> None:
         _toggle_strategy(page, rng)
     cold = page.get_by_role("switch", name="Compile from scratch")
     if cold.count() and cold.is_checked() != (rng.random() < 0.15):
-        cold.click()
+        page.get_by_text("Compile from scratch", exact=True).click()  # the switch's input is drawn over
         wait_painted(page, 120_000)
     for name, typed in (("Iterations", iterations), ("Repeats", 1)):
         shown = page.get_by_role("spinbutton", name=name).input_value()
@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
             if failure:
                 break
             pids = worker_pids(server.pid)
-            first_workers = first_workers if first_workers is not None else len(pids)
+            first_workers = first_workers or len(pids)  # the cluster starts as the first page opens
             workers_seen.update(pids)
             samples.append({"t": time.time() - start, "rss": rss_mb(server.pid), "maps": map_count(server.pid),
                             "runs": store.count(), "workers": len(pids)})

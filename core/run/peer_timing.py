@@ -213,7 +213,7 @@ def _device_kind(device) -> str:
 
 def _versions(device, pyplnmodels: bool = False) -> dict[str, Any]:
     versions = {
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a TorchVersion: unpickled, it would import torch in the server
         "torch_cuda": torch.version.cuda,
         "torch_threads": torch.get_num_threads(),
         "numpy": np.__version__,

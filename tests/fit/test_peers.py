@@ -2,6 +2,7 @@
 
 import dataclasses
 import functools
+import pickle
 import subprocess
 import sys
 
@@ -72,6 +73,21 @@ def test_listing_what_can_run_imports_neither_torch_nor_pyplnmodels():
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize("name", ["scan", "torch_eager", "pyplnmodels"])
+def test_a_result_unpickles_without_the_library_that_made_it(name, tmp_path):
+    """A worker's result reaches the server pickled: a torch or JAX object in it (torch's
+    version string is one) would import the library into the server when unpickled."""
+    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4), strategy=name, iterations=5, repeats=1,
+                   optimizer=OptimizerSpec("seed"), init="seed", tol=0.0)
+    (tmp_path / "result.pickle").write_bytes(pickle.dumps(engine.run(spec)))
+    code = ("import pickle, sys\n"
+            f"result = pickle.loads(open({str(tmp_path / 'result.pickle')!r}, 'rb').read())\n"
+            "loaded = [m for m in ('torch', 'jax', 'jaxlib', 'pyPLNmodels') if m in sys.modules]\n"
+            "assert not loaded, loaded\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-1000:]
 
 
 def test_describe_names_every_peer():
