@@ -82,20 +82,21 @@ class Measurement:
     times: list[float]
     shape: tuple[int, int, int]
     transfer_s: float
-    trace_lower_s: float
-    compile_s: float
     first_call_s: float
-    compile_count: int
-    disk_cache_hits: int
-    recompile_count: int
-    cache: str
-    devices: int
-    processes: int
     device_kind: str
     versions: dict[str, Any]
     optimizer: str
     lr: float
     init: str
+    # What a fit that compiles nothing ahead on one device (a peer) measures.
+    trace_lower_s: float = 0.0
+    compile_s: float = 0.0
+    compile_count: int = 0
+    disk_cache_hits: int = 0
+    recompile_count: int = 0
+    cache: str = "none"
+    devices: int = 1
+    processes: int = 1
     chunk_iterations: int = 0
     timed_out: bool = False
     from_scratch: bool = False
@@ -257,44 +258,27 @@ class RunResult:
                      f"(PLNLAB_MAX_RUN_SECONDS): {len(trace):,} of {spec.iterations:,} iterations in the first "
                      f"call, {len(measurement.times)} of {spec.repeats} timed repeats")
         return cls(
-            time_to_solution_s=run_s if status == "ok" and measurement.times and ended.converged else None,
-            spec=spec.to_dict(), spec_key=spec.key, strategy=spec.strategy, dataset=spec.dataset.label,
-            n=n, p=p, d=d, precision=spec.precision, device=spec.device, iterations=spec.iterations,
-            optimizer=measurement.optimizer, lr=measurement.lr, init=measurement.init, repeats=spec.repeats,
-            tol=spec.tol,
-            status=status,
-            error=error,
-            diverged_at=ended.diverged_at,
-            iterations_run=len(trace),
-            transfer_s=measurement.transfer_s,
-            trace_lower_s=measurement.trace_lower_s,
-            compile_s=measurement.compile_s,
-            first_call_s=measurement.first_call_s,
-            run_s=run_s,
-            run_s_min=min(times),
-            run_s_max=max(times),
-            per_iter_ms=1e3 * run_s / max(1, len(measurement.elbo)),
-            compile_count=measurement.compile_count,
-            disk_cache_hits=measurement.disk_cache_hits,
-            recompile_count=measurement.recompile_count,
-            cache=measurement.cache,
-            final_elbo=float(trace[-1]) if len(trace) else None,
+            **{name: getattr(measurement, name) for name in _KEPT_AS_MEASURED},
+            **{name: getattr(spec, name) for name in _FROM_SPEC},
+            spec=spec.to_dict(), spec_key=spec.key, dataset=spec.dataset.label, n=n, p=p, d=d,
+            status=status, error=error, diverged_at=ended.diverged_at, final_change=ended.final_change,
+            iterations_run=len(trace), final_elbo=float(trace[-1]) if len(trace) else None,
             elbo=[float(v) for v in trace],
-            devices=measurement.devices,
-            processes=measurement.processes,
-            device_kind=measurement.device_kind,
-            versions=measurement.versions,
-            queue_wait_s=queue_wait_s,
-            chunk_iterations=measurement.chunk_iterations,
-            timed_start=timed_window[0],
-            timed_end=timed_window[1],
-            created_at=time.time(),
-            from_scratch=int(measurement.from_scratch),
-            final_change=ended.final_change,
-            warnings=[*warnings, *measurement.warnings],
+            run_s=run_s, run_s_min=min(times), run_s_max=max(times),
+            per_iter_ms=1e3 * run_s / max(1, len(measurement.elbo)),
+            time_to_solution_s=run_s if status == "ok" and measurement.times and ended.converged else None,
+            queue_wait_s=queue_wait_s, timed_start=timed_window[0], timed_end=timed_window[1], created_at=time.time(),
+            from_scratch=int(measurement.from_scratch), warnings=[*warnings, *measurement.warnings],
         )
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RunResult:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in names})
+
+
+# The fields a run keeps as its measurement measured them (same name, same meaning), and those
+# it takes from its spec as they are; `RunResult.measured` derives the others.
+_DERIVED = ("elbo", "times", "shape", "timed_out", "from_scratch", "warnings")
+_KEPT_AS_MEASURED = tuple(f.name for f in dataclasses.fields(Measurement) if f.name not in _DERIVED)
+_FROM_SPEC = ("strategy", "precision", "device", "iterations", "repeats", "tol")

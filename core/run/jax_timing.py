@@ -22,6 +22,7 @@ from core.run import progress
 from core.run.cold_compile import from_scratch
 from core.run.prepared import ExecutableCache, prepare, timed
 from core.run.progress import Progress, ProgressCallback
+from core.run.repeats import steady_state
 from core.spec import FitSpec
 
 
@@ -50,23 +51,16 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
             lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between_steps))
     elbo = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
     del output, start  # the final state is not needed: free its buffers before the repeats
-    times = []
+
+    def repeat(r: int) -> tuple[float, bool]:
+        start = jax.block_until_ready(strategy.fresh_state(prep.state))
+        between = (progress.repeat_reporter(report, r, spec.repeats, cancel, budget)
+                   if between_steps is not None else None)
+        output, seconds = timed(lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between))
+        return seconds, not (budget is not None and budget.passed and int(output.iterations_run) < elbo.size)
+
     with CompileCounter() as repeat_counter, jax.default_device(prep.device):
-        for r in range(spec.repeats):
-            progress.check(cancel)
-            if budget is not None and budget.over():
-                break
-            report(Progress("repeat", r, spec.repeats))
-            start = jax.block_until_ready(strategy.fresh_state(prep.state))
-            between = (progress.repeat_reporter(report, r, spec.repeats, cancel, budget)
-                       if between_steps is not None else None)
-            output, seconds = timed(
-                lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between))
-            if budget is not None and budget.passed and int(output.iterations_run) < elbo.size:
-                break  # stopped partway by the budget: not a whole repeat
-            del output
-            times.append(seconds)
-    report(Progress("done", spec.repeats, spec.repeats))
+        times = steady_state(spec.repeats, repeat, report, cancel, budget)
     compilation = prep.compilation
     compile_count = compilation.compile_count + first_counter.compiles
     disk_cache_hits = compilation.disk_cache_hits + first_counter.disk_hits

@@ -39,6 +39,7 @@ from core.machine.budget import Budget
 from core.results.result import Measurement
 from core.run import progress
 from core.run.progress import Progress, ProgressCallback
+from core.run.repeats import steady_state
 from core.spec import FitSpec, SpecError
 
 # pyPLNmodels' ELBO is its own code's: in float32 it sums and assembles in float32, which the
@@ -131,18 +132,13 @@ def _measure_torch(spec: FitSpec, counts, device, report, cancel, live, budget) 
     report(Progress("first_call", 0, spec.iterations))
     trace, first_call_s = timed(live)
     first = _delta(_dynamo_counts(), counts_before) if compiled else None
-    times = []
-    for r in range(spec.repeats):
-        progress.check(cancel)
-        if _over(budget):
-            break
-        report(Progress("repeat", r, spec.repeats))
+
+    def repeat(r: int) -> tuple[float, bool]:
         repeat_trace, seconds = timed(progress.repeat_reporter(report, r, spec.repeats, cancel, budget))
-        if len(repeat_trace) < len(trace):
-            break  # stopped partway by the budget: not a whole repeat
-        times.append(seconds)
+        return seconds, len(repeat_trace) >= len(trace)
+
+    times = steady_state(spec.repeats, repeat, report, cancel, budget)
     repeats = _delta(_dynamo_counts(), counts_before) if compiled else None
-    report(Progress("done", spec.repeats, spec.repeats))
     if compiled:
         compile_count = first["graphs"]
         recompile_count = repeats["graphs"] - first["graphs"]
@@ -156,9 +152,9 @@ def _measure_torch(spec: FitSpec, counts, device, report, cancel, live, budget) 
         cache, compile_s = "none", 0.0
     return Measurement(
         elbo=trace.detach().cpu().numpy().astype(np.float64), times=times, shape=(counts.n, counts.p, counts.d),
-        transfer_s=transfer_s, trace_lower_s=0.0, compile_s=compile_s, first_call_s=first_call_s,
+        transfer_s=transfer_s, compile_s=compile_s, first_call_s=first_call_s,
         compile_count=compile_count, disk_cache_hits=int(cache == "disk"), recompile_count=recompile_count,
-        cache=cache, devices=1, processes=1, device_kind=_device_kind(device), versions=_versions(device),
+        cache=cache, device_kind=_device_kind(device), versions=_versions(device),
         optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init, timed_out=bool(budget and budget.passed),
     )
 
@@ -180,28 +176,22 @@ def _measure_pyplnmodels(spec: FitSpec, counts, device, report, cancel, live, bu
     model, first_call_s, diverged = peer.timed_fit(counts, device, spec.precision, spec.iterations, sync,
                                                     on_iteration, spec.tol)
     stirling = diverged if diverged is not None else peer.recorded_elbo(model)
-    times = []
-    # A diverged (or stopped) fit is not timed again: its steady state would be a different run.
-    for r in range(spec.repeats if diverged is None else 0):
-        progress.check(cancel)
-        if _over(budget):
-            break
-        report(Progress("repeat", r, spec.repeats))
+
+    def repeat(r: int) -> tuple[float, bool]:
         _, seconds, stopped = peer.timed_fit(counts, device, spec.precision, spec.iterations, sync,
                                              lambda value: _over(budget), spec.tol)
-        if stopped is not None:
-            break  # stopped partway by the budget: not a whole repeat
-        times.append(seconds)
-    report(Progress("done", spec.repeats, spec.repeats))
+        return seconds, stopped is None
+
+    # A diverged (or stopped) fit is not timed again: its steady state would be a different run.
+    times = steady_state(spec.repeats if diverged is None else 0, repeat, report, cancel, budget)
     # pyPLNmodels' own algorithm (torch.optim.Rprop on M, S; B and Sigma profiled; its
     # log-counts init inside the timed fit); a fit that stopped on a non-finite ELBO is not
     # timed again, so its one time stands for the repeats; one stopped by its budget has none.
     timed_out = bool(budget and budget.passed)
     return Measurement(
         elbo=peer.exact_elbo(stirling, counts.counts), times=times if times or timed_out else [first_call_s],
-        shape=(counts.n, counts.p, counts.d), transfer_s=transfer_s, trace_lower_s=0.0, compile_s=0.0,
-        first_call_s=first_call_s, compile_count=0, disk_cache_hits=0, recompile_count=0, cache="none",
-        devices=1, processes=1, device_kind=_device_kind(device), versions=_versions(device, pyplnmodels=True),
+        shape=(counts.n, counts.p, counts.d), transfer_s=transfer_s, first_call_s=first_call_s,
+        device_kind=_device_kind(device), versions=_versions(device, pyplnmodels=True),
         optimizer=peer.OPTIMIZER, lr=peer.LEARNING_RATE, init=peer.INIT, timed_out=timed_out,
         warnings=[FLOAT32_PYPLNMODELS] if spec.precision == "float32" else [],
     )
