@@ -10,6 +10,7 @@ import pathlib
 import pytest
 
 from core.fit import algorithms, catalog, peers, strategies
+from core.fit.peers.torch_optim import TWINS
 from core.spec import FitSpec, OptimizerSpec, SpecError
 
 from project import ROOT
@@ -26,6 +27,8 @@ def test_the_registries_build_what_the_catalog_lists():
         assert entry.description and entry.summary.endswith("."), name
     for name, optimizer in catalog.OPTIMIZERS.items():
         assert algorithms.make(OptimizerSpec(name)).family == optimizer.family
+    # The PyTorch twins run every optimizer the gradient family has, as the peers promise.
+    assert set(TWINS) == set(catalog.optimizer_names(catalog.GRADIENT))
 
 
 def test_descriptions_are_the_strategy_modules_docstrings():

@@ -147,12 +147,16 @@ def rprop(lr: float, min_step: float = RPROP_MIN_STEP, max_step: float = RPROP_M
     return TorchTransformation(init, update)
 
 
+# The PyTorch twins of the gradient family's transformations (`core.fit.optim.TRANSFORMATIONS`).
+TWINS: dict[str, Callable[[OptimizerSpec], TorchTransformation]] = {
+    "seed": lambda spec: scale_by_radam_neg_clip(),
+    "adam": lambda spec: adam(float(spec.lr)),
+    "rprop": lambda spec: rprop(float(spec.lr)),
+}
+
+
 def make_torch_optimizer(spec: OptimizerSpec) -> TorchTransformation:
     """The PyTorch twin of `core.fit.optim.make_optimizer(spec)`."""
-    if spec.name == "seed":
-        return scale_by_radam_neg_clip()
-    if spec.name == "adam":
-        return adam(float(spec.lr))
-    if spec.name == "rprop":
-        return rprop(float(spec.lr))
-    raise ValueError(f"unknown optimizer {spec.name!r}")
+    if spec.name not in TWINS:
+        raise ValueError(f"unknown optimizer {spec.name!r}")
+    return TWINS[spec.name](spec)
