@@ -9,10 +9,14 @@ exception, e.g. a page that stops) is sent to the task, which stops at its next 
 
 A worker that dies while running the task (killed, out of memory, crashed) raises
 `core.cluster.errors.WorkerDied` with what is known of it: the run is lost, nothing else is.
+A task that was only waiting in that worker's queue (Dask hands a worker more than it runs
+at once, and fails them all with it) never ran: it is sent again, and waits for a worker as
+before, so the death costs only the run that was running.
 """
 
 from __future__ import annotations
 
+import itertools
 import socket
 import threading
 import time
@@ -44,62 +48,87 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
         Cancelled: `cancel` was set before the task finished.
     """
     token = uuid.uuid4().hex
-    key = f"{channel.KEY_PREFIX}{function.__name__}-{token}"
     inbox = cluster.board.listen(token)
-    cluster.board.announce(key, kind="queued", label=label, owner=owner, platform=platform,
-                           host=socket.gethostname(), at=time.time())
     report = on_progress or (lambda progress: None)
-    future = cluster.client.submit(function, *args, token=token, label=label, key=key, pure=False, retries=0,
-                                   resources={worker_setup.resource(platform): 1})
-    finished = threading.Event()
-    future.add_done_callback(lambda _: finished.set())
+
+    def submit(attempt: int):
+        key = f"{channel.KEY_PREFIX}{function.__name__}-{token}" + (f"-{attempt}" if attempt else "")
+        cluster.board.announce(key, kind="queued", label=label, owner=owner, platform=platform,
+                               host=socket.gethostname(), at=time.time())
+        return cluster.client.submit(function, *args, token=token, label=label, key=key, pure=False, retries=0,
+                                     resources={worker_setup.resource(platform): 1})
+
+    future = submit(0)
     started: dict[str, Any] = {}
     asked_to_cancel = False
     waited_from = last_report = time.monotonic()
     latest: Progress | None = None
     try:
-        while True:
-            while not inbox.empty():
-                message = inbox.get()
-                if message["kind"] == "started":
-                    started = message
-                elif message["kind"] == "progress":
-                    latest, last_report = channel.decode_progress(message), time.monotonic()
-                    report(latest)
-            if future.done():
-                break
-            if cancel is not None and cancel.is_set() and not asked_to_cancel:
-                asked_to_cancel = True
-                Event(channel.cancel_name(token), client=cluster.client).set()
-                if not started:
-                    raise Cancelled("cancelled while waiting for a worker; nothing was stored")
-            now = time.monotonic()
-            if now - last_report >= QUEUED_EVERY_S:
-                # While it waits, where it stands in the queue; while it runs quietly (a long
-                # compiled call), its latest report again: each is a point where a page can stop.
-                last_report = now
-                if not started:
-                    report(Progress("queued", ahead=tuple(cluster.board.ahead_of(key, platform)),
-                                    waited_s=now - waited_from))
-                elif latest is not None:
-                    report(latest._replace(elbo=None))  # not a new point of its curve
-            finished.wait(POLL_S)
-        try:
-            return future.result()
-        except (KilledWorker, channel.RanBefore, FutureCancelledError) as lost:
-            _forget_events(cluster, token)  # the task will not run again: nobody else clears them
-            if isinstance(lost, FutureCancelledError):
-                if asked_to_cancel:
-                    raise Cancelled("cancelled; nothing was stored") from None
-                raise _died(started, "the cluster dropped it (its scheduler restarted or the connection was "
-                                     "lost)") from None
-            raise _died(started, "the worker process running it died (killed, out of memory or "
-                                 "crashed)") from None
+        for attempt in itertools.count(1):
+            finished = threading.Event()
+            future.add_done_callback(lambda _, finished=finished: finished.set())
+            while True:
+                while not inbox.empty():
+                    message = inbox.get()
+                    if message["kind"] == "started":
+                        started = message
+                    elif message["kind"] == "progress":
+                        latest, last_report = channel.decode_progress(message), time.monotonic()
+                        report(latest)
+                if future.done():
+                    break
+                if cancel is not None and cancel.is_set() and not asked_to_cancel:
+                    asked_to_cancel = True
+                    Event(channel.cancel_name(token), client=cluster.client).set()
+                    if not started:
+                        raise Cancelled("cancelled while waiting for a worker; nothing was stored")
+                now = time.monotonic()
+                if now - last_report >= QUEUED_EVERY_S:
+                    # While it waits, where it stands in the queue; while it runs quietly (a long
+                    # compiled call), its latest report again: each is a point where a page can stop.
+                    last_report = now
+                    if not started:
+                        report(Progress("queued", ahead=tuple(cluster.board.ahead_of(future.key, platform)),
+                                        waited_s=now - waited_from))
+                    elif latest is not None:
+                        report(latest._replace(elbo=None))  # not a new point of its curve
+                finished.wait(POLL_S)
+            try:
+                return future.result()
+            except KilledWorker:
+                if not started and not _ever_started(cluster, token):
+                    # Lost from the dead worker's queue before it ran: the same task, sent again.
+                    cluster.board.announce(future.key, kind="dropped")
+                    future.release()
+                    future = submit(attempt)
+                    continue
+                _forget_events(cluster, token)  # the task will not run again: nobody else clears them
+                raise _died(started, "the worker process running it died (killed, out of memory or "
+                                     "crashed)") from None
+            except (channel.RanBefore, FutureCancelledError) as lost:
+                _forget_events(cluster, token)
+                if isinstance(lost, FutureCancelledError):
+                    if asked_to_cancel:
+                        raise Cancelled("cancelled; nothing was stored") from None
+                    raise _died(started, "the cluster dropped it (its scheduler restarted or the connection was "
+                                         "lost)") from None
+                raise _died(started, "the worker process running it died (killed, out of memory or "
+                                     "crashed)") from None
     finally:
         cluster.board.forget(token)
         if not future.done():  # cancelled, or the caller stopped (a page left): the task stops too
             _stop(cluster, future, token, started)
         future.release()
+
+
+def _ever_started(cluster: Cluster, token: str) -> bool:
+    """Whether the task marked itself started on the scheduler (`channel.TaskChannel`): the
+    mark is set before a fit begins, so a task without it never ran; its own report may not
+    have arrived yet."""
+    try:
+        return Event(channel.started_name(token), client=cluster.client).is_set()
+    except Exception:  # noqa: BLE001 - the scheduler cannot say: take it as run (never timed twice)
+        return True
 
 
 def _stop(cluster: Cluster, future, token: str, started: dict) -> None:

@@ -69,6 +69,9 @@ def cluster_or_stop() -> connection.Cluster:
 
 
 _devices_seen: tuple[float, dict[str, Any]] | None = None
+# Every platform a worker of this server's cluster has offered: while its worker restarts (a
+# crash, a recycle), a run for it waits for the fresh one instead of being refused.
+_platforms_served: set[str] = set()
 
 
 def devices() -> dict[str, Any]:
@@ -93,6 +96,7 @@ def devices() -> dict[str, Any]:
             found["kinds"].add(facts.get("kinds", {}).get(platform, platform))
             found["hosts"].add(facts.get("host", "?"))
     available = [platform for platform in DEVICES if platform in served]
+    _platforms_served.update(available)
     kinds = {platform: f"{', '.join(sorted(found['kinds']))} on {', '.join(sorted(found['hosts']))}"
              for platform, found in served.items() if platform in available}
     missing = {platform: "no worker of the cluster has one" for platform in DEVICES if platform not in served}
@@ -105,9 +109,10 @@ def devices() -> dict[str, Any]:
 
 
 def check_device(platform: str) -> None:
-    """SpecError when no worker offers `platform` (before anything runs)."""
+    """SpecError when no worker offers `platform`, nor ever did (before anything runs): a
+    run for a platform whose worker is restarting waits in the cluster's queue for it."""
     available = devices()["available"]
-    if platform not in available:
+    if platform not in available and platform not in _platforms_served:
         raise SpecError(f"device {platform!r} is not available on this cluster's workers; available: "
                         f"{', '.join(available) or 'none yet'}")
 

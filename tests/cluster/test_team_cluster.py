@@ -170,6 +170,34 @@ def test_a_killed_worker_costs_its_own_run_and_the_command_line_says_so(tmp_path
             cluster.close()
 
 
+def test_a_killed_worker_costs_only_the_run_it_ran_not_those_queued_behind_it(team, tmp_path):
+    """With no retries (allowed-failures 0), Dask fails every task the dead worker held, the
+    ones only waiting in its queue too: those never ran, and are sent again."""
+    store = RunStore(tmp_path / "runs.sqlite3")
+    victim = _worker(team)["pid"]
+    outcomes: dict[str, object] = {}
+
+    def session(name: str, spec: FitSpec) -> None:
+        try:
+            outcomes[name] = stored.run_and_store(team, store, spec).status
+        except RunInterrupted as lost:
+            outcomes[name] = lost.result.status
+
+    running = threading.Thread(target=session, args=("running", LONG))
+    running.start()
+    _wait_for(lambda: team.board.entries("cpu")[0].started_at, 120)
+    queued = [threading.Thread(target=session, args=(f"queued {i}", TINY)) for i in range(2)]
+    for thread in queued:
+        thread.start()
+    _wait_for(lambda: len(team.board.entries("cpu")) == 3, 60)
+    time.sleep(1.0)  # into the first call; the two others wait behind it
+    os.kill(victim, signal.SIGKILL)
+    for thread in (running, *queued):
+        thread.join(300)
+    assert outcomes == {"running": "interrupted", "queued 0": "ok", "queued 1": "ok"}
+    assert [r.status for r in store.list()].count("interrupted") == 1
+
+
 def _wait_for(condition, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
