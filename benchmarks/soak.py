@@ -504,6 +504,9 @@ def main(argv: list[str] | None = None) -> int:
         failure = f"the server's memory kept growing: {rss_growth:.2f} MB/min after 5 minutes"
     if failure is None and maps_growth > args.max_maps_growth_per_min:
         failure = f"the server's memory mappings kept growing: {maps_growth:.1f}/min after 5 minutes"
+    if failure is None and len(tally.expected) > len(tally.kills):
+        failure = (f"{len(tally.expected)} runs interrupted by {len(tally.kills)} worker kills: a kill must cost "
+                   "only the run its worker was running")
     if failure is None and (overlaps or left_in_flight):
         failure = f"{overlaps} overlapping timed windows, {left_in_flight} runs left in flight"
     print(f"\nsoak {'FAILED: ' + failure if failure else 'passed'}")
