@@ -2,8 +2,9 @@
 measurement and pitfall demonstration runs on a worker and comes back as plain data.
 
 The pages are driven with AppTest (which runs them in the calling process, as the server
-does) in a fresh process, through every page and every button that computes, then that
-process lists what it has imported.
+does) in a fresh process, through every page and every button that computes (a PyTorch
+peer's run included: what comes back must unpickle without torch), then that process lists
+what it has imported.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from project import ROOT
 
 SESSION = """
+import re
 import sys
 from streamlit.testing.v1 import AppTest
 
@@ -30,8 +32,10 @@ at.sidebar.number_input(key="sb_sim_n").set_value(40)
 at.sidebar.number_input(key="sb_sim_p").set_value(5)
 at.sidebar.number_input(key="sb_iterations").set_value(10)
 at.sidebar.number_input(key="sb_repeats").set_value(1)
-at.pills(key="run_strategies").set_value(["eager", "scan"])
+at.pills(key="run_strategies").set_value(["eager", "scan", "torch_eager"])
 check(at.run())
+# The sidebar's devices are what the workers have: the CPU's kind, on the worker's host.
+assert any(re.search(r"\\d+ cores on \\S", c.value) for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
 check(at.button(key="run_go").click().run())
 assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"], [m.label for m in at.metric]
 check(at.switch_page("pages/story/page.py").run())
