@@ -11,7 +11,7 @@ from typing import Callable
 from core.bench import grid
 from core.bench import time_to_solution as tts
 from core.results.result import RunResult
-from core.spec import DatasetSpec, SpecError
+from core.spec import DEFAULTS, DatasetSpec, SpecError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Bench:
     device: str = "cpu"
     cold: bool = False
     tables: tuple[str, ...] = ("per-iteration", "time-to-solution")
-    solve_strategies: tuple[str, ...] = ("scan",)
+    solve_strategies: tuple[str, ...] = (DEFAULTS.strategy,)
     solve_optimizers: tuple[str, ...] = tts.DEFAULT_OPTIMIZERS
 
     def check(self) -> None:

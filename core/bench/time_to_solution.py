@@ -27,7 +27,7 @@ from core.data import datasets
 from core.results import reach
 from core.results.result import RunResult
 from core.run import stored_run
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec, SpecError
 
 PEER = "pyplnmodels"
 # Each optimizer's start (pyPLNmodels' algorithm from pyPLNmodels' start) and how many
@@ -75,7 +75,7 @@ class Solution(NamedTuple):
     timed: RunResult | None
 
 
-def contenders(strategies: Iterable[str] = ("scan",), optimizers: Iterable[str] = DEFAULT_OPTIMIZERS,
+def contenders(strategies: Iterable[str] = (DEFAULTS.strategy,), optimizers: Iterable[str] = DEFAULT_OPTIMIZERS,
                with_peer: bool = True) -> list[Contender]:
     """Every (strategy, optimizer) pair that can run, each optimizer from its start (`INITS`),
     and pyPLNmodels' own fit first."""

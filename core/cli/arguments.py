@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--tables", nargs="+", choices=BENCH_TABLES, default=list(BENCH_TABLES),
                        help="per-iteration: every strategy for a fixed number of iterations; time-to-solution: "
                             "iterations and seconds to within 1e-5 of the best ELBO, against pyPLNmodels")
-    bench.add_argument("--solve-strategies", nargs="+", default=["scan"],
+    bench.add_argument("--solve-strategies", nargs="+", default=[DEFAULTS.strategy],
                        help="time-to-solution: the strategies to run each optimizer under")
     bench.add_argument("--solve-optimizers", nargs="+", choices=OPTIMIZERS, default=None,
                        help="time-to-solution: default pyplnmodels_rprop lbfgs diagonal_newton preconditioned_lbfgs")

@@ -10,7 +10,7 @@ from core.cli import EXIT_OK
 from core.cli.arguments import check_strategies, dataset_spec, fit_spec
 from core.cli.output import StderrProgress, print_json, print_run, read_csv_saying_how
 from core.fit import catalog
-from core.spec import FitSpec, SpecError
+from core.spec import DEFAULTS, FitSpec, SpecError
 
 
 def command_run(args) -> int:
@@ -31,7 +31,7 @@ def command_run(args) -> int:
         raise SpecError("--coordinator, --num-processes and --process-id need --distributed")
     # Only sharded spans devices or fits data drawn on them: a default that always works.
     spans_devices = args.devices > 1 or args.dataset == "simulated_on_device"
-    args.strategy = args.strategy or ("sharded" if spans_devices else "scan")
+    args.strategy = args.strategy or ("sharded" if spans_devices else DEFAULTS.strategy)
     spec = fit_spec(args)
     # A CSV is read before the run so that its caps, memory and time are checked before it
     # queues for the device (its shape is unknown until read).

@@ -114,7 +114,7 @@ class Settings:
     def label(self) -> str:
         """`spec_summary` of these settings, or what is missing (markdown)."""
         try:
-            return spec_summary(self.fit_spec("scan"))
+            return spec_summary(self.fit_spec(FRONT_DOOR.strategy))
         except SpecError as exc:
             return md(exc)
 

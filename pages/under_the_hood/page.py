@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.cluster import submit, tasks
 from core.inspect import findings, pitfall_notes
-from core.spec import FitSpec, SpecError
+from core.spec import DEFAULTS, FitSpec, SpecError
 from pages.ui import resources, settings, state
 from pages.ui.display import guarded, si
 from pages.ui.text import md, public
@@ -160,7 +160,7 @@ st.caption("What a JIT strategy hands to XLA (source, jaxpr, StableHLO, optimize
 
 # Peers (pyPLNmodels, PyTorch) hand nothing to XLA: only JAX strategies can be inspected.
 summaries = {r.name: r.summary for r in resources.runnables() if r.inspectable}
-state.default("uth_strategy", "scan" if "scan" in summaries else next(iter(summaries)))
+state.default("uth_strategy", DEFAULTS.strategy if DEFAULTS.strategy in summaries else next(iter(summaries)))
 pick, go = st.columns([3, 1], vertical_alignment="bottom")  # room for the button at 1024 px
 strategy = pick.selectbox("Strategy", list(summaries), key="uth_strategy", persist_state="session",
                           help=resources.strategy_help(),

@@ -88,6 +88,7 @@ def test_under_the_hood_inspects_a_tiny_fit_and_runs_a_pitfall(app):
 def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monkeypatch):
     from core.run import engine
     from core.spec import DatasetSpec, FitSpec
+    from core.store.record_checks import MIN_TIMED_CALL_S
     from core.store.run_store import RunStore
 
     # The sidebar's tiny problem, run once into the app's store (repeats differ: still a match).
@@ -124,16 +125,19 @@ def test_under_the_hood_roofline_warns_when_a_run_beats_the_floor(app):
 
     from core.run import engine
     from core.spec import DatasetSpec, FitSpec
+    from core.store.record_checks import MIN_TIMED_CALL_S
     from core.store.run_store import RunStore
 
     spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="jit_step",
                    iterations=3, repeats=1)
-    measured = engine.run(spec)  # then made impossibly fast, every timing alike
-    impossible = dataclasses.replace(measured, run_s=1e-12, run_s_min=1e-12, run_s_max=1e-12,
-                                     per_iter_ms=1e-9 / measured.iterations_run)
+    measured = engine.run(spec)  # then made as fast as a store accepts, every timing alike: faster than physics
+    fastest = MIN_TIMED_CALL_S
+    impossible = dataclasses.replace(measured, run_s=fastest, run_s_min=fastest, run_s_max=fastest,
+                                     per_iter_ms=1e3 * fastest / measured.iterations_run)
     RunStore(os.environ["PLNLAB_DB"]).add(impossible)
     inspect(app, "jit_step")
-    assert any("Faster than the floor" in w.value for w in app.warning)
+    floor = next(m.value for m in app.metric if m.label == "Floor / iteration")
+    assert any("Faster than the floor" in w.value for w in app.warning), f"floor {floor}"
 
 
 def test_under_the_hood_roofline_without_runs_says_how_to_get_one(app):
