@@ -147,13 +147,15 @@ def init_state(data: TorchData, init: str, optimizer) -> TorchState:
     if init == "seed":
         params = (torch.zeros((d, p), **like), torch.zeros((n, p), **like), torch.ones((n, p), **like))
         precision = torch.eye(p, **like)
-    elif init == "log_counts":
+    elif init in ("log_counts", "log_rates"):
         M = torch.log(Y + (Y == 0).to(Y.dtype))
+        if init == "log_rates":
+            M = M - data.offsets
         S = torch.full((n, p), 0.5, **like)
         params = (closed_form_coef(M, X), M, S)
         precision = closed_form_precision(params, data)
     else:
-        raise ValueError(f"init must be 'seed' or 'log_counts'; got {init!r}")
+        raise ValueError(f"init must be 'seed', 'log_counts' or 'log_rates'; got {init!r}")
     return TorchState(params, precision, optimizer.init(params))
 
 
