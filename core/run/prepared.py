@@ -157,7 +157,7 @@ def _timed_host(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 
 @functools.partial(jax.jit, static_argnames=("init", "problem"))
-def _initial_state(data, init: str, problem: strategies.Problem):
+def initial_state(data, init: str, problem: strategies.Problem):
     """The fit's starting state as one compiled program: built op by op it was about 70
     tiny executables, each compiled (about 40 ms) or loaded from the persistent cache on
     its own, a few seconds of a fresh process's start and a mapping each."""
@@ -205,7 +205,7 @@ def prepare(
         chunk=chunk if strategy.chunkable else 0, stops=stops,
     )
     with jax.default_device(device):
-        state = strategy.place_state(_initial_state(data, spec.init, problem), device)
+        state = strategy.place_state(initial_state(data, spec.init, problem), device)
         state = jax.block_until_ready(state)
         tol = strategy.place_scalar(jnp.asarray(spec.tol, dtype=spec.precision), device)
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),

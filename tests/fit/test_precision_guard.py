@@ -17,7 +17,7 @@ from core.data.counts import CountData
 from core.data.datasets import load_oaks
 from core.fit import model, precision_guard, strategies
 from core.machine.runtime import configure
-from core.run import engine
+from core.run import engine, prepared
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
 
 RPROP = OptimizerSpec("rprop", 0.01)
@@ -30,7 +30,7 @@ def _fit(counts, offsets, dtype, iterations):
     problem = strategies.Problem(*counts.shape, 1, dtype, iterations, RPROP)
     scan = strategies.get("scan")
     tol = jnp.asarray(0.0, dtype)
-    start = strategies.init_state(data, "log_counts", problem.transformation)
+    start = prepared.initial_state(data, "log_counts", problem)  # as the engine starts
     return scan.run(scan.compile(scan.lower(problem, start, data, tol)), problem, start, data, tol)
 
 
