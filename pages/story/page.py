@@ -40,10 +40,10 @@ except SpecError as exc:
     st.error(md(exc), icon=":material/error:")
     st.stop()
 st.caption(settings.spec_summary(specs[0]))
-if specs[0].optimizer.name != problem.optimizer:
+if specs[0].optimizer.name != problem.optimizer:  # names from the catalog: code spans need no escaping
     refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))
     st.caption(f":material/info: Every step runs the tutorial's optimizer, `{specs[0].optimizer.name}`, not the "
-               f"sidebar's `{md(problem.optimizer)}`: `{refusing}` cannot run it, and one algorithm for every step "
+               f"sidebar's `{problem.optimizer}`: `{refusing}` cannot run it, and one algorithm for every step "
                "keeps the bars about compilation alone.")
 store = resources.store_or_stop()
 
