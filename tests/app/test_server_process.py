@@ -35,7 +35,8 @@ at.sidebar.number_input(key="sb_repeats").set_value(1)
 at.pills(key="run_strategies").set_value(["eager", "scan", "torch_eager"])
 check(at.run())
 # The sidebar's devices are what the workers have: the CPU's kind, on the worker's host.
-assert any(re.search(r"\\d+ cores on \\S", c.value) for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+devices = at.sidebar.radio(key="sb_device")
+assert devices.options == ["cpu"] and re.fullmatch(r"\\d+ cores on \\S+", devices.proto.captions[0]), devices.proto
 check(at.button(key="run_go").click().run())
 assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"], [m.label for m in at.metric]
 check(at.switch_page("pages/story/page.py").run())
