@@ -2,9 +2,9 @@
 measured, or with the one given.
 
 The fastest configuration is read from the store: among the finished runs of the same
-problem (data and precision) measured on this host and device (not imported), by a JAX strategy, that stopped at
-their tolerance (`time_to_solution_s`) within `reach.SOLVED` of the best ELBO stored for
-the problem, the one with the least time to solution. What the caller gives (strategy,
+problem (data and precision) measured on this host and device (not imported), by a JAX
+strategy, that stopped at their tolerance (`time_to_solution_s`) within `reach.SOLVED` of
+the best ELBO stored for the problem, the one with the least time to solution. What the caller gives (strategy,
 optimizer, init, tol, iterations) narrows the search and overrides the choice; with
 nothing stored that qualifies, `DEFAULTS` are used (the configuration that measures
 fastest on oaks in the time-to-solution benchmark).
