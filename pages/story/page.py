@@ -116,8 +116,9 @@ with number:
         ratio = outcome.since_start
         big = spread.times(ratio.value) if current == 0 or ratio.significant is not False else spread.WITHIN_NOISE
         st.html(f'<p class="story-speedup">{big}</p>')
-        st.html(f'<p class="story-range">{"the starting point" if current == 0 else ratio.span + " since step 1"}'
-                "</p>")
+        # "step 1" kept on one line: a wrapped range left the "1" alone on the next.
+        since = "the starting point" if current == 0 else f"{ratio.span} since step&nbsp;1"
+        st.html(f'<p class="story-range">{since}</p>')
         if current > 0 and outcome.over_previous is not None:
             st.caption(f"Over step {current}: {outcome.over_previous.label}.")
         st.caption(f"One fit: {spread.value_range(spread.Spread.of_run(run), 's')}; compile "
