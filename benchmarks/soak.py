@@ -35,10 +35,11 @@ errors (exception or error boxes in a page, markup from the store, a typed value
 click that started nothing, failed commands), the interruptions (expected after a kill, or
 not), worker restarts, runs left in flight, overlapping timed windows, the store's size and
 integrity, and the server's memory and mappings over time with their growth per minute once
-warmed up; it fails when there were unexpected errors, or the memory kept growing
-(`--max-growth-mb-per-min`) or its mappings did (`--max-maps-growth-per-min`). A browser session that meets an error keeps a screenshot and
-the page's text in the scratch folder (the server's log is there too), then goes on from a
-fresh page load.
+warmed up; it fails when there were unexpected errors, a kill cost more than the run its
+worker held, or the memory kept growing (`--max-growth-mb-per-min`) or its mappings did
+(`--max-maps-growth-per-min`). A browser session that meets an error keeps a screenshot
+and the page's text in the scratch folder (the server's log is there too), then goes on
+from a fresh page load.
 """
 
 from __future__ import annotations
@@ -496,8 +497,9 @@ def main(argv: list[str] | None = None) -> int:
               f"growth after 5 min {rss_growth:.2f} MB/min")
         print(f"  server mappings        first {samples[0]['maps']:,}, last {samples[-1]['maps']:,}, "
               f"max {max(s['maps'] for s in samples):,}; growth after 5 min {maps_growth:.1f}/min")
+        every = max(1, len(samples) // 12)  # about a dozen points whatever the duration
         print("  over time (min: RSS MB / mappings / workers): " + "; ".join(
-            f"{s['t'] / 60:.0f}: {s['rss']:.0f} / {s['maps']:,} / {s['workers']}" for s in samples[::max(1, len(samples) // 12)]))
+            f"{s['t'] / 60:.0f}: {s['rss']:.0f} / {s['maps']:,} / {s['workers']}" for s in samples[::every]))
     if failure is None and tally.errors:
         failure = f"{len(tally.errors)} unexpected errors"
     if failure is None and rss_growth > args.max_growth_mb_per_min:

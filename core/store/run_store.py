@@ -107,9 +107,9 @@ class RunStore:
     def begin(self, spec_dict: dict, cancelled: threading.Event | None = None, owner: str = "") -> int:
         """Notes that a run of `spec_dict` (`FitSpec.to_dict()`), started by `owner`
         (`RunResult.owner`), is under way in this process; returns the note's id for `finish`
-        or `abandon`; should the process die first, the run is stored as interrupted, `owner`'s. The note lives while this process
-        does (`core.store.in_flight`); `cancelled` is set when someone asks to cancel it
-        (`request_cancel`)."""
+        or `abandon`. The note lives while this process does (`core.store.in_flight`): should
+        the process die first, the run is stored as interrupted, still `owner`'s. `cancelled`
+        is set when someone asks to cancel it (`request_cancel`)."""
         with self._connect(write=True) as conn:
             return self._notes.begin(conn, spec_dict, cancelled, owner)
 
