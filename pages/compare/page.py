@@ -133,7 +133,19 @@ if picked.empty:
 
 # --- charts --------------------------------------------------------------------------------
 st.header("ELBO curves")
-newest = picked.sort_values("created_at", ascending=False).head(MAX_CURVES)
+# One problem at a time: curves of different data sit orders of magnitude apart, and
+# overlaid they read as one strategy beating another.
+problems = picked.sort_values("created_at", ascending=False).drop_duplicates(list(comparison.PROBLEM))
+problem_labels = {int(r.id): f"{r.dataset} ({r.n:,} x {r.p:,})" for r in problems.itertuples()}
+if len(problem_labels) > 1:
+    if st.session_state.get("cmp_elbo_problem") not in problem_labels:
+        st.session_state["cmp_elbo_problem"] = next(iter(problem_labels))
+    st.selectbox("Problem", list(problem_labels), key="cmp_elbo_problem", format_func=problem_labels.get,
+                 help="the curves of one data set and size at a time; the newest run's first")
+    one_problem = picked[comparison.same_problem(picked, st.session_state["cmp_elbo_problem"])]
+else:
+    one_problem = picked
+newest = one_problem.sort_values("created_at", ascending=False).head(MAX_CURVES)
 # Rows of the frame and the curves as arrays: a long curve costs one read, not a Python
 # float per point, and is thinned before it is drawn.
 results = sorted(newest.itertuples(), key=lambda r: r.id)  # legends in run order
@@ -143,7 +155,9 @@ by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (
 with by_iteration:
     display.chart(lines.elbo_curves(curves, x="iteration").properties(height=340),
                   "log(-ELBO) per iteration; runs of the same problem should overlap."
-                  + (f" The {MAX_CURVES} newest of {len(picked)} runs." if len(picked) > MAX_CURVES else ""),
+                  + (f" The {MAX_CURVES} newest of {len(one_problem)} runs." if len(one_problem) > MAX_CURVES else "")
+                  + (f" {len(problem_labels) - 1} other problem{'s' * (len(problem_labels) > 2)} in the box above."
+                     if len(problem_labels) > 1 else ""),
                   legend="right")
 with by_time:
     display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=340),

@@ -135,6 +135,24 @@ def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
     assert "oaks x1 · scan" in _chart_text(at) and "oaks x100 · scan" in _chart_text(at)
 
 
+def test_compare_draws_the_elbo_curves_of_one_problem_at_a_time(store):
+    for strategy, replicate in (("scan", 1), ("eager", 1), ("scan", 100)):
+        store.add(fake_run(strategy, replicate))
+    x1, x100 = ([r.id for r in store.list() if r.n == n] for n in (116, 11600))
+
+    def curves_drawn(at) -> str:  # the first chart: ELBO against iteration
+        return pd.concat([pa.ipc.open_stream(named.data.data).read_all().to_pandas()
+                          for named in at.get(CHART)[0].proto.datasets]).to_string()
+
+    at = open_app("pages/compare/page.py")
+    assert at.selectbox(key="cmp_elbo_problem").value == x100[0]  # the newest run's problem first
+    drawn = curves_drawn(at)
+    assert f"#{x100[0]} scan" in drawn and not any(f"#{i} " in drawn for i in x1)
+    at.selectbox(key="cmp_elbo_problem").set_value(x1[0]).run()
+    drawn = curves_drawn(at)
+    assert all(f"#{i} " in drawn for i in x1) and f"#{x100[0]} " not in drawn
+
+
 def test_deleting_others_runs_can_be_turned_off_while_own_runs_stay_deletable(store, monkeypatch):
     monkeypatch.setenv("PLNLAB_ALLOW_DELETE", "0")
     theirs = fake_run("jit_step")
