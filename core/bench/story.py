@@ -5,6 +5,11 @@ how much faster the fit has become since the first.
 tutorial's pitfalls (`core.inspect.pitfalls`) it is about, and may set fields of the
 problem's spec (a strategy that needs its own optimizer or tolerance). Appending a
 step is all it takes to tell more of the story.
+
+The steps compare time per iteration, so a slow step may run fewer iterations than the
+others (`Step.max_iterations`), and they are timed together, their repeats in turn
+(`core.run.engine.run_together`), so that the machine's load at one moment lands on every
+step alike: `stored_choice` prefers the runs of one such group.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ class Step:
         fixes: what it changes over the step before, in two sentences at most.
         pitfalls: keys of `core.inspect.pitfalls` this step is about.
         changes: FitSpec fields this step sets over the problem's (field, value) pairs.
+        max_iterations: at most this many iterations, for a step too slow to run the
+            problem's in a talk; the story compares time per iteration, which a Python
+            loop's fixed cost per iteration keeps the same at any count.
     """
 
     strategy: str
@@ -36,17 +44,27 @@ class Step:
     fixes: str
     pitfalls: tuple[str, ...] = ()
     changes: tuple[tuple[str, Any], ...] = ()
+    max_iterations: int | None = None
 
     def spec(self, problem: FitSpec) -> FitSpec:
         """The problem's spec, run this step's way."""
-        return dataclasses.replace(problem, strategy=self.strategy, **dict(self.changes))
+        changes = dict(self.changes)
+        if self.max_iterations is not None:
+            changes["iterations"] = min(problem.iterations, self.max_iterations)
+        return dataclasses.replace(problem, strategy=self.strategy, **changes)
+
+
+# Eager dispatches hundreds of ops per iteration (about 50 ms each on oaks on a 2-core CPU): at
+# the default 500 iterations its four calls took 100 s, most of a warm-up. Forty show its
+# cost per iteration as well.
+SLOW_STEP_ITERATIONS = 40
 
 
 STEPS: list[Step] = [
     Step("eager", "No JIT", "seed tutorial, level 0",
          "The starting point: a Python loop dispatches every JAX operation to XLA on its own, hundreds of "
          "tiny calls per iteration, none fused.",
-         pitfalls=("trace_precedence", "logdet_overflow")),
+         pitfalls=("trace_precedence", "logdet_overflow"), max_iterations=SLOW_STEP_ITERATIONS),
     Step("jit_per_function", "jit each function", "seed tutorial, level 1",
          "The gradient, the optimizer's update, Sigma and its inverse are each compiled once: five calls per "
          "iteration instead of hundreds, and XLA fuses the work inside each.",
@@ -90,29 +108,53 @@ class Outcome:
     """Where the story stands after a step.
 
     Attributes:
-        since_start: the step's steady-state speed-up over the first step, with its range.
+        since_start: the step's speed-up per iteration over the first step, with its range.
         over_previous: its speed-up over the step before (None for the first step or when
             that step has no run).
+        timed_with_start: whether its run was timed together with the first step's
+            (`RunResult.timed_with`): a ratio of runs timed apart carries the load of two moments.
     """
 
     since_start: spread.Ratio | None
     over_previous: spread.Ratio | None
+    timed_with_start: bool = False
+
+
+def stored_choice(candidates: Sequence[Sequence[RunResult]]) -> list[RunResult | None]:
+    """Each step's run to show, from its stored runs (newest first): the runs of the group
+    timed together (`RunResult.timed_with`) that covers the most steps, the newest such group
+    on a tie; a step outside it shows its newest run; None where a step has none."""
+    covered: dict[str, set[int]] = {}
+    newest: dict[str, float] = {}
+    for index, runs in enumerate(candidates):
+        for run in runs:
+            if run.timed_with:
+                covered.setdefault(run.timed_with, set()).add(index)
+                newest[run.timed_with] = max(newest.get(run.timed_with, 0.0), run.created_at)
+    best = max(covered, key=lambda mark: (len(covered[mark]), newest[mark]), default=None)
+    chosen = []
+    for runs in candidates:
+        together = [run for run in runs if best is not None and run.timed_with == best]
+        chosen.append(together[0] if together else runs[0] if runs else None)
+    return chosen
 
 
 def outcomes(runs: Sequence[RunResult | None]) -> list[Outcome]:
-    """Speed-ups step by step, from each step's run (None where a step has not run).
+    """Speed-ups per iteration step by step, from each step's run (None where a step has not run).
 
     A diverged run stops early, so its timing is no speed-up: it counts as not run.
     """
     usable = [run if run is not None and run.status == "ok" else None for run in runs]
-    spreads = [spread.Spread.of_run(run) if run is not None else None for run in usable]
+    spreads = [spread.Spread.of_run(run, "per_iter_ms") if run is not None else None for run in usable]
     first = spreads[0] if spreads else None
+    start_mark = usable[0].timed_with if usable and usable[0] is not None else ""
     found = []
-    for index, mine in enumerate(spreads):
+    for index, (run, mine) in enumerate(zip(usable, spreads)):
         previous = spreads[index - 1] if index > 0 else None
         found.append(Outcome(
             since_start=spread.speedup(first, mine) if first is not None and mine is not None else None,
-            over_previous=spread.speedup(previous, mine) if previous is not None and mine is not None else None))
+            over_previous=spread.speedup(previous, mine) if previous is not None and mine is not None else None,
+            timed_with_start=bool(start_mark) and run is not None and run.timed_with == start_mark))
     return found
 
 
@@ -127,8 +169,8 @@ def chart_rows(runs: Sequence[RunResult | None], shown: int, steps: Sequence[Ste
     for index, (step, run, outcome) in enumerate(zip(steps, runs, outcomes(runs))):
         if index > shown or run is None or run.status != "ok":
             continue
-        rows.append({"step": step_label(index, step), "strategy": step.strategy, "run_s": run.run_s,
-                     "run_s_min": run.run_s_min, "run_s_max": run.run_s_max, "repeats": run.repeats,
-                     "id": run.id,
+        rows.append({"step": step_label(index, step), "strategy": step.strategy, "per_iter_ms": run.per_iter_ms,
+                     "run_s": run.run_s, "run_s_min": run.run_s_min, "run_s_max": run.run_s_max,
+                     "repeats": run.repeats, "iterations_run": run.iterations_run, "id": run.id,
                      "speedup": "start" if index == 0 else outcome.since_start.brief if outcome.since_start else ""})
     return rows

@@ -184,38 +184,42 @@ def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt
 
 
 def story_bars(rows: pd.DataFrame, steps: list[str],
-               seconds: tuple[float, float] | None = None) -> alt.Chart | alt.LayerChart:
+               milliseconds: tuple[float, float] | None = None, height: int = 300) -> alt.Chart | alt.LayerChart:
     """The story's growing chart: one bar per step shown so far, in its strategy's colour.
 
     Args:
-        rows: `core.bench.story.chart_rows` (step, strategy, run_s, run_s_min, run_s_max,
-            repeats, speedup: the label of the speed-up since the first step).
+        rows: `core.bench.story.chart_rows` (step, strategy, per_iter_ms, run_s, run_s_min,
+            run_s_max, repeats, speedup: the label of the speed-up since the first step).
         steps: every step's label, in order: the axis lists them all from the start, so that
             each new bar appears in its place and nothing moves.
-        seconds: the x axis's (low, high) in seconds, fixed for the same reason; default:
-            the range of `rows`.
+        milliseconds: the x axis's (low, high) in ms per iteration, fixed for the same reason;
+            default: the range of `rows`.
+        height: the chart's height in pixels, the same at every step, so that the page
+            below it does not move either.
 
     Returns:
-        Bars of seconds per fit (log x) with a whisker over the repeats' range, labelled
-        with the cumulative speed-up.
+        Bars of milliseconds per iteration (log x) with a whisker over the repeats' range,
+        labelled with the speed-up since the first step.
     """
-    title = "Seconds per fit, step by step"
+    title = "Milliseconds per iteration, step by step"
     if rows.empty:
-        return note_chart("Press Next to run the first step.", title)
-    df = with_spread(rows, "run_s")
-    low, high = seconds or (float(df["low"].min()), float(df["high"].max()))
+        return note_chart("Press Next to run the first step.", title).properties(height=height)
+    df = with_spread(rows, "per_iter_ms")
+    low, high = milliseconds or (float(df["low"].min()), float(df["high"].max()))
     floor = low / 2  # a log axis has no zero: bars start at its left end
     df["floor"] = floor
     y = alt.Y("step:N", sort=steps, scale=alt.Scale(domain=steps), title=None)
-    x = alt.X("run_s:Q", title="seconds per fit, steady state (log scale)",
-              scale=alt.Scale(type="log", domain=[floor, high * 1.5], nice=False))
-    tips = ["step:N", "strategy:N", alt.Tooltip("run_s:Q", format=".4g", title="median (s)"),
-            alt.Tooltip("low:Q", format=".4g", title="fastest repeat (s)"),
-            alt.Tooltip("high:Q", format=".4g", title="slowest repeat (s)"),
+    # The right end leaves room for the speed-up's label beside the longest bar.
+    x = alt.X("per_iter_ms:Q", title="ms per iteration, steady state (log scale)",
+              scale=alt.Scale(type="log", domain=[floor, high * 8], nice=False))
+    tips = ["step:N", "strategy:N", alt.Tooltip("per_iter_ms:Q", format=".4g", title="median (ms/iteration)"),
+            alt.Tooltip("low:Q", format=".4g", title="fastest repeat (ms/iteration)"),
+            alt.Tooltip("high:Q", format=".4g", title="slowest repeat (ms/iteration)"),
+            alt.Tooltip("iterations_run:Q", format=",", title="iterations per fit"),
             alt.Tooltip("speedup:N", title="since step 1")]
     bars = alt.Chart(df).mark_bar().encode(x=x, x2="floor:Q", y=y, color=color_by_strategy(df, legend=False),
                                            tooltip=tips)
     ranged = df[df["spread_known"] & (df["high"] > df["low"])]
     text = alt.Chart(df.assign(text_x=df["high"])).mark_text(align="left", dx=8, fontWeight=600).encode(
         x="text_x:Q", y=y, text="speedup:N")
-    return alt.layer(bars, whiskers(ranged, "low", "high", y), text, title=title).properties(height=alt.Step(40))
+    return alt.layer(bars, whiskers(ranged, "low", "high", y), text, title=title).properties(height=height)

@@ -51,13 +51,13 @@ def encode_progress(progress: Progress) -> dict[str, Any]:
     return {"phase": progress.phase, "done": int(progress.done), "total": int(progress.total),
             "elbo": None if progress.elbo is None else float(progress.elbo),
             "ahead": [dataclasses.asdict(ticket) for ticket in progress.ahead],
-            "waited_s": float(progress.waited_s)}
+            "waited_s": float(progress.waited_s), "member": int(progress.member)}
 
 
 def decode_progress(message: dict[str, Any]) -> Progress:
     ahead = tuple(Ticket(**ticket) if isinstance(ticket, dict) else ticket for ticket in message.get("ahead", ()))
     return Progress(message["phase"], message.get("done", 0), message.get("total", 0), message.get("elbo"), ahead,
-                    message.get("waited_s", 0.0))
+                    message.get("waited_s", 0.0), message.get("member", 0))
 
 
 class TaskChannel:

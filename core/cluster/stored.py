@@ -43,25 +43,57 @@ def run_and_store(cluster: Cluster, store: RunStore, spec: FitSpec, counts: Coun
         SpecError, DataError: refused before it ran (nothing stored).
         core.run.progress.Cancelled: cancelled (nothing stored).
     """
+    def fit(seconds: float, cancel: threading.Event) -> list[RunResult]:
+        result, _ = submit.call(cluster, tasks.fit, spec, counts, owner, cold, seconds, platform=spec.device,
+                                label=run_label(spec), owner=owner, on_progress=on_progress, cancel=cancel)
+        return [result]
+
+    return _noted_while_running(store, [spec], fit, cancel, owner_id)[0]
+
+
+def run_together_and_store(cluster: Cluster, store: RunStore, specs: list[FitSpec], counts: CountData | None = None,
+                           on_progress: ProgressCallback | None = None, cancel: threading.Event | None = None,
+                           owner: str = "dashboard", owner_id: str = "") -> list[RunResult]:
+    """Fits `specs` side by side on one worker, their repeats in turn
+    (`core.cluster.tasks.fit_together`), and stores every result, as `run_and_store` does one;
+    progress reports say which spec they are about (`Progress.member`). A worker that dies
+    stores every spec as interrupted and raises `RunInterrupted` for the first."""
+    def fit(seconds: float, cancel: threading.Event) -> list[RunResult]:
+        label = f"{len(specs)} strategies timed together · {specs[0].dataset.label} · {specs[0].precision}"
+        results, _ = submit.call(cluster, tasks.fit_together, specs, counts, owner, seconds,
+                                 platform=specs[0].device, label=label, owner=owner, on_progress=on_progress,
+                                 cancel=cancel)
+        return results
+
+    return _noted_while_running(store, specs, fit, cancel, owner_id)
+
+
+def _noted_while_running(store: RunStore, specs: list[FitSpec], fit, cancel: threading.Event | None,
+                         owner_id: str) -> list[RunResult]:
+    """Notes `specs` in the store as under way, calls `fit(seconds, cancel)` and stores what
+    it returns in place of the notes, owned by `owner_id`; see `run_and_store`."""
     seconds = budget.max_run_seconds()
     cancel = cancel if cancel is not None else threading.Event()
     submitted = time.time()
-    flight = store.begin(spec.to_dict(), cancelled=cancel, owner=owner_id)
+    flights = [store.begin(spec.to_dict(), cancelled=cancel, owner=owner_id) for spec in specs]
     try:
-        result, _ = submit.call(cluster, tasks.fit, spec, counts, owner, cold, seconds, platform=spec.device,
-                                label=run_label(spec), owner=owner, on_progress=on_progress, cancel=cancel)
+        results = fit(seconds, cancel)
     except WorkerDied as died:
-        record = interrupted_result(spec.to_dict(), died.started_at or submitted, died.host or "?", died.pid,
-                                    reason=died.reason,
-                                    worker=f"{died.worker} on {died.host}" if died.worker else "", owner=owner_id)
-        store.finish(flight, record)
-        raise RunInterrupted(record) from None
+        records = [interrupted_result(spec.to_dict(), died.started_at or submitted, died.host or "?", died.pid,
+                                      reason=died.reason,
+                                      worker=f"{died.worker} on {died.host}" if died.worker else "", owner=owner_id)
+                   for spec in specs]
+        for flight, record in zip(flights, records):
+            store.finish(flight, record)
+        raise RunInterrupted(records[0]) from None
     except BaseException:  # cancelled, refused, or the caller stopped: no run to keep
-        try:
-            store.abandon(flight)
-        except StoreError:
-            pass
+        for flight in flights:
+            try:
+                store.abandon(flight)
+            except StoreError:
+                pass
         raise
-    result.owner = owner_id
-    store.finish(flight, result)
-    return result
+    for flight, result in zip(flights, results):
+        result.owner = owner_id
+        store.finish(flight, result)
+    return results

@@ -53,6 +53,24 @@ def fit(spec: FitSpec, counts: CountData | None, owner: str, cold: bool, max_sec
     return result, state
 
 
+def fit_together(specs: list[FitSpec], counts: CountData | None, owner: str, max_seconds: float, *, token: str,
+                 label: str) -> tuple[list[RunResult], dict[str, Any]]:
+    """Fit and time `specs` side by side, their repeats in turn (`core.run.engine.run_together`)
+    -> (the results, naming this worker; what the submitter should know of the worker)."""
+    # Deferred: the engine (JAX) on the worker only.
+    from core.run import engine
+
+    try:
+        with TaskChannel(token, label) as channel:
+            results = engine.run_together(specs, counts, on_progress=channel.report, cancel=channel.cancel,
+                                          cache=_cache(), owner=owner, max_seconds=max_seconds)
+    finally:
+        state = worker_setup.after_run()
+    for result in results:
+        result.worker = f"{state['worker']} on {state['host']}"
+    return results, state
+
+
 def inspection(spec: FitSpec, counts: CountData | None, *, token: str, label: str):
     """`core.inspect.introspect.inspect_fit`: source, jaxpr, HLO, costs and layout of `spec`."""
     # Deferred: JAX on the worker only.

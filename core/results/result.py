@@ -167,6 +167,9 @@ class RunResult:
         owner: who started it, for who may delete it: "user:<e-mail>" for a dashboard user
             signed in with the team's SSO, "session:<token>" for a dashboard session
             otherwise (a token never reused), empty for the command line and imports.
+        timed_with: the mark shared by runs timed together, their repeats in turn
+            (`core.run.engine.run_together`): their ratios are free of the machine's load
+            at one moment. Empty for a run timed alone.
     """
 
     spec: dict[str, Any]
@@ -219,6 +222,7 @@ class RunResult:
     warnings: list[str] = dataclasses.field(default_factory=list)
     worker: str = ""
     owner: str = ""
+    timed_with: str = ""
 
     @property
     def converged(self) -> bool | None:

@@ -17,6 +17,10 @@ import statistics
 from typing import Any, Iterable
 
 NOT_SIGNIFICANT = "no significant difference"
+# A ratio's range must stay this far from x1 to count as a difference: ranges that only just
+# miss each other (x0.34 to x0.999) print as reaching "x1", and a reader sees a slowdown
+# where the repeats allow none.
+CLEAR_OF_ONE = 0.01
 WITHIN_NOISE = "within noise"  # the same verdict, where a chart has little room
 
 
@@ -132,18 +136,26 @@ def speedup(baseline: Spread, other: Spread) -> Ratio:
     """How many times faster `other` runs than `baseline` (above 1: faster)."""
     if not (other.median > 0 and other.low > 0):
         return Ratio(math.nan, math.nan, math.nan, None)
-    known = baseline.known and other.known
-    return Ratio(value=baseline.median / other.median, low=baseline.low / other.high,
-                 high=baseline.high / other.low, significant=(not baseline.overlaps(other)) if known else None)
+    low, high = baseline.low / other.high, baseline.high / other.low
+    return Ratio(value=baseline.median / other.median, low=low, high=high,
+                 significant=_significant(baseline, other, low, high))
 
 
 def ratio(value: Spread, baseline: Spread) -> Ratio:
     """`value` / `baseline` (below 1: faster than the baseline), with its range."""
     if not (baseline.median > 0 and baseline.low > 0):
         return Ratio(math.nan, math.nan, math.nan, None)
-    known = baseline.known and value.known
-    return Ratio(value=value.median / baseline.median, low=value.low / baseline.high,
-                 high=value.high / baseline.low, significant=(not baseline.overlaps(value)) if known else None)
+    low, high = value.low / baseline.high, value.high / baseline.low
+    return Ratio(value=value.median / baseline.median, low=low, high=high,
+                 significant=_significant(baseline, value, low, high))
+
+
+def _significant(baseline: Spread, other: Spread, low: float, high: float) -> bool | None:
+    """Whether two spreads differ: their ranges apart, and the ratio's range clear of x1 by
+    `CLEAR_OF_ONE`; None when either range is unknown."""
+    if not (baseline.known and other.known):
+        return None
+    return not baseline.overlaps(other) and (low > 1 + CLEAR_OF_ONE or high < 1 - CLEAR_OF_ONE)
 
 
 def times(value: float, short: bool = False) -> str:

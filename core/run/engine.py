@@ -12,13 +12,15 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
+from typing import Sequence
 
 from core.data import datasets
 from core.data.counts import CountData
 from core.fit import catalog, precision_guard
 from core.machine import budget, device_queue, memory_estimate
 from core.results.result import RunResult
-from core.run import measure
+from core.run import jax_timing, measure, repeats
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.spec import FitSpec, SpecError
@@ -95,6 +97,76 @@ def run(
                                        cold=cold)
         window = (window_start, time.time())
     return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
+
+
+def run_together(
+    specs: Sequence[FitSpec],
+    counts: CountData | None = None,
+    on_progress: ProgressCallback | None = None,
+    cache: ExecutableCache | None = None,
+    cancel: threading.Event | None = None,
+    owner: str = "command line",
+    max_seconds: float | None = None,
+) -> list[RunResult]:
+    """Fit and time several JAX strategies on one problem side by side, their repeats in
+    turn (the first spec's repeat 1, the second's, ..., then every repeat 2), as pyperf and
+    asv interleave benchmarks: a moment of load on a shared machine then lands on every fit
+    alike instead of becoming one fit's "speed-up" over another.
+
+    The whole group holds the device once, within one time budget (`max_seconds`, as
+    `run`): each spec's first call runs in order, then the repeats go round. Each result
+    carries the group's timed window and its mark (`RunResult.timed_with`), so that a reader
+    knows which runs were timed together. Progress reports say which spec they are about
+    (`Progress.member`).
+
+    Raises:
+        SpecError: as `run`, for any spec; also when the specs fit different data or one
+            is a peer (a peer's timing is its own: `run` it alone).
+        core.run.progress.Cancelled: `cancel` was set; no result comes back.
+    """
+    specs = list(specs)
+    if not specs:
+        return []
+    for spec in specs:
+        if catalog.runnable(spec.strategy).is_peer:
+            raise SpecError(f"{spec.strategy} is a peer: its timing is its own, run it alone")
+        if spec.dataset != specs[0].dataset or spec.device != specs[0].device or spec.repeats != specs[0].repeats:
+            raise SpecError("fits timed together must share their data, device and repeats")
+    seconds = budget.max_run_seconds() if max_seconds is None else max_seconds
+    for spec in specs:
+        memory_estimate.check(spec, counts)
+    shape = memory_estimate.shape_of(specs[0], counts)
+    least = sum(budget.least_seconds(spec, shape) for spec in specs)
+    if least > seconds:
+        raise SpecError(f"too long for this server: these {len(specs)} fits together would hold the "
+                        f"{specs[0].device} for at least {least:,.0f} s, and a run may hold it for {seconds:,.0f} s "
+                        f"({budget.MAX_RUN_SECONDS_ENV}); use fewer iterations or repeats")
+    allowed = budget.Budget(seconds)
+    report = on_progress or ignore
+    counts = _host_data(specs[0], counts, seconds)
+    warnings = _data_warnings(specs[0], counts)
+    label = f"{len(specs)} strategies timed together · {specs[0].dataset.label} · {specs[0].precision}"
+    with device_queue.default_queue().hold(specs[0].device, label, owner, _queue_reporter(report), cancel) as waited:
+        window_start = time.time()
+        allowed.start()
+        timings = []
+        for member, spec in enumerate(specs):
+            def member_report(progress: Progress, member: int = member) -> None:
+                report(progress._replace(member=member))
+
+            timings.append(jax_timing.start(spec, counts, member_report, cancel, cache,
+                                            watched=on_progress is not None or cancel is not None, budget=allowed))
+        times = repeats.in_turn(specs[0].repeats, [t.repeat for t in timings], [t.report for t in timings],
+                                cancel, allowed)
+        window = (window_start, time.time())
+    mark = uuid.uuid4().hex[:12]
+    results = []
+    for spec, timing, taken in zip(specs, timings, times):
+        result = RunResult.measured(spec, timing.measurement(taken), waited, window, budget_s=allowed.seconds,
+                                    warnings=warnings)
+        result.timed_with = mark
+        results.append(result)
+    return results
 
 
 def _host_data(spec: FitSpec, counts: CountData | None, seconds: float) -> CountData | None:

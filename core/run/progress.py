@@ -52,6 +52,8 @@ class Progress(NamedTuple):
         elbo: the latest ELBO when the runnable can report one mid-run, else None.
         ahead: while "queued", the device queue's entries ahead (holder first).
         waited_s: while "queued", seconds waited so far.
+        member: for fits timed together (`core.run.engine.run_together`), which of them
+            reports (its index in the list); 0 for a fit timed alone.
     """
 
     phase: str
@@ -60,6 +62,7 @@ class Progress(NamedTuple):
     elbo: float | None = None
     ahead: tuple = ()
     waited_s: float = 0.0
+    member: int = 0
 
     @property
     def fraction(self) -> float:

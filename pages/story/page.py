@@ -1,4 +1,8 @@
-"""Story: the tutorial's levels one step at a time, for a talk: one click (or arrow key) per step."""
+"""Story: the tutorial's levels one step at a time, for a talk: one click (or arrow key) per step.
+
+Laid out for a projector (1024x768, sidebar open): the buttons, the step's name and its
+speed-up, then the chart at a fixed height, all in the first screen and in the same place
+at every step; what the step changes and the settings follow below."""
 
 from __future__ import annotations
 
@@ -16,12 +20,8 @@ from pages.ui.text import md
 
 STEP = "story_step"
 PENDING = "story_pending"  # a step reached by Next that has not run yet: run it on arrival
-
-st.title("The tutorial, step by step", anchor=False)
-st.caption("The seed tutorial's levels one at a time, then this project's faster ones, on the sidebar's problem. "
-           "Every step runs one algorithm for the sidebar's iterations (the tutorial's optimizer when the sidebar's "
-           "cannot run every level), so the bars compare compilation alone. "
-           "**Next** (or →, Page Down) adds a step; **Previous** (←, Page Up) goes back.")
+CHART_HEIGHT = 270  # with the buttons and the headline, inside 768 px on a projector
+RECENT = 20  # stored runs looked at per step for a group timed together
 
 steps = story.STEPS
 state.default(STEP, 0)
@@ -39,50 +39,48 @@ try:
 except SpecError as exc:
     st.error(md(exc), icon=":material/error:")
     st.stop()
-st.caption(settings.spec_summary(specs[0]))
-if specs[0].optimizer.name != problem.optimizer:  # names from the catalog: code spans need no escaping
-    refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))
-    st.caption(f":material/info: Every step runs the tutorial's optimizer, `{specs[0].optimizer.name}`, not the "
-               f"sidebar's `{problem.optimizer}`: `{refusing}` cannot run it, and one algorithm for every step "
-               "keeps the bars about compilation alone.")
 store = resources.store_or_stop()
 
 
 def stored_runs() -> list:
-    found = (store.find_by_spec_key(spec.key, limit=1, interrupted=False) for spec in specs)
-    return [runs[0] if runs else None for runs in found]
+    return story.stored_choice([store.find_by_spec_key(spec.key, limit=RECENT, interrupted=False, with_elbo=False)
+                                for spec in specs])
 
 
 runs = stored_runs()
 current = st.session_state[STEP]
+together = bool(runs) and all(r is not None for r in runs) and len({r.timed_with for r in runs}) == 1 \
+    and runs[0].timed_with != ""
+missing = [spec for spec, run in zip(specs, runs) if run is None]
 previous, following, warm = st.columns([1, 1, 2], vertical_alignment="center")
 previous.button("Previous", key="story_prev", icon=":material/arrow_back:", on_click=move, args=(-1,),
                 disabled=current == 0, width="stretch")
 following.button("Next", key="story_next", icon=":material/arrow_forward:", on_click=move, args=(1,),
                  type="primary", disabled=current == len(steps) - 1, width="stretch")
-missing = [spec for spec, run in zip(specs, runs) if run is None]
-warm_up = warm.button(f"Warm up: run the {len(missing)} missing step{'s' * (len(missing) != 1)}" if missing
-                      else "Warmed up: every step is stored", key="story_warm", icon=":material/local_fire_department:",
-                      disabled=not missing, width="stretch",
-                      help="before the talk: runs every step not yet in the store, so that each click shows a "
+warm_label = (f"Warm up: time the {len(steps)} steps together" if not together
+              else "Warmed up: every step timed together")
+warm_up = warm.button(warm_label, key="story_warm", icon=":material/local_fire_department:", disabled=together,
+                      width="stretch",
+                      help="before the talk: times every step together, their repeats in turn, so that the "
+                           "machine's load at any moment lands on all of them alike; each click then shows a "
                            "stored run at once")
 keys.bind({"ArrowRight": "story_next", "PageDown": "story_next", "ArrowLeft": "story_prev", "PageUp": "story_prev"})
 
 arrived_by_next = st.session_state.pop(PENDING, False)
 if warm_up:
-    todo = [index for index, run in enumerate(runs) if run is None]
+    todo = list(range(len(steps)))
 else:  # a step reached with Next runs on arrival, with the steps before it that have not run
     # (its speed-up is since step 1); one reached by a link waits for a click
     todo = [i for i in range(current + 1) if runs[i] is None] if arrived_by_next else []
 if todo:
-    _, error = running.run_specs([specs[i] for i in todo], counts=problem.counts,
-                                 labels=[story.step_label(i, steps[i]) for i in todo],
-                                 title="Warming up" if warm_up else f"Step {current + 1}")
+    _, error = running.run_specs_together([specs[i] for i in todo], counts=problem.counts,
+                                          labels=[story.step_label(i, steps[i]) for i in todo],
+                                          title="Timing every step together" if warm_up else f"Step {current + 1}")
     if error:
         st.error(error, icon=":material/error:")
         runs = stored_runs()
     else:  # redraw, so that the buttons count what is left to run
-        st.session_state["story_flash"] = f"{len(todo)} step{'s' * (len(todo) != 1)} run and stored."
+        st.session_state["story_flash"] = f"{len(todo)} step{'s' * (len(todo) != 1)} timed and stored."
         st.rerun()
 running.show_cancelled()
 if flash := st.session_state.pop("story_flash", None):
@@ -90,27 +88,19 @@ if flash := st.session_state.pop("story_flash", None):
 
 step, run = steps[current], runs[current]
 outcome = story.outcomes(runs)[current]
-words, number = st.columns([3, 2])
+words, number = st.columns([3, 2], vertical_alignment="center")
 with words:
     st.subheader(f"Step {current + 1} of {len(steps)}: {step.title}", anchor=False)
     st.caption(f"{step.origin} · strategy `{step.strategy}`")
-    st.markdown(step.fixes)
-    for key in step.pitfalls:
-        st.markdown(f":material/bug_report: **{pitfall_notes.TITLES[key]}.** {pitfall_notes.SUMMARIES[key]}")
-    if step.pitfalls:
-        st.page_link("pages/under_the_hood/page.py", label="Run the pitfalls live: Under the hood",
-                     icon=":material/bug_report:")
 with number:
     if run is None:
-        st.info("This step has not run with these settings yet: " +
-                ("**Next** runs it with the next step, or **Warm up** runs them all." if current == 0 else
-                 "press **Next** from the step before (it runs the steps up to here), or **Warm up**."),
-                icon=":material/hourglass_empty:")
+        st.info("Not run with these settings yet: " +
+                ("**Next** runs it with the next step." if current == 0 else
+                 "**Next** from the step before runs it."), icon=":material/hourglass_empty:")
     elif run.status != "ok":
         st.warning(f"{step.strategy} {run.status}: {md(run.error or '')}", icon=":material/warning:")
     elif outcome.since_start is None:  # timed, but step 1 has no finished run to compare with
-        st.info(f"One fit: {spread.value_range(spread.Spread.of_run(run), 's')}. The speed-up since step 1 shows "
-                "once step 1 has run with these settings: **Warm up** runs every missing step.",
+        st.info("Its speed-up since step 1 shows once step 1 has run: **Warm up**.",
                 icon=":material/hourglass_empty:")
     else:
         ratio = outcome.since_start
@@ -119,14 +109,43 @@ with number:
         # "step 1" kept on one line: a wrapped range left the "1" alone on the next.
         since = "the starting point" if current == 0 else f"{ratio.span} since step&nbsp;1"
         st.html(f'<p class="story-range">{since}</p>')
-        if current > 0 and outcome.over_previous is not None:
-            st.caption(f"Over step {current}: {outcome.over_previous.label}.")
-        st.caption(f"One fit: {spread.value_range(spread.Spread.of_run(run), 's')}; compile "
-                   f"{run.trace_lower_s + run.compile_s:.2f} s ({run.cache}), paid once.")
 
 rows = pd.DataFrame(story.chart_rows(runs, current))
 done = [r for r in runs if r is not None and r.status == "ok"]
-seconds = (min(r.run_s_min for r in done), max(r.run_s_max for r in done)) if done else None
-display.chart(bars.story_bars(rows, [story.step_label(i, s) for i, s in enumerate(steps)], seconds),
-              "Seconds for one whole fit once compiled (median of the repeats; whisker: fastest to slowest), "
-              "with the speed-up since step 1. Log scale: equal distances are equal ratios.", legend=None)
+ms = (min(spread.Spread.of_run(r, "per_iter_ms").low for r in done),
+      max(spread.Spread.of_run(r, "per_iter_ms").high for r in done)) if done else None
+display.chart(bars.story_bars(rows, [story.step_label(i, s) for i, s in enumerate(steps)], ms, CHART_HEIGHT),
+              legend=None)
+
+if run is not None and run.status == "ok":
+    notes = []
+    if current > 0 and outcome.over_previous is not None:
+        over = outcome.over_previous
+        notes.append(f"The same speed as step {current} ({spread.NOT_SIGNIFICANT})" if over.significant is False
+                     else f"Over step {current}: {over.label}")
+    if current > 0 and outcome.since_start is not None and not outcome.timed_with_start:
+        notes.append("Timed apart from step 1, so the machine's load may differ between them: **Warm up** "
+                     "times every step together")
+    notes.append(f"One iteration {spread.value_range(spread.Spread.of_run(run, 'per_iter_ms'), 'ms')} over "
+                 f"{run.iterations_run:,} iterations; compile {run.trace_lower_s + run.compile_s:.2f} s "
+                 f"({run.cache}), paid once")
+    st.caption(". ".join(notes) + ".")
+st.markdown(step.fixes)
+for key in step.pitfalls:
+    st.markdown(f":material/bug_report: **{pitfall_notes.TITLES[key]}.** {pitfall_notes.SUMMARIES[key]}")
+if step.pitfalls:
+    st.page_link("pages/under_the_hood/page.py", label="Run the pitfalls live: Under the hood",
+                 icon=":material/bug_report:")
+
+st.divider()
+st.caption(
+    "The seed tutorial's levels one at a time, then this project's faster ones, on the sidebar's problem. Every "
+    f"step runs one algorithm and is compared by its time per iteration; step 1 runs at most "
+    f"{story.SLOW_STEP_ITERATIONS} iterations, which show its cost per iteration as well as more would. "
+    "**Next** (→, Page Down) adds a step; **Previous** (←, Page Up) goes back.")
+st.caption(settings.spec_summary(specs[1]))
+if specs[0].optimizer.name != problem.optimizer:  # names from the catalog: code spans need no escaping
+    refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))
+    st.caption(f":material/info: Every step runs the tutorial's optimizer, `{specs[0].optimizer.name}`, not the "
+               f"sidebar's `{problem.optimizer}`: `{refusing}` cannot run it, and one algorithm for every step "
+               "keeps the bars about compilation alone.")

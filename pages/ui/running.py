@@ -202,6 +202,48 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
     return results, error
 
 
+def run_specs_together(specs: list[FitSpec], labels: list[str], title: str,
+                       counts=None) -> tuple[list[RunResult], str | None]:
+    """Runs `specs` side by side on one worker, their repeats in turn
+    (`core.cluster.stored.run_together_and_store`), with a progress bar each; returns (the
+    stored results, an error message or None) as `run_specs` does. All or none: a failure
+    stores none of them (a dead worker stores each as interrupted)."""
+    try:
+        for platform in {spec.device for spec in specs}:
+            resources.check_device(platform)
+        store = resources.run_store()
+        cluster = resources.cluster()
+    except (SpecError, StoreError) as exc:
+        return [], public(exc)
+    results: list[RunResult] = []
+    error = None
+    live_points: list[dict] = []
+    with st.status(f"{title}…", expanded=True) as status:
+        cancel_slot = cancel_button(title)
+        bars = [st.progress(0.0, text=f"**{md(label)}**: waiting") for label in labels]
+        live = st.empty()
+        reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy)
+                     for index, (spec, label, bar) in enumerate(zip(specs, labels, bars))]
+        try:
+            results = stored.run_together_and_store(
+                cluster, store, specs, counts, on_progress=lambda progress: reporters[progress.member](progress),
+                owner="dashboard", owner_id=sign_in.identity())
+        except (RunInterrupted, SpecError, StoreError, Cancelled) as exc:
+            error = public(exc)
+        except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
+            log.exception("run of %s failed", specs)
+            error = f"internal error ({type(exc).__name__}: {public(exc)}); see the server log"
+        for reporter, result in zip(reporters, results):
+            reporter.finish()
+            reporter.bar.progress(1.0, text=f"**{reporter.shown_label}**: done: {result.per_iter_ms:,.3f} "
+                                            "ms/iteration")
+        if error is None and any(result.status == "timed_out" for result in results):
+            error = "past this server's time budget: stored as timed out, with the curves so far"
+        close_status(status, cancel_slot, len(results), error)
+    refresh_store_caption()
+    return results, error
+
+
 def close_status(status, cancel_slot, stored: int, error: str | None) -> None:
     """End a batch's status box: its cancel button gone, how many runs were stored, and the
     error that stopped it (left open) or done (folded)."""

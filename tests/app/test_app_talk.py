@@ -37,8 +37,12 @@ def test_the_story_walks_stored_steps_one_click_at_a_time(store):
     assert not at.exception, [e.value for e in at.exception]
     assert at.subheader[0].value == "Step 3 of 7: The whole loop in lax.scan"
     assert at.session_state["story_step"] == 2
-    # The big number is the speed-up since step 1 (2.0 s / 0.05 s), on a chart of three bars.
-    assert any(">×40.0<" in html.proto.body for html in at.get("html"))
+    # The big number is the speed-up per iteration since step 1 (2.0 s over its 40 iterations
+    # against 0.05 s over 500), on a chart of three bars.
+    assert specs[0].iterations == 40 and specs[2].iterations == 500
+    assert any(">×500<" in html.proto.body for html in at.get("html"))
+    # Timed at different moments: the page says so.
+    assert any("Timed apart from step 1" in caption.value for caption in at.caption)
     assert "2 · jit each function" in _chart_text(at) and len(store.list()) == 3  # stored: nothing ran
     assert any("ArrowRight" in html.proto.body for html in at.get("html"))  # the keys are bound
 
@@ -53,16 +57,19 @@ def test_a_step_timed_before_step_1_says_what_its_speed_up_waits_for(store):
     assert any("once step 1 has run" in info.value for info in at.info)
 
 
-def test_warming_up_runs_every_missing_step_once(store):
+def test_warming_up_times_every_step_together(store):
     at = tiny_problem(open_app(), strategies=("scan",))
     at.switch_page("pages/story/page.py").run()
-    assert at.button(key="story_warm").label == f"Warm up: run the {len(story.STEPS)} missing steps"
+    assert at.button(key="story_warm").label == f"Warm up: time the {len(story.STEPS)} steps together"
     at.button(key="story_warm").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert sorted(r.strategy for r in store.list()) == sorted(s.strategy for s in story.STEPS)
+    runs = store.list()
+    assert sorted(r.strategy for r in runs) == sorted(s.strategy for s in story.STEPS)
+    assert len({r.timed_with for r in runs}) == 1 and runs[0].timed_with  # one group, repeats in turn
     assert at.button(key="story_warm").disabled and at.button(key="story_warm").label.startswith("Warmed up")
     at.button(key="story_next").click().run()
     assert len(store.list()) == len(story.STEPS)  # the next step was stored: shown, not run
+    assert not any("Timed apart" in caption.value for caption in at.caption)
 
 
 def test_next_from_a_fresh_story_runs_step_1_with_step_2(store):
@@ -70,7 +77,9 @@ def test_next_from_a_fresh_story_runs_step_1_with_step_2(store):
     at.switch_page("pages/story/page.py").run()
     at.button(key="story_next").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert sorted(r.strategy for r in store.list()) == sorted(s.strategy for s in story.STEPS[:2])
+    runs = store.list()
+    assert sorted(r.strategy for r in runs) == sorted(s.strategy for s in story.STEPS[:2])
+    assert runs[0].timed_with and runs[0].timed_with == runs[1].timed_with  # timed together
     # Step 2's speed-up since step 1 is there at once, in large type.
     assert any("story-speedup" in html.proto.body for html in at.get("html"))
 

@@ -35,14 +35,25 @@ def test_a_step_runs_the_problem_its_own_way():
     assert story.specs(problem, longer)[-1] == spec
 
 
-def test_every_step_runs_one_algorithm_for_the_same_iterations():
+def test_every_step_runs_one_algorithm_for_the_same_iterations_but_the_slow_first():
     # The sidebar's default converges with a profiled optimizer that jit_per_function and
     # scan_analytic cannot run: the story runs the tutorial's optimizer instead, to no tolerance.
-    profiled = FitSpec(optimizer=OptimizerSpec("preconditioned_lbfgs"), init="log_rates", tol=1e-7)
+    profiled = FitSpec(optimizer=OptimizerSpec("preconditioned_lbfgs"), init="log_rates", tol=1e-7, iterations=500)
     specs = story.specs(profiled)
-    assert {(s.optimizer.name, s.init, s.tol, s.iterations) for s in specs} == {("seed", "seed", 0.0, 150)}
+    assert {(s.optimizer.name, s.init, s.tol) for s in specs} == {("seed", "seed", 0.0)}
+    # Eager's cost per iteration shows in a few iterations; the others run the problem's.
+    assert [s.iterations for s in specs] == [story.SLOW_STEP_ITERATIONS] + [500] * (len(specs) - 1)
+    assert story.specs(dataclasses.replace(profiled, iterations=20))[0].iterations == 20  # a cap, never more
     adam = story.specs(FitSpec(optimizer=OptimizerSpec("adam", 0.05), tol=1e-6))
     assert {(s.optimizer, s.tol) for s in adam} == {(OptimizerSpec("adam", 0.05), 0.0)}
+
+
+def test_speedups_are_per_iteration_so_a_step_may_run_fewer_iterations():
+    eager = make_run("eager", iterations=40, run_s=2.0, run_s_min=1.9, run_s_max=2.1)  # 50 ms per iteration
+    scan = make_run("scan", iterations=500, run_s=0.5, run_s_min=0.49, run_s_max=0.51)  # 1 ms per iteration
+    found = story.outcomes([eager, scan])
+    assert found[1].since_start.value == pytest.approx(50.0)
+    assert found[1].since_start.low == pytest.approx((1.9 / 40) / (0.51 / 500))
 
 
 def test_speedups_accumulate_from_the_first_step_with_their_ranges():
@@ -73,11 +84,27 @@ def test_the_chart_grows_one_bar_per_step_on_fixed_axes():
     first, second = (pd.DataFrame(story.chart_rows(runs, shown)) for shown in (0, 1))
     assert len(first) == 1 and len(second) == 2
     assert list(second["speedup"]) == ["start", "×10.0 (×9–×11)"]
-    specs = [bars.story_bars(rows, labels, seconds=(0.095, 2.1)).to_dict() for rows in (first, second)]
+    specs = [bars.story_bars(rows, labels, milliseconds=(19, 420)).to_dict() for rows in (first, second)]
     axes = [(s["layer"][0]["encoding"]["y"]["scale"]["domain"], s["layer"][0]["encoding"]["x"]["scale"]["domain"])
             for s in specs]
     assert axes[0] == axes[1] and axes[0][0] == labels  # nothing moves as bars are added
+    assert specs[0]["height"] == specs[1]["height"]
     assert bars.story_bars(first.iloc[:0], labels).to_dict()["mark"]["type"] == "text"
+
+
+def test_the_story_shows_the_runs_timed_together_over_newer_runs_timed_apart():
+    group = [make_run(name, created_at=10.0, timed_with="aaa", id=i)
+             for i, name in enumerate(["eager", "jit_per_function", "scan"])]
+    later_alone = make_run("scan", created_at=20.0, id=9)
+    smaller_group = [make_run(name, created_at=30.0, timed_with="bbb", id=10 + i)
+                     for i, name in enumerate(["eager", "jit_per_function"])]
+    candidates = [[smaller_group[0], group[0]], [smaller_group[1], group[1]], [later_alone, group[2]], []]
+    chosen = story.stored_choice(candidates)
+    assert chosen[:3] == group and chosen[3] is None
+    assert [o.timed_with_start for o in story.outcomes(chosen)[:3]] == [True, True, True]
+    # Without a group covering it, a step shows its newest run, and says it was timed apart.
+    chosen = story.stored_choice([[group[0]], [group[1]], [later_alone]])
+    assert chosen[2] is later_alone and not story.outcomes(chosen)[2].timed_with_start
 
 
 def test_steps_are_frozen_records():

@@ -64,3 +64,11 @@ def test_times_formats_for_a_projector():
     assert [times(v) for v in (250.0, 23.54, 4.0, 1.044, 0.25)] == ["×250", "×23.5", "×4", "×1.04", "×0.25"]
     assert [times(v, short=True) for v in (26.4, 1.1, 0.97)] == ["×26", "×1.1", "×0.97"]
     assert value_range(Spread(3.474, 3.41, 3.6, 3), "ms") == "3.47 ms (3.41–3.6)"
+
+
+def test_a_range_that_reaches_x1_is_no_difference_even_when_the_ranges_just_miss():
+    # x0.34 to x0.999: printed "x0.34–x1", it reads as a slowdown the repeats do not show.
+    found = speedup(Spread(1.0, 0.34, 0.999), Spread(1.2, 1.0, 1.5))
+    assert not Spread(1.0, 0.34, 0.999).overlaps(Spread(1.2, 1.0, 1.5))
+    assert found.significant is False and found.label.startswith(NOT_SIGNIFICANT)
+    assert speedup(Spread(1.0, 0.9, 1.1), Spread(0.5, 0.45, 0.55)).significant is True

@@ -160,3 +160,29 @@ def test_peers_run_through_the_engine_into_the_same_result():
     plnmodels = engine.run(_spec(strategy="pyplnmodels", iterations=10, repeats=1))
     # pyPLNmodels runs its own algorithm, and the row says so.
     assert (plnmodels.optimizer, plnmodels.init) == ("rprop", "log_counts")
+
+
+def test_fits_timed_together_take_their_repeats_in_turn_and_share_a_mark():
+    specs = [_spec(strategy="eager", iterations=5), _spec(strategy="scan"), _spec(strategy="scan_namedtuple")]
+    heard = []
+    results = engine.run_together(specs, on_progress=heard.append, cache=prepared.ExecutableCache())
+    assert [r.strategy for r in results] == ["eager", "scan", "scan_namedtuple"]
+    assert [r.iterations_run for r in results] == [5, 30, 30]
+    assert all(r.status == "ok" and r.run_s_min <= r.run_s <= r.run_s_max for r in results)
+    marks = {r.timed_with for r in results}
+    assert len(marks) == 1 and marks != {""}
+    assert len({(r.timed_start, r.timed_end) for r in results}) == 1  # one hold of the device
+    # Round-robin: repeat 1 of every fit before any repeat 2.
+    repeats = [(p.member, p.done) for p in heard if p.phase == "repeat"]
+    assert repeats == [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]
+    # The same trajectory as each fit timed alone.
+    alone = engine.run(specs[1], cache=prepared.ExecutableCache())
+    np.testing.assert_allclose(results[1].elbo, alone.elbo, rtol=1e-12)
+    assert alone.timed_with == ""
+
+
+def test_fits_timed_together_must_share_their_data_and_leave_peers_alone():
+    with pytest.raises(SpecError, match="share their data"):
+        engine.run_together([_spec(), _spec(dataset=DatasetSpec(kind="simulated", n=50, p=6, d=2, seed=0))])
+    with pytest.raises(SpecError, match="peer"):
+        engine.run_together([_spec(), _spec(strategy="torch_eager")])
