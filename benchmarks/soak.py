@@ -183,12 +183,14 @@ def _counts_csv(scratch: str, index: int) -> str:
 
 
 def _toggle_strategy(page, rng) -> None:
+    """Opens the Run page's strategies popover and toggles one of them."""
     name = rng.choice(PAGE_STRATEGIES)
-    pill = page.locator("[data-testid='stMain'] [data-testid='stButtonGroup'] button",
+    page.get_by_role("button", name=re.compile("^Strategies")).click()
+    pill = page.locator("[data-testid='stPopoverBody'] [data-testid='stButtonGroup'] button",
                         has_text=re.compile(f"^{re.escape(name)}$"))
-    if pill.count():
-        pill.first.click()
-        wait_painted(page, 120_000)
+    pill.first.click(timeout=30_000)  # a soak that cannot choose a strategy must fail, not skip it
+    wait_painted(page, 120_000)
+    page.keyboard.press("Escape")
 
 
 def _one_click(page, store, rng, index: int) -> None:

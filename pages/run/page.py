@@ -11,8 +11,9 @@ from core.store import cold_compiles
 from pages.ui import display, resources, running, settings, state
 from pages.ui.text import md, public
 
+CHART_HEIGHT = 160  # the first chart in the first screen of a projector, however many strategies
+
 st.title("Which JIT strategy is fastest?", anchor=False)
-st.caption("The same Poisson log-normal fit, compiled in different ways; set the problem in the sidebar.")
 
 names = [r.name for r in resources.runnables()]
 # The tutorial's compiled levels that run the sidebar's default optimizer (jit_per_function
@@ -22,31 +23,32 @@ names = [r.name for r in resources.runnables()]
 state.default("run_strategies",
               settings.DEFAULTS.runnable([n for n in resources.tutorial_levels()[1:] if n in names])[0])
 
-chosen = st.pills("Strategies", names, selection_mode="multi", key="run_strategies", persist_state="session",
-                  help=resources.strategy_help()) or []
-chosen = [n for n in names if n in chosen]  # teaching order, whatever the click order
-with st.expander("What each strategy compiles"):
-    st.markdown(resources.strategy_help())
-
 problem = settings.current()
 try:
     dataset = problem.dataset_spec()
 except SpecError as exc:
     st.error(public(exc), icon=":material/error:")
     st.stop()
+
+# Laid out for a projector (1024x768, sidebar open): the choice, the problem and the Run
+# button take a few lines, so that after a run its headline and first chart are in the
+# first screen. The strategies sit in a popover whose label names the chosen ones.
+picked = [n for n in names if n in (st.session_state.get("run_strategies") or [])]
+pick, go = st.columns([5, 2], vertical_alignment="bottom")
+with pick.popover(f"Strategies: {', '.join(picked)}" if picked else "Strategies: choose", width="stretch",
+                  icon=":material/tune:", help="the ways of compiling the fit to time side by side"):
+    chosen = st.pills("Strategies", names, selection_mode="multi", key="run_strategies", persist_state="session",
+                      help=resources.strategy_help(), label_visibility="collapsed") or []
+    st.markdown(resources.strategy_help())
+chosen = [n for n in names if n in chosen]  # teaching order, whatever the click order
 runnable, skipped = problem.runnable(chosen)  # e.g. jit_per_function has no pieces for a line search
 try:
     specs = [problem.fit_spec(name, dataset=dataset) for name in runnable]
 except SpecError as exc:
     st.error(public(exc), icon=":material/error:")
     st.stop()
-st.markdown(problem.label)
-if skipped:
-    caption, why = problem.refused_note(skipped)
-    st.caption(caption, help=why)
-# Wide enough for "Run 4 strategies" on one line at 1024 px with the sidebar open.
-go, note_slot = st.columns([2, 3], vertical_alignment="center")
 if not specs:
+    st.caption(problem.label)
     st.info("Choose at least one strategy to run." if not skipped else
             "Choose a strategy that runs the sidebar's optimizer, or a gradient optimizer in the sidebar.",
             icon=":material/checklist:")
@@ -65,16 +67,20 @@ missing = [spec for spec in specs if spec.strategy not in stored]
 label = f"Run {len(missing)} strateg{'y' if len(missing) == 1 else 'ies'}" if missing else "Run again"
 clicked = go.button(label, type="primary", key="run_go", width="stretch",
                     icon=":material/play_arrow:" if missing else ":material/replay:")
-with note_slot:
+about, cold_slot = st.columns([5, 2], vertical_alignment="top")
+with about:
+    note = problem.label
+    if skipped:
+        caption, why = problem.refused_note(skipped)
+        note += f" · {caption}"
+    if stored and missing:
+        note += (f" · {len(stored)} of these already ran and are shown below; this runs "
+                 f"{', '.join(s.strategy for s in missing)}")
+    st.caption(note, help=why if skipped else None)
+with cold_slot:
     cold = st.toggle("Compile from scratch", key="run_cold", persist_state="session",
-                     help="skip the in-memory and on-disk compilation caches for this run, so the compile "
-                          "time is measured again; the new executables are cached afterwards")
-    if not missing:
-        st.caption("Shown below: the stored runs of these settings, just run or from before. **Run again** "
-                   "re-times them.")
-    elif stored:
-        st.caption(f"{len(stored)} of these settings already ran and are shown below; "
-                   f"this runs {', '.join(s.strategy for s in missing)}.")
+                     help="compile from scratch: skip the in-memory and on-disk compilation caches for this run, so "
+                          "the compile time is measured again; the new executables are cached afterwards")
 
 if clicked:
     todo = missing or specs
@@ -109,13 +115,8 @@ if not shown:
     st.stop()
 
 # --- results -----------------------------------------------------------------------------
-st.subheader("Results", divider="gray")
 if note:
     st.caption(note)
-else:
-    dates = sorted({display.when(r.created_at) for r in shown})
-    st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
-               + (f" to {dates[-1]}" if len(dates) > 1 else "") + f" · device: {md(shown[0].device_kind)}")
 
 frame = display.runs_frame(shown)
 ok = frame[frame["status"] == "ok"]
@@ -128,7 +129,7 @@ if not ok.empty:
     solved = ok[ok["time_to_solution_s"].notna()]
     if not solved.empty:
         fastest = solved.loc[solved["time_to_solution_s"].idxmin()]
-        metrics[0].metric("Fastest to solution", f"{fastest['time_to_solution_s']:.3g} s",
+        metrics[0].metric("Fastest to solution", display.duration(fastest['time_to_solution_s']),
                           f"{fastest['strategy']} · {int(fastest['iterations_run']):,} it · "
                           + spread.Spread.of_run(fastest).range_label("s"),
                           delta_color="off", delta_arrow="off",
@@ -136,7 +137,7 @@ if not ok.empty:
                                "median of the repeats, and the fastest to the slowest repeat")
     else:
         fastest = ok.loc[ok["run_s"].idxmin()]
-        metrics[0].metric("Fastest fit", f"{fastest['run_s']:.3g} s", "tolerance not met: no solution",
+        metrics[0].metric("Fastest fit", display.duration(fastest["run_s"]), "tolerance not met: no solution",
                           delta_color="off", delta_arrow="off",
                           help="steady-state seconds of the fit; set a tolerance in the sidebar to stop at "
                                "convergence and time the solution")
@@ -147,28 +148,31 @@ if not ok.empty:
     compiled = ok[ok["cache"] != "none"]
     if not compiled.empty:
         cold_s = (cold_runs["trace_lower_s"] + cold_runs["compile_s"]).max() if not cold_runs.empty else None
-        metrics[2].metric("Longest compile", f"{(compiled['trace_lower_s'] + compiled['compile_s']).max():.2f} s",
+        metrics[2].metric("Longest compile", display.duration(compiled["compile_total_s"].max()),
                           f"from scratch: {cold_s:.2f} s" if cold_s is not None else None,
                           delta_color="off", delta_arrow="off",
-                          help="trace + lower + XLA compile; about 0 s when the executable came from a cache, "
-                               "so the latest compile from scratch of the same problem here is shown under it")
+                          help="trace + lower + XLA compile, as the tables' compile column; about 0 s when the "
+                               "executable came from a cache, so the latest compile from scratch of the same problem "
+                               "here is shown under it")
 with metrics[3]:
     st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
     display.agreement_badge(frame)
 
+# The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
+# at a fixed height, so that a run of many strategies still keeps its chart in the first screen.
 left, right = st.columns(2)
 with left:
-    display.chart(bars.timing_bars(frame, cold_compiles=cold_runs),
+    baseline = "eager" if "eager" in set(frame["strategy"]) else frame.loc[frame["run_s"].idxmax(), "strategy"]
+    display.chart(bars.speedup_bars(frame, baseline=baseline).properties(height=CHART_HEIGHT),
+                  f"How many times faster than {baseline} one full fit runs once compiled (median of repeats, "
+                  "whisker: the range the repeats allow; within noise: the ranges overlap).",
+                  legend=None)
+with right:
+    display.chart(bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=CHART_HEIGHT),
                   "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
                   "its whisker the fastest to the slowest repeat."
                   + (" A (cached) run loaded its executable; the dashed bar under it is the latest cold compile of "
                      "the same problem here." if not cold_runs.empty else ""))
-with right:
-    baseline = "eager" if "eager" in set(frame["strategy"]) else frame.loc[frame["run_s"].idxmax(), "strategy"]
-    display.chart(bars.speedup_bars(frame, baseline=baseline),
-                  f"How many times faster than {baseline} one full fit runs once compiled (median of repeats, "
-                  "whisker: the range the repeats allow; within noise: the ranges overlap).",
-                  legend=None)
 
 curves = display.elbo_long(shown, curves=store.curves([r.id for r in shown]))  # thinned, for any length
 left, right = st.columns(2)
@@ -180,5 +184,8 @@ with right:
                   "Wall-clock estimated from compile time + iterations × steady-state time per iteration.")
 
 st.subheader("Numbers")
+dates = sorted({display.when(r.created_at) for r in shown})
+st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
+           + (f" to {dates[-1]}" if len(dates) > 1 else "") + f" · device: {md(shown[0].device_kind)}")
 display.show_runs_table(frame)
 display.show_run_notes(shown)

@@ -18,9 +18,11 @@ from pages.story import keys
 from pages.ui import display, resources, running, settings, state
 from pages.ui.text import md
 
+st.title("The tutorial, step by step", anchor=False)
+
 STEP = "story_step"
 PENDING = "story_pending"  # a step reached by Next that has not run yet: run it on arrival
-CHART_HEIGHT = 270  # with the buttons and the headline, inside 768 px on a projector
+CHART_HEIGHT = 250  # with the buttons and the headline, inside 768 px on a projector
 RECENT = 20  # stored runs looked at per step for a group timed together
 
 steps = story.STEPS
@@ -88,10 +90,15 @@ if flash := st.session_state.pop("story_flash", None):
 
 step, run = steps[current], runs[current]
 outcome = story.outcomes(runs)[current]
+with st.container(key="story_heading"):  # one line at 1024 px (projector.css)
+    st.subheader(f"Step {current + 1} of {len(steps)}: {step.title}", anchor=False)
 words, number = st.columns([3, 2], vertical_alignment="center")
 with words:
-    st.subheader(f"Step {current + 1} of {len(steps)}: {step.title}", anchor=False)
     st.caption(f"{step.origin} · strategy `{step.strategy}`")
+    if run is not None and run.status == "ok" and current > 0 and outcome.over_previous is not None:
+        over = outcome.over_previous
+        st.markdown(f"The same speed as step {current}: {spread.NOT_SIGNIFICANT}." if over.significant is False
+                    else f"Over step {current}: {over.label}.")
 with number:
     if run is None:
         st.info("Not run with these settings yet: " +
@@ -106,23 +113,19 @@ with number:
         ratio = outcome.since_start
         big = spread.times(ratio.value) if current == 0 or ratio.significant is not False else spread.WITHIN_NOISE
         st.html(f'<p class="story-speedup">{big}</p>')
-        # "step 1" kept on one line: a wrapped range left the "1" alone on the next.
-        since = "the starting point" if current == 0 else f"{ratio.span} since step&nbsp;1"
+        since = "the starting point" if current == 0 else f"{ratio.span} since step 1"
         st.html(f'<p class="story-range">{since}</p>')
 
 rows = pd.DataFrame(story.chart_rows(runs, current))
 done = [r for r in runs if r is not None and r.status == "ok"]
 ms = (min(spread.Spread.of_run(r, "per_iter_ms").low for r in done),
       max(spread.Spread.of_run(r, "per_iter_ms").high for r in done)) if done else None
-display.chart(bars.story_bars(rows, [story.step_label(i, s) for i, s in enumerate(steps)], ms, CHART_HEIGHT),
-              legend=None)
+# No title above the chart: its axis says what it shows, and the room is the chart's.
+display.chart(bars.story_bars(rows, [story.step_label(i, s) for i, s in enumerate(steps)], ms, CHART_HEIGHT)
+              .properties(title=""), legend=None)
 
 if run is not None and run.status == "ok":
     notes = []
-    if current > 0 and outcome.over_previous is not None:
-        over = outcome.over_previous
-        notes.append(f"The same speed as step {current} ({spread.NOT_SIGNIFICANT})" if over.significant is False
-                     else f"Over step {current}: {over.label}")
     if current > 0 and outcome.since_start is not None and not outcome.timed_with_start:
         notes.append("Timed apart from step 1, so the machine's load may differ between them: **Warm up** "
                      "times every step together")

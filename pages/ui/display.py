@@ -19,32 +19,39 @@ from core.spec import SpecError
 from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
-TABLE_COLUMNS = {  # no fixed widths: a header wider than its column would be cut on a projector
+# Two tables of a few columns each, so that neither scrolls sideways in a 640 px column (a
+# projector with the sidebar open). No fixed widths: a header wider than its column is cut.
+TIMING_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
     "time_to_solution_s": st.column_config.NumberColumn(
         "to solution (s)", format="%.4f",
         help="steady-state seconds from the first iteration to the stop at the tolerance; empty when the fit "
              "ran a fixed number of iterations or did not meet it"),
-    "iterations_run": st.column_config.NumberColumn("iterations", help="iterations run"),
-    "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or loaded from disk, none "
-                                                       "(eager), or how many executables from each, e.g. "
-                                                       "'compiled 1, disk 3'"),
-    "compile_s": st.column_config.NumberColumn("compile (s)", format="%.3f", help="XLA compilation"),
-    "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f"),
-    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f", help="steady state: median of the timed repeats"),
-    "run_s_min": st.column_config.NumberColumn("fastest (s)", format="%.4f", help="the fastest timed repeat"),
-    "run_s_max": st.column_config.NumberColumn("slowest (s)", format="%.4f", help="the slowest timed repeat"),
     "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f",
                                                  help="steady-state time per iteration (ms)"),
-    "compile_count": st.column_config.NumberColumn("compiles", help="XLA compilations during the run"),
-    "recompile_count": st.column_config.NumberColumn("recompiles", help="compilations during the steady-state repeats"),
+    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f", help="steady state: median of the timed repeats"),
+    "run_s_min": st.column_config.NumberColumn("fastest", format="%.4f", help="the fastest timed repeat (s)"),
+    "run_s_max": st.column_config.NumberColumn("slowest", format="%.4f", help="the slowest timed repeat (s)"),
+    "compile_total_s": st.column_config.NumberColumn("compile (s)", format="%.3f",
+                                                     help="trace + lower + XLA compile: what a new shape costs once"),
+    "first_call_s": st.column_config.NumberColumn("first call", format="%.3f", help="the first execution (s)"),
+}
+FIT_COLUMNS = {
+    "strategy": st.column_config.TextColumn("strategy"),
+    "iterations_run": st.column_config.NumberColumn("iterations", help="iterations run"),
     "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f",
                                                 help="the ELBO itself, exact log Y! (gammaln)"),
     "final_change": st.column_config.NumberColumn("last change", format="%.1e",
                                                   help="relative ELBO change over the last iteration"),
+    "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or loaded from disk, none "
+                                                       "(eager), or how many executables from each, e.g. "
+                                                       "'compiled 1, disk 3'"),
+    "compile_count": st.column_config.NumberColumn("compiles", help="XLA compilations during the run"),
+    "recompile_count": st.column_config.NumberColumn("recompiles", help="compilations during the steady-state repeats"),
     "status": st.column_config.TextColumn("status", help="ok, diverged (not finite, or ending orders of magnitude "
                                                          "below its start), interrupted or timed_out"),
 }
+TABLE_COLUMNS = {**TIMING_COLUMNS, **FIT_COLUMNS}
 
 
 def runs_frame(results: list[RunResult]) -> pd.DataFrame:
@@ -53,6 +60,8 @@ def runs_frame(results: list[RunResult]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if not frame.empty:
         frame = frame.drop(columns=["spec", "versions"])
+        # What a compile costs, as the Run page's "Longest compile" counts it.
+        frame["compile_total_s"] = frame["trace_lower_s"] + frame["compile_s"]
     return frame
 
 
@@ -85,10 +94,12 @@ def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, 
     return pd.concat(parts, ignore_index=True)
 
 
-def show_runs_table(frame: pd.DataFrame, **kwargs) -> Any:
-    """The compact results table (strategy, cache, timings, compile counts, ELBO, status)."""
-    columns = [c for c in TABLE_COLUMNS if c in frame]
-    return st.dataframe(frame[columns], hide_index=True, column_config=TABLE_COLUMNS, **kwargs)
+def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:
+    """The results as two compact tables: the timings, then the fit (iterations, ELBO,
+    cache, compile counts, status)."""
+    for config in (TIMING_COLUMNS, FIT_COLUMNS):
+        columns = [c for c in config if c in frame]
+        st.dataframe(frame[columns], hide_index=True, column_config=config, **kwargs)
 
 
 def show_run_notes(results: list[RunResult]) -> None:
@@ -173,6 +184,16 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
     where.altair_chart(figure, width="stretch")
     if caption:
         where.caption(caption)
+
+
+def duration(seconds: float) -> str:
+    """Seconds for a metric, short enough not to wrap in a quarter of a projector's column:
+    "1.23 s", "45.6 ms", "894 µs"."""
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
 
 
 def si(value: float | None, unit: str = "") -> str:

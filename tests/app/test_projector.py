@@ -158,6 +158,23 @@ def test_a_copied_link_shows_the_same_view_in_a_new_browser(app, browser, after_
     fresh.close()
 
 
+# Where a page's first chart, and its headline (the story's big number, Run's first metric),
+# lie in the window, as [top, bottom] in pixels at the page's top.
+FIRST_SCREEN_JS = """() => {
+  const box = (element) => { if (!element) return null; const r = element.getBoundingClientRect();
+                              return [Math.round(r.top), Math.round(r.bottom)]; };
+  const main = document.querySelector("[data-testid='stMain']");
+  return {window: window.innerHeight, scrolled: main.scrollTop + window.scrollY,
+          chart: box(document.querySelector("[data-testid='stMain'] .vega-embed")),
+          headline: box(document.querySelector(".story-speedup") || document.querySelector("[data-testid='stMetric']"))};
+}"""
+
+
+def _in_first_screen(found: dict) -> bool:
+    return (found["scrolled"] == 0 and found["chart"] is not None and found["headline"] is not None
+            and all(0 <= top < bottom <= found["window"] for top, bottom in (found["chart"], found["headline"])))
+
+
 def test_the_story_moves_with_the_arrow_keys(after_a_run):
     page = after_a_run.page
     _open(page, "Story")
@@ -172,4 +189,36 @@ def test_the_story_moves_with_the_arrow_keys(after_a_run):
     assert "step=2" in page.url and page.locator(".story-speedup").inner_text().startswith(("×", "within"))
     page.keyboard.press("ArrowLeft")
     page.get_by_text(re.compile(r"Step 2 of \d+")).wait_for(timeout=60_000)
+    assert not after_a_run.problems, after_a_run.problems
+
+
+def test_the_presenter_sees_the_chart_and_its_number_without_scrolling(after_a_run):
+    page = after_a_run.page
+    _open(page, "Run")
+    page.wait_for_function(CHARTS_DRAWN, arg=4, timeout=60_000)
+    time.sleep(0.5)
+    found = page.evaluate(FIRST_SCREEN_JS)
+    assert _in_first_screen(found), found
+    _open(page, "Story")
+    while page.get_by_role("button", name="Previous").is_enabled():  # from step 1, whatever a test before left
+        page.keyboard.press("ArrowLeft")
+        wait_painted(page)
+    page.get_by_text(re.compile(r"Step 1 of \d+")).wait_for()
+    charts_at = set()
+    for step in range(2, 8):  # every step: the later ones run on arrival (tiny), timed together
+        page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=60_000)
+        time.sleep(0.5)
+        found = page.evaluate(FIRST_SCREEN_JS)
+        assert _in_first_screen(found), (step - 1, found)
+        charts_at.add(tuple(found["chart"]))
+        assert not page.evaluate(TRUNCATED_TEXT_JS), step - 1
+        page.keyboard.press("ArrowRight")
+        page.get_by_text(re.compile(rf"Step {step} of \d+")).wait_for(timeout=RUN_TIMEOUT_MS)
+        wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)
+    page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=60_000)
+    time.sleep(0.5)
+    found = page.evaluate(FIRST_SCREEN_JS)
+    assert _in_first_screen(found), (7, found)
+    charts_at.add(tuple(found["chart"]))
+    assert len(charts_at) == 1, charts_at  # the chart stays in place from step to step
     assert not after_a_run.problems, after_a_run.problems
