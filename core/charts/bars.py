@@ -50,6 +50,20 @@ def whiskers(data: pd.DataFrame, x: str, x2: str, y: alt.Y) -> alt.LayerChart:
                      base.mark_rule(color="#111111", strokeWidth=2))
 
 
+# The share of a log axis the data may take: the rest, on the right, is for the labels written
+# after the longest bar ("×204 (×153–×231)"), which Vega otherwise cuts at the chart's edge.
+DATA_SHARE = 0.62
+
+
+def _room_for_labels(df: pd.DataFrame, x: str) -> list[float]:
+    """A log axis's [low, high] holding 1, `x`, `low` and `high` of every row, with room on
+    the right for the labels."""
+    values = pd.concat([df[x], df.get("low", df[x]), df.get("high", df[x]), pd.Series([1.0])]).astype(float)
+    values = values[np.isfinite(values) & (values > 0)]
+    low, high = float(values.min()) / 1.5, float(values.max()) * 1.2
+    return [low, low * (high / low) ** (1 / DATA_SHARE)]
+
+
 def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
                    tips: list) -> alt.LayerChart:
     """Bars from 1 to `x` on a log axis (faster and slower point opposite ways), a whisker
@@ -57,7 +71,8 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
     df = df.assign(one=1.0)
     df["text_x"] = df[["high", x]].max(axis=1).where(lambda v: v > 1, 1.0).fillna(1.0)
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=x_title), x2="one:Q", y=y,
+        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=_room_for_labels(df, x), nice=False), title=x_title),
+        x2="one:Q", y=y,
         color=color_by_strategy(df, legend=False), tooltip=tips)
     ranged = df[df["high"] > df["low"]]
     text = alt.Chart(df).mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N", tooltip=tips)

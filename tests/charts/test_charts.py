@@ -167,6 +167,16 @@ def test_speedup_values_carry_their_range_and_noise_is_labelled():
     assert per.loc["scan_namedtuple", "verdict"].startswith("no significant difference")
 
 
+def test_speedup_labels_have_room_right_of_the_longest_bar():
+    # "×204 (×153–×231)" was cut at the chart's edge: the log axis now ends far enough right.
+    runs = pd.DataFrame([_run(1, "eager", run_s=2.0), _run(2, "scan", run_s=0.0098)])
+    spec = bars.speedup_bars(runs).to_dict()
+    low, high = spec["layer"][0]["encoding"]["x"]["scale"]["domain"]
+    longest = pd.concat(_datasets(spec))["high"].max()
+    share = (math.log(longest) - math.log(low)) / (math.log(high) - math.log(low))
+    assert low < 1 < longest < high and share < 0.7
+
+
 def test_speedup_without_baseline_is_a_note(runs):
     spec = bars.speedup_bars(runs[runs["strategy"] != "eager"]).to_dict()
     assert spec["mark"]["type"] == "text"

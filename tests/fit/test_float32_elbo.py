@@ -49,7 +49,7 @@ def _near_optimum():
     B, M, S = (np.asarray(a) for a in fitted.params)
     params = model.PLNParams(jnp.asarray(B), *(jnp.asarray(np.repeat(a, REPLICATE, axis=0)) for a in (M, S)))
     precision = model.closed_form_precision(params, jax.device_put(host))
-    return big, host, FitState(params, precision, problem.transformation.init(params))
+    return big, host, FitState(params=params, precision=precision, opt_state=problem.transformation.init(params))
 
 
 @functools.cache

@@ -186,3 +186,30 @@ def test_fits_timed_together_must_share_their_data_and_leave_peers_alone():
         engine.run_together([_spec(), _spec(dataset=DatasetSpec(kind="simulated", n=50, p=6, d=2, seed=0))])
     with pytest.raises(SpecError, match="peer"):
         engine.run_together([_spec(), _spec(strategy="torch_eager")])
+
+
+SAME_PROGRAM = """
+import dataclasses, json, sys
+from core.run import prepared
+from core.spec import DatasetSpec, FitSpec
+spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=6, d=2, seed=0), iterations=30)
+print(json.dumps([prepared.prepare(dataclasses.replace(spec, strategy=name), cache=prepared.ExecutableCache())
+                  .compilation.cache for name in sys.argv[1:]]))
+"""
+
+
+def test_a_namedtuple_state_is_the_same_compiled_program_as_a_dict(tmp_path):
+    # What the story says of its step 4, held by XLA itself: in a fresh process with an empty
+    # persistent cache, scan_namedtuple finds scan's executable there (the same program).
+    import json
+    import subprocess
+    import sys
+
+    from project import ROOT
+
+    env = {**os.environ, "PLNLAB_JAX_CACHE": str(tmp_path / "jax")}
+    done = subprocess.run([sys.executable, "-c", SAME_PROGRAM, "scan", "scan_namedtuple", "jit_step"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # jit_step is another program: it compiles.
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["compiled", "disk", "compiled"]

@@ -36,15 +36,20 @@ from core.fit import model
 class FitState(NamedTuple):
     """Everything that changes from one iteration to the next.
 
+    The fields are in the order JAX flattens a dict of them (its keys sorted), so that a
+    loop whose carry is this state and one whose carry is `_asdict()` are one compiled
+    program, and the second loads the first's executable from the persistent cache.
+    Build it by keyword.
+
     Attributes:
+        opt_state: the algorithm's own state (an optax state for the gradient families).
         params: B, M, S.
         precision: Omega, (p, p).
-        opt_state: the algorithm's own state (an optax state for the gradient families).
     """
 
+    opt_state: Any
     params: model.PLNParams
     precision: jax.Array
-    opt_state: Any
 
 
 class Latent(NamedTuple):

@@ -94,7 +94,7 @@ class DiagonalNewton(Algorithm):
         found = point.found
         own = NewtonState(found.grad_mean, found.rate, found.elbo, alpha_bound)
         params = model.PLNParams(found.coef, point.latent_mean, jnp.exp(point.log_sd))
-        return FitState(params, found.precision, own)
+        return FitState(params=params, precision=found.precision, opt_state=own)
 
     def step(self, state, data):
         own = state.opt_state

@@ -46,14 +46,14 @@ class GradientAlgorithm(Algorithm):
         self.transformation = transformation
 
     def init(self, params, precision, data):
-        return FitState(params, precision, self.transformation.init(params))
+        return FitState(params=params, precision=precision, opt_state=self.transformation.init(params))
 
     def step(self, state, data):
         loss, grads = jax.value_and_grad(negative_wide_elbo)(state.params, state.precision, data)
         updates, opt_state = self.transformation.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         precision = model.closed_form_precision(params, data)
-        return FitState(params, precision, opt_state), -loss
+        return FitState(params=params, precision=precision, opt_state=opt_state), -loss
 
 
 class ProfiledGradientState(NamedTuple):
@@ -71,7 +71,7 @@ class ProfiledGradientState(NamedTuple):
 def _evaluated(latent: Latent, transformation_state, data) -> FitState:
     found = profiled.evaluate(latent.latent_mean, latent.latent_sd, data)
     own = ProfiledGradientState(transformation_state, Latent(-found.grad_mean, -found.grad_sd), found.elbo)
-    return FitState(model.PLNParams(found.coef, *latent), found.precision, own)
+    return FitState(params=model.PLNParams(found.coef, *latent), precision=found.precision, opt_state=own)
 
 
 class ProfiledGradientAlgorithm(Algorithm):

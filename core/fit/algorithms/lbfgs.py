@@ -115,12 +115,13 @@ class Lbfgs(Algorithm):
         curvature_mean = data.counts + jnp.diagonal(precision)
         scale = Latent(jnp.sqrt(curvature_mean), jnp.full_like(curvature_mean, jnp.sqrt(2.0)))
         scaled = jax.tree.map(jnp.zeros_like, origin)
-        return FitState(params, precision, LbfgsState(scaled, self.lbfgs.init(scaled), origin, scale))
+        return FitState(params=params, precision=precision,
+                        opt_state=LbfgsState(scaled, self.lbfgs.init(scaled), origin, scale))
 
     def step(self, state, data):
         own = state.opt_state
         value, scaled, optax_state = _move(own, data)
         params, precision = closed_form_state(_latent(scaled, own.origin, own.scale), data)
         new = own._replace(scaled=scaled, optax_state=optax_state)
-        return FitState(params, precision, new), (-value).astype(model.wide_dtype(value.dtype))
+        return FitState(params=params, precision=precision, opt_state=new), (-value).astype(model.wide_dtype(value.dtype))
 

@@ -164,7 +164,8 @@ class PreconditionedLbfgs(Algorithm):
 
     @staticmethod
     def _state(point: _Point, own: PreconditionedLbfgsState) -> FitState:
-        return FitState(model.PLNParams(point.coef, point.latent_mean, point.latent_sd), point.precision, own)
+        return FitState(params=model.PLNParams(point.coef, point.latent_mean, point.latent_sd),
+                        precision=point.precision, opt_state=own)
 
     def step(self, state, data):
         own = state.opt_state

@@ -38,4 +38,4 @@ class JitPerFunction(PythonLoopStrategy):
         updates, opt_state = executables["update"](grads, state.opt_state, state.params)
         params = executables["apply_updates"](state.params, updates)
         precision = executables["inverse"](executables["covariance"](params, data))
-        return FitState(params, precision, opt_state), -loss
+        return FitState(params=params, precision=precision, opt_state=opt_state), -loss

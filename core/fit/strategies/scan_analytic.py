@@ -190,7 +190,7 @@ def _fit(state: FitState, data: model.PLNData, optimizer, iterations: int, stopp
     final, trace, run, stop = scan_loop(step, start, iterations, stopping, Y.dtype)
     params = _unpack(final.packed, n)
     opt_state = _unpack_state(final.opt_state, state.opt_state, n)
-    return FitOutput(FitState(params, final.precision, opt_state), trace, run, stop)
+    return FitOutput(FitState(params=params, precision=final.precision, opt_state=opt_state), trace, run, stop)
 
 
 class ScanAnalytic(CompiledLoopStrategy):

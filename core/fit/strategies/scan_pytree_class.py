@@ -48,17 +48,20 @@ class PLNFit:
             value, grads = self.elbo_and_grads(data)
             return self.gradient_step(grads, algorithm.transformation).update_precision(data), value
         # The profiled algorithms' steps are whole (closed forms, line searches): delegated.
-        state, value = algorithm.step(FitState(self.params, self.precision, self.opt_state), data)
-        return PLNFit(*state), value
+        state, value = algorithm.step(
+            FitState(params=self.params, precision=self.precision, opt_state=self.opt_state), data)
+        return PLNFit(state.params, state.precision, state.opt_state), value
 
     def tree_flatten(self):
         # Every array is a child: anything left in aux_data would be treated as a
-        # compile-time constant, and anything left out would be lost on unflatten.
-        return (self.params, self.precision, self.opt_state), None
+        # compile-time constant, and anything left out would be lost on unflatten. In
+        # FitState's order, so that the loop is scan's program (`FitState`).
+        return (self.opt_state, self.params, self.precision), None
 
     @classmethod
     def tree_unflatten(cls, aux_data, children):
-        return cls(*children)
+        opt_state, params, precision = children
+        return cls(params, precision, opt_state)
 
 
 def _fit(state, data, optimizer, iterations, stopping=None):
@@ -68,7 +71,8 @@ def _fit(state, data, optimizer, iterations, stopping=None):
     start = PLNFit(state.params, state.precision, state.opt_state)
     # jax.lax.scan(body, start, length=iterations), stopping at tol when asked.
     final, trace, run, stop = scan_loop(body, start, iterations, stopping, data.counts.dtype)
-    return FitOutput(FitState(final.params, final.precision, final.opt_state), trace, run, stop)
+    return FitOutput(FitState(params=final.params, precision=final.precision, opt_state=final.opt_state), trace, run,
+                     stop)
 
 
 class ScanPytreeClass(CompiledLoopStrategy):
