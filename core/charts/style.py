@@ -28,9 +28,13 @@ STRATEGY_ORDER = tuple(catalog.RUNNABLES)
 STRATEGY_COLORS = {name: runnable.colour for name, runnable in catalog.RUNNABLES.items()}
 # Strategies this program no longer knows (imported runs): one more hue, used by none above.
 UNKNOWN_COLOR = catalog.UNKNOWN_COLOUR
-# The phases of a run are greys, light to dark in time order: no strategy is grey, so a
-# phase chart beside a strategy chart can never be read as naming strategies.
-PHASE_COLORS = ("#D4D4D4", "#A3A3A3", "#707070", "#3D3D3D")
+# The phases of a run are greys, light to dark in time order: no strategy is grey (chroma
+# under 15, where every strategy has 25 or more), so a phase chart beside a strategy chart
+# can never be read as naming strategies. Each is 3:1 on both themes' backgrounds, which
+# leaves greys only the L* band 41 to 62: a faint tint each (green, blue, khaki, neutral),
+# found by search, keeps any two phases apart by delta E >= 10 with colour-blind vision too,
+# and the bars outline each segment.
+PHASE_COLORS = ("#89958C", "#657783", "#6B6550", "#5C6562")
 # Lines that are neither a strategy nor a phase (an ideal): a slate that reads on both themes.
 REFERENCE_COLOR = "#6A6A8A"
 # Axis titles and chart titles for timing columns, in words.
