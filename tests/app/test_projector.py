@@ -173,3 +173,29 @@ def test_the_story_moves_with_the_arrow_keys(after_a_run):
     page.keyboard.press("ArrowLeft")
     page.get_by_text(re.compile(r"Step 2 of \d+")).wait_for(timeout=60_000)
     assert not after_a_run.problems, after_a_run.problems
+
+
+# Addresses a speaker types or says aloud, and the page title each must open.
+SPOKEN_PATHS = {"run": "Which JIT strategy is fastest?", "home": "Which JIT strategy is fastest?",
+                "story": None, "compare": "Compare stored runs", "scaling": None, "about": None,
+                "under_the_hood": "Under the hood", "under-the-hood": "Under the hood", "hood": "Under the hood"}
+
+
+def test_the_obvious_addresses_open_their_page_not_page_not_found(app, browser, after_a_run):
+    # The server has drawn pages already (after_a_run): a brand-new server's very first
+    # session is told "page not found" by Streamlit for any path before the script has
+    # listed its pages once.
+    context = browser.new_context(viewport=PROJECTOR)
+    watched = Watched(context, app)
+    page, wrong = watched.page, {}
+    for path, title in SPOKEN_PATHS.items():
+        page.goto(f"{app}/{path}?iterations=77")
+        wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)
+        time.sleep(1.0)  # the frontend says "not found" after its first message
+        heading = page.locator("[data-testid='stMainBlockContainer'] h1").first.inner_text()
+        if page.get_by_text("Page not found").count() or (title and heading != title):
+            wrong[path] = heading
+        # A link's settings survive the detour.
+        assert page.get_by_role("spinbutton", name="Iterations").input_value() == "77", path
+    assert not wrong, wrong
+    context.close()
