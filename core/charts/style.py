@@ -61,11 +61,40 @@ def strategy_color_scale(present: list[str]) -> alt.Scale:
     return alt.Scale(domain=domain, range=[STRATEGY_COLORS.get(s, UNKNOWN_COLOR) for s in domain])
 
 
-def color_by_strategy(df: pd.DataFrame, legend: bool = True) -> alt.Color:
-    """The colour channel for `df`'s `strategy` column, on `strategy_color_scale`."""
-    return alt.Color("strategy:N", title="strategy", sort=None,
-                     legend=alt.Legend() if legend else None,
+def color_by_strategy(df: pd.DataFrame, legend: bool | alt.Legend = True) -> alt.Color:
+    """The colour channel for `df`'s `strategy` column, on `strategy_color_scale`; `legend`
+    True for the page's default legend, False for none, or a legend of its own."""
+    if legend is True:
+        legend = alt.Legend()
+    return alt.Color("strategy:N", title="strategy", sort=None, legend=legend or None,
                      scale=strategy_color_scale(list(df["strategy"].astype(str))))
+
+
+# Legend geometry at the theme's 16 px labels (`core.charts.theme`), for `legend_for`: one
+# entry's height, a label character's width (Source Sans averages about 0.5 em), the
+# symbol and gaps beside each label, the title's height, and the width a legend below a
+# chart may take on a 1024 px projector with the sidebar open (about 640 px of column).
+LEGEND_ROW_PX, LEGEND_CHAR_PX, LEGEND_SYMBOL_PX, LEGEND_TITLE_PX = 21, 9, 44, 28
+LEGEND_BELOW_PX = 600
+
+
+def legend_for(labels: list[str], title: str | None, height: int) -> alt.Legend:
+    """A legend that shows every entry of `labels`, none cut or dropped.
+
+    Where the page puts it (`pages/ui/display.chart`) while its entries fit beside a
+    chart of `height` px; below it otherwise, in as many columns as fit `LEGEND_BELOW_PX`,
+    so that it grows downwards instead of running past the chart's bottom edge (Vega cuts
+    what a right legend's height leaves out). `symbolLimit` 0: Vega's default (30) drops
+    further entries with only a console warning.
+    """
+    names = [str(label) for label in dict.fromkeys(labels)]
+    fits_beside = LEGEND_TITLE_PX * bool(title) + LEGEND_ROW_PX * len(names) <= height
+    common = dict(title=title, labelLimit=0, titleLimit=0, symbolLimit=0)
+    if fits_beside:
+        return alt.Legend(**common)
+    column_px = LEGEND_SYMBOL_PX + LEGEND_CHAR_PX * max((len(n) for n in names), default=1)
+    columns = max(1, min(len(names), LEGEND_BELOW_PX // column_px))
+    return alt.Legend(orient="bottom", direction="vertical", columns=columns, **common)
 
 
 def not_diverged(df: pd.DataFrame) -> pd.Series:

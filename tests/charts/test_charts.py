@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.charts import bars, comparisons, lines, style
+from core.charts import bars, comparisons, lines, style, theme
 from core.results import agreement
 
 from project import ROOT
@@ -127,7 +127,7 @@ def test_scan_has_one_colour_across_charts_and_subsets(runs, elbo_long):
     a = _strategy_colors(lines.scaling_lines(runs).to_dict())
     b = _strategy_colors(bars.speedup_bars(runs).to_dict())
     c = _strategy_colors(comparisons.grouped_summary(subset, by=["strategy"]).to_dict())
-    d = _strategy_colors(lines.elbo_curves(elbo_long).to_dict())
+    d = _strategy_colors(lines.elbo_curves(elbo_long[elbo_long["run_id"] != 3]).to_dict())  # one run each
     assert a["scan"] == b["scan"] == c["scan"] == d["scan"] == style.STRATEGY_COLORS["scan"]
     assert a["my_new_strategy"] == style.UNKNOWN_COLOR
 
@@ -335,3 +335,29 @@ def test_a_ratio_to_a_baseline_without_that_timing_says_so():
     runs = pd.DataFrame([_run(1, "eager", run_s=2.0), _run(2, "scan", run_s=0.5)]).assign(time_to_solution_s=None)
     note = str(comparisons.ratio_bars(runs, 1, "time_to_solution_s").to_dict())
     assert "Run #1 has no time to solution" in note
+
+
+def test_runs_sharing_a_strategy_get_one_legend_in_their_strategys_colours(elbo_long):
+    spec = lines.elbo_curves(elbo_long).to_dict()
+    color, dash = spec["encoding"]["color"], spec["encoding"]["strokeDash"]
+    # Same field and title: Vega-Lite merges them into one legend naming each run.
+    assert color["field"] == dash["field"] == "label" and color["title"] == dash["title"] == "run"
+    assert dict(zip(color["scale"]["domain"], color["scale"]["range"])) == {
+        "eager #1": style.STRATEGY_COLORS["eager"], "scan #2": style.STRATEGY_COLORS["scan"],
+        "scan #3": style.STRATEGY_COLORS["scan"]}
+    assert color["legend"]["symbolLimit"] == 0 and color["legend"]["labelLimit"] == 0
+
+
+@pytest.mark.parametrize("count", [3, 12, 40])
+def test_a_legend_never_runs_past_its_chart_nor_drops_entries(count):
+    labels = [f"#{i} scan_pytree_class" for i in range(1, count + 1)]
+    legend = style.legend_for(labels, "run", height=340).to_dict()
+    assert legend["symbolLimit"] == 0 and legend["labelLimit"] == 0
+    rows = math.ceil(count / legend.get("columns", 1))
+    if legend.get("orient") == "bottom":  # below the chart, which then grows: columns that fit a projector
+        column_px = style.LEGEND_SYMBOL_PX + style.LEGEND_CHAR_PX * len(labels[-1])
+        assert legend["columns"] * column_px <= style.LEGEND_BELOW_PX and legend["columns"] >= 1
+    else:  # beside it: every row within its height
+        assert style.LEGEND_TITLE_PX + rows * style.LEGEND_ROW_PX <= 340
+    assert (legend.get("orient") == "bottom") == (count > 12)
+    assert theme.config()["legend"]["symbolLimit"] == 0  # every other legend keeps all its entries too
