@@ -35,34 +35,51 @@ def _without_unit(metric: str) -> str:
     return label(metric).rsplit(" (", 1)[0]
 
 
+def group_names(runs: pd.DataFrame, by: list[str]) -> pd.Series:
+    """Each run's group: its values of `by` joined, "oaks x100 · scan · seed"."""
+    if runs.empty:
+        return pd.Series("", index=runs.index, dtype=str)
+    return runs[by].astype(str).agg(" · ".join, axis=1)
+
+
 def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_ms",
                     log_x: bool = True) -> alt.Chart | alt.LayerChart:
     """Median with the range per group, over non-diverged runs.
 
     Args:
-        runs: columns in `by` and `metric`; optional status, and run_s, run_s_min,
-            run_s_max, repeats (the repeats' range for run_s and per_iter_ms).
-        by: columns defining a group, e.g. ["dataset", "strategy"].
+        runs: columns in `by` and `metric`; optional status, optimizer, and run_s,
+            run_s_min, run_s_max, repeats (the repeats' range for run_s and per_iter_ms).
+        by: columns defining a group, e.g. ["dataset", "strategy", "optimizer"].
         metric: a timing column.
         log_x: log x axis (timings across strategies span decades).
 
     Returns:
-        One row per group, naturally ordered ("x2" before "x10"): the median of the runs'
-        medians (dot) and the fastest to the slowest repeat of any run (line); groups with
-        diverged runs say "(k diverged)", so an all-diverged group is listed rather than dropped.
+        One row per group that has a value of `metric`, naturally ordered ("x2" before
+        "x10"): the median of the runs' medians (dot) and the fastest to the slowest repeat
+        of any run (line). Groups with diverged runs say "(k diverged)", so an all-diverged
+        group is listed rather than dropped; a group whose runs have no value of `metric`
+        (no time to solution for a fixed number of iterations) would be an empty row and is
+        left out (`core.bench.comparison.unmeasured_groups` names them); a group that holds
+        runs of several optimizers, which time different algorithms, says "(k optimizers)".
     """
     title = f"{label(metric)} by {', '.join(by)}: median and range"
     if runs.empty or not by:
         return note_chart("No runs to summarise.", title)
-    df = with_spread(runs, metric).assign(group=runs[by].astype(str).agg(" · ".join, axis=1),
-                                          ok=not_diverged(runs))
+    df = with_spread(runs, metric).assign(group=group_names(runs, by), ok=not_diverged(runs))
     finished = df[df["ok"]].groupby("group")
-    stats = finished[metric].agg(["median", "size"]).join(finished["low"].min().rename("min")).join(
-        finished["high"].max().rename("max"))
+    stats = finished[metric].agg(["median", "count"]).rename(columns={"count": "size"}).join(
+        finished["low"].min().rename("min")).join(finished["high"].max().rename("max"))
     out = df.groupby("group").agg(diverged=("ok", lambda s: int((~s).sum())),
                                   any_max=(metric, "max")).join(stats).reset_index()
     out["size"] = out["size"].fillna(0).astype(int)
-    out["text"] = out["diverged"].map(lambda k: f"({k} diverged)" if k else "")
+    out = out[(out["size"] > 0) | (out["diverged"] > 0)]
+    if out.empty:
+        return note_chart(f"No run here has a {_without_unit(metric)}: pick another timing.", title)
+    notes = out["diverged"].map(lambda k: [f"{k} diverged"] if k else [])
+    if "optimizer" in df and "optimizer" not in by:
+        mixed = df.groupby("group")["optimizer"].nunique().reindex(out["group"]).to_numpy()
+        notes = [n + [f"{k} optimizers"] if k > 1 else n for n, k in zip(notes, mixed)]
+    out["text"] = [f"({', '.join(n)})" if n else "" for n in notes]
     out["text_x"] = out["max"].fillna(out["any_max"])  # all-diverged: label at their values
     out = out.assign(_k=out["group"].map(natural_key)).sort_values("_k").drop(columns="_k")
     color = {}
@@ -99,7 +116,9 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
     Returns:
         Bars from 1 to the ratio (log x) with a whisker over its range, labelled "×0.25
         (×0.24–×0.26)", or "within noise" where the ranges overlap; diverged runs get no
-        ratio and read "diverged". A note if the baseline is absent or diverged.
+        ratio and read "diverged", runs with no value of `metric` read "no time to
+        solution" (say) rather than leaving an empty row; where the runs hold several
+        optimizers, each label names its run's. A note if the baseline is absent or diverged.
     """
     title = f"{label(metric)} relative to run #{baseline_id}"
     base = runs[runs["id"] == baseline_id]
@@ -108,18 +127,24 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
     if not float(base[metric].astype(float).iloc[0]) > 0:  # e.g. no time to solution: it ran a fixed number of iterations
         return note_chart(f"Run #{baseline_id} has no {_without_unit(metric)}: pick another timing or baseline.",
                           title)
+    if "label" not in runs and runs.get("optimizer", pd.Series(dtype=str)).nunique() > 1:
+        runs = runs.assign(label=runs["strategy"].astype(str) + " · " + runs["optimizer"].astype(str)
+                           + " #" + runs["id"].astype(str))
     df = with_spread(run_labels(runs), metric)
     pinned = df[df["id"] == baseline_id].iloc[0]
+    unmeasured = ~(pd.to_numeric(df[metric], errors="coerce") > 0)
 
     def of(row) -> spread.Spread:
         return spread.Spread(row[metric], row["low"], row["high"], 2 if row["spread_known"] else 1)
 
-    found = [spread.ratio(of(row), of(pinned)) if not row["diverged"] else None for _, row in df.iterrows()]
+    found = [spread.ratio(of(row), of(pinned)) if not (row["diverged"] or missing) else None
+             for (_, row), missing in zip(df.iterrows(), unmeasured)]
+    why = np.where(df["diverged"], "diverged", f"no {_without_unit(metric)}")
     df["ratio"] = [r.value if r else np.nan for r in found]
     df["low"] = [r.low if r else np.nan for r in found]
     df["high"] = [r.high if r else np.nan for r in found]
-    df["text"] = [r.brief if r else "diverged" for r in found]
-    df["verdict"] = [r.label if r else "diverged" for r in found]
+    df["text"] = [r.brief if r else w for r, w in zip(found, why)]
+    df["verdict"] = [r.label if r else w for r, w in zip(found, why)]
     df.loc[df["id"] == baseline_id, ["text", "verdict"]] = "baseline"
     tips = ["run:N", "id:N", alt.Tooltip(f"{metric}:Q", format=".4g", title=label(metric)),
             alt.Tooltip("ratio:Q", format=".3f", title="ratio (×)"), alt.Tooltip("verdict:N", title="with range")]

@@ -43,6 +43,24 @@ COLUMNS = {
                                                    "fitted, float32 accuracy): tick the run to read them"),
 }
 MIME = {".csv": "text/csv", ".json": "application/json", ".parquet": "application/octet-stream"}
+# Columns whose values vary in length from run to run ("oaks x1", "oaks x100"): the grid sizes
+# a column by its first rows and clips a longer value below them without an ellipsis.
+TEXT_COLUMNS = ("strategy", "optimizer", "dataset", "n", "precision", "device", "device_kind", "cache", "status",
+                "host")
+# The grid's 14 px text: about 8 px a character, plus the cell's padding and sort arrow.
+CHAR_PX, CELL_PADDING_PX = 8, 34
+
+
+def fitted_columns(frame: pd.DataFrame) -> dict:
+    """COLUMNS, with each of TEXT_COLUMNS in `frame` as wide as its longest value or header."""
+    columns = dict(COLUMNS)
+    for name in TEXT_COLUMNS:
+        if name in frame:
+            config = columns.get(name) or st.column_config.Column(name)
+            header = config.get("label") or name
+            longest = max(len(header), int(frame[name].dropna().astype(str).str.len().max() or 0))
+            columns[name] = {**config, "width": CELL_PADDING_PX + CHAR_PX * longest}
+    return columns
 
 st.title("Compare stored runs", anchor=False)
 st.caption("Every run in the shared store: from this dashboard, from `python -m core`, or imported from "
@@ -107,7 +125,7 @@ if from_link:
     ticked_default = {"selection": {"rows": positions}}
 st.session_state["cmp_table_drawn"] = True
 event = st.dataframe(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.session_state['cmp_version']}",
-                     on_select="rerun", selection_mode="multi-row", hide_index=True, column_config=COLUMNS,
+                     on_select="rerun", selection_mode="multi-row", hide_index=True, column_config=fitted_columns(view),
                      height=min(420, 38 + 35 * max(1, len(view))), selection_default=ticked_default)
 # Positions in `view`; a tick made before the filters changed may point past its end.
 rows = [r for r in (event.selection.rows if event is not None else []) if r < len(view)]
@@ -178,12 +196,20 @@ for timing_key in ("cmp_metric", "cmp_metric_ratio"):
         st.session_state[timing_key] = "per_iter_ms"
 left, right = st.columns([3, 2])
 by = left.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session", placeholder="choose columns",
-                      help="runs of different sizes differ for reasons other than compiling: keep dataset first")
+                      help="runs of different sizes differ for reasons other than compiling: keep dataset first; "
+                           "optimizers run different algorithms: keep optimizer")
 metric = right.selectbox("Timing", list(METRICS), key="cmp_metric", persist_state="session", format_func=METRICS.get)
 if by:
+    unmeasured = comparison.unmeasured_groups(picked, by, metric)
+    left_out = ""
+    if unmeasured:
+        names = ", ".join(unmeasured[:6]) + (", …" if len(unmeasured) > 6 else "")
+        why = " (runs of a fixed number of iterations)" if metric == "time_to_solution_s" else ""
+        left_out = f" Left out, with no {METRICS[metric].rsplit(' (', 1)[0]}{why}: {md(names)}."
+    mixing = "" if "optimizer" in by else " A group holding runs of several optimizers (algorithms) says so."
     display.chart(comparisons.grouped_summary(picked, by, metric),
                   f"Median (dot) of the runs' {METRICS[metric]}, and the range (line) from the fastest to the "
-                  "slowest repeat of any run in the group; diverged runs left out.", legend=None)
+                  f"slowest repeat of any run in the group; diverged runs left out.{mixing}{left_out}", legend=None)
 else:
     st.info("Choose at least one column to group by.")
 
@@ -226,7 +252,8 @@ varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique(
 if len(picked) < 2:
     st.caption("Pick two or more runs to see how their settings differ.")
 elif varying:
-    st.dataframe(picked[["id", *[c for c in varying if c != "id"]]], hide_index=True, column_config=COLUMNS)
+    st.dataframe(picked[["id", *[c for c in varying if c != "id"]]], hide_index=True,
+                 column_config=fitted_columns(picked))
     st.caption("Only the settings and environment fields whose values are not the same in every run.")
 else:
     st.caption("These runs share every setting and environment field: differences are run-to-run noise.")

@@ -39,3 +39,15 @@ def test_only_runs_of_the_baselines_size_are_divided_by_it():
     assert list(RUNS.loc[comparison.same_problem(RUNS, 4), "id"]) == [3, 4, 5]
     assert not comparison.same_problem(RUNS, 99).any()
     assert comparison.DEFAULT_GROUPS[0] == "dataset"
+
+
+def test_groups_hold_one_optimizer_and_those_without_the_timing_are_named():
+    assert comparison.DEFAULT_GROUPS == ["dataset", "strategy", "optimizer"]
+    mixed = RUNS.assign(optimizer=["seed", "seed", "seed", "preconditioned_lbfgs", "seed"],
+                        time_to_solution_s=[None, None, None, 1.0, None])
+    by = comparison.DEFAULT_GROUPS
+    # The diverged jit_step run is no finished run: its group is drawn as diverged, not named here.
+    assert comparison.unmeasured_groups(mixed, by, "time_to_solution_s") == [
+        "oaks x1 · eager · seed", "oaks x1 · scan · seed", "oaks x100 · eager · seed"]
+    assert comparison.unmeasured_groups(mixed, by, "per_iter_ms") == []
+    assert comparison.unmeasured_groups(mixed.iloc[:0], by, "per_iter_ms") == []

@@ -361,3 +361,30 @@ def test_a_legend_never_runs_past_its_chart_nor_drops_entries(count):
         assert style.LEGEND_TITLE_PX + rows * style.LEGEND_ROW_PX <= 340
     assert (legend.get("orient") == "bottom") == (count > 12)
     assert theme.config()["legend"]["symbolLimit"] == 0  # every other legend keeps all its entries too
+
+
+def test_grouped_timings_leave_out_groups_without_the_timing_and_say_which_mix_optimizers(runs):
+    runs = runs.assign(optimizer=["seed"] * len(runs), time_to_solution_s=np.nan)
+    runs.loc[runs["strategy"] == "scan", "time_to_solution_s"] = runs["run_s"]
+    runs.loc[runs["id"] == 10, "optimizer"] = "preconditioned_lbfgs"  # the second scan run at n = 116
+    spec = comparisons.grouped_summary(runs, by=["dataset", "strategy"], metric="time_to_solution_s").to_dict()
+    data = pd.concat(_datasets(spec)).drop_duplicates("group").set_index("group")
+    # Only scan has a time to solution: no empty rows for eager or jit_step; the diverged
+    # fori_loop stays listed as diverged.
+    assert sorted(data.index) == ["oaks x1 · fori_loop", "oaks x1 · scan", "oaks x10 · scan", "oaks x100 · scan"]
+    assert data.loc["oaks x1 · fori_loop", "text"] == "(1 diverged)"
+    assert data.loc["oaks x1 · scan", "text"] == "(1 diverged, 2 optimizers)" and data.loc["oaks x10 · scan", "text"] == ""
+    apart = comparisons.grouped_summary(runs, by=["dataset", "strategy", "optimizer"], metric="time_to_solution_s")
+    assert not pd.concat(_datasets(apart.to_dict()))["text"].str.contains("optimizers").any()
+    finished = runs[runs["status"] == "ok"].assign(time_to_solution_s=np.nan)
+    nothing = comparisons.grouped_summary(finished, ["strategy"], "time_to_solution_s")
+    assert "No run here has a time to solution" in str(nothing.to_dict())
+
+
+def test_ratios_name_runs_without_the_timing_and_their_optimizer(runs):
+    runs = runs.assign(optimizer=["seed"] * (len(runs) - 1) + ["lbfgs"], time_to_solution_s=runs["run_s"])
+    runs.loc[runs["id"] == 2, "time_to_solution_s"] = np.nan
+    data = pd.concat(_datasets(comparisons.ratio_bars(runs, 1, "time_to_solution_s").to_dict()))
+    rows = data.dropna(subset=["run"]).drop_duplicates("run").set_index("id")
+    assert rows.loc[2, "text"] == "no time to solution" and np.isnan(rows.loc[2, "ratio"])
+    assert rows.loc[1, "run"] == "eager · seed #1" and rows.loc[1, "text"] == "baseline"
