@@ -21,6 +21,8 @@ from core.results import spread
 # Chronological, which is also the stack order; the colours are `style.PHASE_COLORS`.
 PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile",
           "first_call_s": "first call", "run_s": "steady state"}
+# Bars whose totals span more than this factor get a log time axis.
+LOG_SPAN = 10.0
 # How a run's y label says its executable was not compiled for it.
 CACHE_NOTES = {"memory": "cached", "disk": "cached"}
 COLD_NOTE = "cold compile"
@@ -95,6 +97,10 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
         One bar per run: trace+lower | compile | first call | steady state, in seconds, with
         a whisker over the steady state's range; runs that loaded a cached executable say
         "(cached)"; cold compiles are dashed outlines labelled "strategy: cold compile #id".
+        Where the bars' totals span more than `LOG_SPAN` (eager beside compiled loops), the
+        time axis is logarithmic, each segment drawn from where the previous one ended, the
+        first from a decade below the shortest phase: on a linear axis the compiled bars
+        were a few pixels beside eager's.
     """
     title = "Where the time goes (s)"
     if runs.empty:
@@ -110,16 +116,30 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
     long = long[~(long["cold"] & long["column"].isin(["first_call_s", "run_s"]))]
     long["phase"] = long["column"].map(PHASES)
     long["phase_rank"] = long["column"].map({c: i for i, c in enumerate(PHASES)})
+    long = long.sort_values(["run", "phase_rank"], kind="stable")
+    long["end"] = long.groupby("run", sort=False)["seconds"].cumsum()
+    totals = long.groupby("run")["end"].max()
+    totals = totals[totals > 0]
+    if not totals.empty and totals.max() > LOG_SPAN * totals.min():
+        floor = 10.0 ** np.floor(np.log10(long.loc[long["seconds"] > 0, "seconds"].min()))
+        long["start"] = (long["end"] - long["seconds"]).clip(lower=floor)
+        long["end"] = long["end"].clip(lower=floor)
+        x = dict(x=alt.X("start:Q", title="time (s, log scale)", scale=alt.Scale(type="log", domainMin=floor)),
+                 x2="end:Q")
+    else:
+        x = dict(x=alt.X("seconds:Q", stack="zero", title="time (s)"))
     hollow = alt.datum.diverged | alt.datum.cold
     y = alt.Y("run:N", sort=list(df["run"]), title=None)
-    stacked = alt.Chart(long).mark_bar(strokeWidth=2).encode(
-        x=alt.X("seconds:Q", stack="zero", title="time (s)"),
+    stacked = alt.Chart(long).mark_bar().encode(
+        **x,
         y=y,
         color=alt.Color("phase:N", title="phase", sort=None, scale=alt.Scale(
             domain=list(PHASES.values()), range=list(PHASE_COLORS))),
         order=alt.Order("phase_rank:Q"),
         opacity=alt.condition(hollow, alt.value(0.4), alt.value(1.0)),
-        stroke=alt.condition(hollow, alt.value("#111111"), alt.value(None)),
+        # A hairline between phases: their colours are close in lightness (see PHASE_COLORS).
+        stroke=alt.condition(hollow, alt.value("#111111"), alt.value("#FFFFFF")),
+        strokeWidth=alt.condition(hollow, alt.value(2), alt.value(1)),
         strokeDash=alt.condition(hollow, alt.value([5, 3]), alt.value([1, 0])),
         tooltip=["run:N", "phase:N", alt.Tooltip("seconds:Q", format=".4f", title="seconds (s)"),
                  *[f"{c}:N" for c in extra]],

@@ -388,3 +388,21 @@ def test_ratios_name_runs_without_the_timing_and_their_optimizer(runs):
     rows = data.dropna(subset=["run"]).drop_duplicates("run").set_index("id")
     assert rows.loc[2, "text"] == "no time to solution" and np.isnan(rows.loc[2, "ratio"])
     assert rows.loc[1, "run"] == "eager · seed #1" and rows.loc[1, "text"] == "baseline"
+
+
+def test_timing_bars_take_a_log_axis_where_totals_span_more_than_ten_times(runs):
+    close = runs[(runs["n"] == 116) & (runs["strategy"].isin(["jit_step", "scan"])) & (runs["status"] == "ok")]
+    linear = bars.timing_bars(close).to_dict()["layer"][0]["encoding"]
+    assert linear["x"]["field"] == "seconds" and "type" not in linear["x"].get("scale", {})
+    spec = bars.timing_bars(runs).to_dict()  # eager at n = 11600 beside scan at n = 116: decades apart
+    encoding = spec["layer"][0]["encoding"]
+    assert encoding["x"]["scale"]["type"] == "log" and encoding["x2"]["field"] == "end"
+    assert "log scale" in encoding["x"]["title"]
+    data = pd.concat(_datasets(spec)).dropna(subset=["phase"])
+    floor = encoding["x"]["scale"]["domainMin"]
+    assert 0 < floor <= data.loc[data["seconds"] > 0, "seconds"].min()
+    for run, parts in data.groupby("run"):
+        parts = parts.sort_values("phase_rank")
+        # Each phase starts where the one before it ended, and ends at the run's time so far.
+        assert list(parts["start"].iloc[1:]) == pytest.approx(list(parts["end"].iloc[:-1])), run
+        assert list(parts["end"]) == pytest.approx(list(parts["seconds"].cumsum().clip(lower=floor))), run
