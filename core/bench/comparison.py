@@ -61,3 +61,16 @@ def unmeasured_groups(runs: pd.DataFrame, by: list[str], metric: str) -> list[st
     finished = runs[runs["status"] != "diverged"] if "status" in runs else runs
     measured = set(group_names(finished[pd.to_numeric(finished[metric], errors="coerce") > 0], by))
     return sorted(set(group_names(finished, by)) - measured, key=natural_key)
+
+
+# What a run's one-line name adds to "#id strategy" where the runs on offer differ in it.
+DISTINGUISHING = ("optimizer", "dataset", "precision", "device")
+
+
+def run_names(runs: pd.DataFrame) -> dict[int, str]:
+    """One line per run id, "#12 scan", followed by those of `DISTINGUISHING` in which the
+    runs differ ("#12 scan · seed · oaks x100"): what tells the runs apart, short enough
+    for a select box a third of a projector's column wide."""
+    varying = [c for c in DISTINGUISHING if c in runs and runs[c].astype(str).nunique() > 1]
+    return {int(row["id"]): " · ".join([f"#{int(row['id'])} {row['strategy']}", *(str(row[c]) for c in varying)])
+            for _, row in runs.iterrows()}

@@ -227,14 +227,14 @@ display.chart(comparisons.reach_bars(reached, within),
 
 st.header("Relative to a baseline run")
 ids = sorted(int(i) for i in picked["id"])
-described = {int(r.id): f"#{r.id} {r.strategy} · {r.dataset} · {r.precision} · {r.device}"
-             for r in picked.itertuples()}
+described = comparison.run_names(picked)
 if st.session_state.get("cmp_baseline") not in ids:  # the timing's box below holds its default already
     st.session_state["cmp_baseline"] = comparison.default_baseline(picked, st.session_state["cmp_metric_ratio"])
-left, right = st.columns([3, 2])
-baseline = left.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
-                          format_func=described.get, help="only runs of the same problem size are divided by it")
-right.selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session", format_func=METRICS.get)
+# The baseline across the column: a run's name grows with what sets it apart from the others.
+baseline = st.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
+                        format_func=described.get, help="only runs of the same problem size are divided by it")
+st.columns(2)[0].selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session",
+                           format_func=METRICS.get)
 ratio_metric = st.session_state["cmp_metric_ratio"]
 alike = picked[comparison.same_problem(picked, baseline)]
 ratio_runs = alike.head(40)

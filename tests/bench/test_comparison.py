@@ -51,3 +51,10 @@ def test_groups_hold_one_optimizer_and_those_without_the_timing_are_named():
         "oaks x1 · eager · seed", "oaks x1 · scan · seed", "oaks x100 · eager · seed"]
     assert comparison.unmeasured_groups(mixed, by, "per_iter_ms") == []
     assert comparison.unmeasured_groups(mixed.iloc[:0], by, "per_iter_ms") == []
+
+
+def test_a_run_is_named_by_what_sets_it_apart_from_the_others_on_offer():
+    named = comparison.run_names(RUNS.assign(optimizer="seed", precision="float32", device="cpu"))
+    assert named[1] == "#1 eager · oaks x1" and named[4] == "#4 scan · oaks x100"
+    one_size = RUNS[RUNS["n"] == 116].assign(optimizer=["seed", "lbfgs"], device="cpu")
+    assert comparison.run_names(one_size) == {1: "#1 eager · seed", 2: "#2 scan · lbfgs"}
