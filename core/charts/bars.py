@@ -15,7 +15,16 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.style import PHASE_COLORS, color_by_strategy, not_diverged, note_chart, strategy_rank, with_spread
+from core.charts.style import (
+    PROJECTOR_CHART_PX,
+    CHART_CHAR_PX,
+    PHASE_COLORS,
+    color_by_strategy,
+    not_diverged,
+    note_chart,
+    strategy_rank,
+    with_spread,
+)
 from core.results import spread
 
 # Chronological, which is also the stack order; the colours are `style.PHASE_COLORS`.
@@ -52,22 +61,66 @@ def whiskers(data: pd.DataFrame, x: str, x2: str, y: alt.Y) -> alt.LayerChart:
                      base.mark_rule(color="#111111", strokeWidth=2))
 
 
+# Where a long label breaks onto a second line: a run's name before its optimizer, a
+# ratio before its range.
+AXIS_LABEL_BREAK, TEXT_BREAK = " · ", " ("
+# The most of a log axis's width the labels right of the bars may take.
+MOST_TEXT_SHARE = 0.6
+
+
+def _longest_px(texts, breaks: str | None = None) -> int:
+    lines = [line for t in texts for line in (str(t).split(breaks) if breaks else [str(t)])]
+    return CHART_CHAR_PX * max((len(line) + 1 for line in lines), default=0)
+
+
+def text_share(texts, axis_labels, broken: bool = False) -> float:
+    """The share of a plot's width that the longest of `texts` takes, the plot being a
+    projector's column (`style.PROJECTOR_CHART_PX`) less the axis's labels
+    (`style.CHART_CHAR_PX` a character); `broken`: both on two lines (`AXIS_LABEL_BREAK`,
+    `TEXT_BREAK`)."""
+    text_px = _longest_px(texts, TEXT_BREAK if broken else None) + 12
+    plot_px = PROJECTOR_CHART_PX - _longest_px(axis_labels, AXIS_LABEL_BREAK if broken else None) - 40
+    return text_px / max(plot_px, 1)
+
+
+def log_domain_with_room(values: pd.Series, text_ends: pd.Series, share: float) -> list[float]:
+    """A log axis's [low, high] over `values`, stretched on the right so that text drawn
+    from `text_ends` onwards, taking `share` of the plot's width, ends inside it."""
+    finite = values[np.isfinite(values) & (values > 0)]
+    low = float(min(finite.min(), 1.0)) if not finite.empty else 0.1
+    high = float(max(text_ends.max(), finite.max() if not finite.empty else 1.0, 1.0))
+    low, high = 10.0 ** np.floor(np.log10(low)), 10.0 ** np.ceil(np.log10(high) + 1e-9)
+    share = min(share, MOST_TEXT_SHARE)
+    return [low, high * 10.0 ** (np.log10(high / low) * share / (1 - share))]
+
+
 def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
                    tips: list) -> alt.LayerChart:
     """Bars from 1 to `x` on a log axis (faster and slower point opposite ways), a whisker
-    from `low` to `high`, a dashed rule at 1, and the `text` column right of each bar."""
+    from `low` to `high`, a dashed rule at 1, and the `text` column right of each bar,
+    inside the plot: the axis stretches to the right for it, and where a projector's column
+    cannot hold the text on one line, axis labels and texts take two."""
     df = df.assign(one=1.0)
     df["text_x"] = df[["high", x]].max(axis=1).where(lambda v: v > 1, 1.0).fillna(1.0)
+    axis_labels = df[y.shorthand.split(":")[0]]
+    broken = text_share(df["text"], axis_labels) > MOST_TEXT_SHARE
+    domain = log_domain_with_room(pd.concat([df[x], df["low"], df["high"]]), df["text_x"],
+                                  text_share(df["text"], axis_labels, broken))
+    if broken:
+        y = y.copy()
+        y.axis = alt.Axis(labelExpr=f"split(datum.label, '{AXIS_LABEL_BREAK}')")
+        df["text"] = df["text"].str.replace(TEXT_BREAK, "\n" + TEXT_BREAK.strip(), n=1, regex=False)
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=x_title), x2="one:Q", y=y,
+        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False), title=x_title), x2="one:Q", y=y,
         color=color_by_strategy(df, legend=False), tooltip=tips)
     ranged = df[df["high"] > df["low"]]
-    text = alt.Chart(df).mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N", tooltip=tips)
+    text = alt.Chart(df).mark_text(align="left", dx=6, lineBreak="\n").encode(
+        x="text_x:Q", y=y, text="text:N", tooltip=tips)
     # Named, so the stylesheet can give it the page's text colour (its marks' class is "reference_marks").
     rule = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="one:Q").properties(
         name="reference")
     return alt.layer(bars, whiskers(ranged, "low", "high", y), rule, text, title=title).properties(
-        height=alt.Step(30))
+        height=alt.Step(44 if broken else 30))
 
 
 def _cold_rows(cold_compiles: pd.DataFrame | None, shown: pd.DataFrame) -> pd.DataFrame:

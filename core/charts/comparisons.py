@@ -116,9 +116,10 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
     Returns:
         Bars from 1 to the ratio (log x) with a whisker over its range, labelled "×0.25
         (×0.24–×0.26)", or "within noise" where the ranges overlap; diverged runs get no
-        ratio and read "diverged", runs with no value of `metric` read "no time to
-        solution" (say) rather than leaving an empty row; where the runs hold several
-        optimizers, each label names its run's. A note if the baseline is absent or diverged.
+        ratio and read "diverged"; runs with no value of `metric` (no time to solution for a
+        fixed number of iterations) would be empty rows and are left out (the page counts
+        them); where the runs hold several optimizers, each label names its run's. A note if
+        the baseline is absent or diverged.
     """
     title = f"{label(metric)} relative to run #{baseline_id}"
     base = runs[runs["id"] == baseline_id]
@@ -130,21 +131,19 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
     if "label" not in runs and runs.get("optimizer", pd.Series(dtype=str)).nunique() > 1:
         runs = runs.assign(label=runs["strategy"].astype(str) + " · " + runs["optimizer"].astype(str)
                            + " #" + runs["id"].astype(str))
+    runs = runs[(pd.to_numeric(runs[metric], errors="coerce") > 0) | ~not_diverged(runs)]
     df = with_spread(run_labels(runs), metric)
     pinned = df[df["id"] == baseline_id].iloc[0]
-    unmeasured = ~(pd.to_numeric(df[metric], errors="coerce") > 0)
 
     def of(row) -> spread.Spread:
         return spread.Spread(row[metric], row["low"], row["high"], 2 if row["spread_known"] else 1)
 
-    found = [spread.ratio(of(row), of(pinned)) if not (row["diverged"] or missing) else None
-             for (_, row), missing in zip(df.iterrows(), unmeasured)]
-    why = np.where(df["diverged"], "diverged", f"no {_without_unit(metric)}")
+    found = [spread.ratio(of(row), of(pinned)) if not row["diverged"] else None for _, row in df.iterrows()]
     df["ratio"] = [r.value if r else np.nan for r in found]
     df["low"] = [r.low if r else np.nan for r in found]
     df["high"] = [r.high if r else np.nan for r in found]
-    df["text"] = [r.brief if r else w for r, w in zip(found, why)]
-    df["verdict"] = [r.label if r else w for r, w in zip(found, why)]
+    df["text"] = [r.brief if r else "diverged" for r in found]
+    df["verdict"] = [r.label if r else "diverged" for r in found]
     df.loc[df["id"] == baseline_id, ["text", "verdict"]] = "baseline"
     tips = ["run:N", "id:N", alt.Tooltip(f"{metric}:Q", format=".4g", title=label(metric)),
             alt.Tooltip("ratio:Q", format=".3f", title="ratio (×)"), alt.Tooltip("verdict:N", title="with range")]

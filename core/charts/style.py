@@ -70,19 +70,19 @@ def color_by_strategy(df: pd.DataFrame, legend: bool | alt.Legend = True) -> alt
                      scale=strategy_color_scale(list(df["strategy"].astype(str))))
 
 
-# Legend geometry at the theme's 16 px labels (`core.charts.theme`), for `legend_for`: one
-# entry's height, a label character's width (Source Sans averages about 0.5 em), the
-# symbol and gaps beside each label, the title's height, and the width a legend below a
-# chart may take on a 1024 px projector with the sidebar open (about 640 px of column).
-LEGEND_ROW_PX, LEGEND_CHAR_PX, LEGEND_SYMBOL_PX, LEGEND_TITLE_PX = 21, 9, 44, 28
-LEGEND_BELOW_PX = 600
+# Text geometry at the theme's 16 px labels (`core.charts.theme`), for laying out legends
+# and labels: a character's width (Source Sans averages about 0.5 em), and the width a
+# chart has on a 1024 px projector with the sidebar open (about 640 px of column).
+CHART_CHAR_PX, PROJECTOR_CHART_PX = 9, 600
+# A legend's entry height, the symbol and gaps beside each label, and its title's height.
+LEGEND_ROW_PX, LEGEND_SYMBOL_PX, LEGEND_TITLE_PX = 21, 44, 28
 
 
 def legend_for(labels: list[str], title: str | None, height: int) -> alt.Legend:
     """A legend that shows every entry of `labels`, none cut or dropped.
 
     Where the page puts it (`pages/ui/display.chart`) while its entries fit beside a
-    chart of `height` px; below it otherwise, in as many columns as fit `LEGEND_BELOW_PX`,
+    chart of `height` px; below it otherwise, in as many columns as fit `PROJECTOR_CHART_PX`,
     so that it grows downwards instead of running past the chart's bottom edge (Vega cuts
     what a right legend's height leaves out). `symbolLimit` 0: Vega's default (30) drops
     further entries with only a console warning.
@@ -92,8 +92,8 @@ def legend_for(labels: list[str], title: str | None, height: int) -> alt.Legend:
     common = dict(title=title, labelLimit=0, titleLimit=0, symbolLimit=0)
     if fits_beside:
         return alt.Legend(**common)
-    column_px = LEGEND_SYMBOL_PX + LEGEND_CHAR_PX * max((len(n) for n in names), default=1)
-    columns = max(1, min(len(names), LEGEND_BELOW_PX // column_px))
+    column_px = LEGEND_SYMBOL_PX + CHART_CHAR_PX * max((len(n) for n in names), default=1)
+    columns = max(1, min(len(names), PROJECTOR_CHART_PX // column_px))
     return alt.Legend(orient="bottom", direction="vertical", columns=columns, **common)
 
 

@@ -241,11 +241,15 @@ ratio_runs = alike.head(40)
 if baseline not in set(ratio_runs["id"]):
     ratio_runs = pd.concat([ratio_runs, alike[alike["id"] == baseline]])
 others = len(picked) - len(alike)
+untimed = int((~(pd.to_numeric(ratio_runs[ratio_metric], errors="coerce") > 0)
+               & (ratio_runs["status"] != "diverged")).sum())
 display.chart(comparisons.ratio_bars(ratio_runs, baseline, ratio_metric),
               f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster; whisker: the range "
               "the repeats allow, within noise: the ranges overlap."
               + (f" {others} run{'s' * (others != 1)} of other problem sizes left out: pin one of theirs to compare "
-                 "them." if others else ""), legend=None)
+                 "them." if others else "")
+              + (f" {untimed} run{'s' * (untimed != 1)} with no {METRICS[ratio_metric].rsplit(' (', 1)[0]} left out."
+                 if untimed else ""), legend=None)
 
 st.header("Settings that differ")
 varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique() > 1]
