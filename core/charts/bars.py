@@ -68,7 +68,8 @@ AXIS_LABEL_BREAK, TEXT_BREAK = " · ", " ("
 MOST_TEXT_SHARE = 0.6
 
 
-def _longest_px(texts, breaks: str | None = None) -> int:
+def longest_line_px(texts, breaks: str | None = None) -> int:
+    """About how wide the longest line of `texts` is drawn, each split at `breaks` if given."""
     lines = [line for t in texts for line in (str(t).split(breaks) if breaks else [str(t)])]
     return CHART_CHAR_PX * max((len(line) + 1 for line in lines), default=0)
 
@@ -78,17 +79,20 @@ def text_share(texts, axis_labels, broken: bool = False) -> float:
     projector's column (`style.PROJECTOR_CHART_PX`) less the axis's labels
     (`style.CHART_CHAR_PX` a character); `broken`: both on two lines (`AXIS_LABEL_BREAK`,
     `TEXT_BREAK`)."""
-    text_px = _longest_px(texts, TEXT_BREAK if broken else None) + 12
-    plot_px = PROJECTOR_CHART_PX - _longest_px(axis_labels, AXIS_LABEL_BREAK if broken else None) - 40
+    text_px = longest_line_px(texts, TEXT_BREAK if broken else None) + 12
+    plot_px = PROJECTOR_CHART_PX - longest_line_px(axis_labels, AXIS_LABEL_BREAK if broken else None) - 40
     return text_px / max(plot_px, 1)
 
 
-def log_domain_with_room(values: pd.Series, text_ends: pd.Series, share: float) -> list[float]:
-    """A log axis's [low, high] over `values`, stretched on the right so that text drawn
-    from `text_ends` onwards, taking `share` of the plot's width, ends inside it."""
-    finite = values[np.isfinite(values) & (values > 0)]
-    low = float(min(finite.min(), 1.0)) if not finite.empty else 0.1
-    high = float(max(text_ends.max(), finite.max() if not finite.empty else 1.0, 1.0))
+def log_domain_with_room(values: pd.Series, text_ends: pd.Series, share: float,
+                         from_one: bool = True) -> list[float]:
+    """A log axis's [low, high] over `values` (and 1, for bars `from_one`), stretched on
+    the right so that text drawn from `text_ends` onwards, taking `share` of the plot's
+    width, ends inside it."""
+    finite = pd.concat([values, text_ends, pd.Series([1.0] if from_one else [], dtype=float)]).astype(float)
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    low = float(finite.min()) if not finite.empty else 0.1
+    high = float(finite.max()) if not finite.empty else 1.0
     low, high = 10.0 ** np.floor(np.log10(low)), 10.0 ** np.ceil(np.log10(high) + 1e-9)
     share = min(share, MOST_TEXT_SHARE)
     return [low, high * 10.0 ** (np.log10(high / low) * share / (1 - share))]

@@ -13,9 +13,17 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.bars import bars_from_one, run_labels
+from core.charts.bars import (
+    AXIS_LABEL_BREAK,
+    bars_from_one,
+    log_domain_with_room,
+    longest_line_px,
+    run_labels,
+    text_share,
+)
 from core.charts.style import (
     LABELS,
+    PROJECTOR_CHART_PX,
     color_by_strategy,
     natural_key,
     not_diverged,
@@ -24,6 +32,9 @@ from core.charts.style import (
     with_spread,
 )
 from core.results import spread
+
+# The most of a projector's chart width the group names may take on one line each.
+MOST_LABEL_SHARE = 0.4
 
 
 def label(metric: str) -> str:
@@ -91,16 +102,27 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
             out = out.sort_values(["_r", "_k"]).drop(columns=["_r", "_k"])
         color = {"color": color_by_strategy(out, legend=False)}  # the axis names every group
     x_title = label(metric) + (", log scale" if log_x else "")
-    y = alt.Y("group:N", sort=list(out["group"]), title=", ".join(by))
+    # No axis title: the chart's title names the columns, and a title beside labels this
+    # long was drawn over them. Labels wider than MOST_LABEL_SHARE of a projector's chart
+    # take a line per column.
+    broken = longest_line_px(out["group"]) > MOST_LABEL_SHARE * PROJECTOR_CHART_PX
+    axis = alt.Axis(labelExpr=f"split(datum.label, '{AXIS_LABEL_BREAK}')") if broken else alt.Axis()
+    y = alt.Y("group:N", sort=list(out["group"]), title=None, axis=axis)
     tips = ["group:N", *[alt.Tooltip(f"{c}:Q", format=".4g") for c in ("median", "min", "max")],
             alt.Tooltip("size:Q", title="runs"), "diverged:Q"]
     base = alt.Chart(out)
-    scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
+    if log_x:  # room right of the longest range for its note
+        values = pd.concat([out["min"], out["max"], out["median"], out["text_x"]])
+        share = text_share(out["text"], out["group"], broken) if out["text"].str.len().any() else 0.0
+        domain = log_domain_with_room(values, out["text_x"], share, from_one=False)
+        scale = alt.Scale(type="log", nice=False, domain=domain)
+    else:
+        scale = alt.Scale(zero=False)
     rule = base.mark_rule(strokeWidth=3).encode(
         x=alt.X("min:Q", title=x_title, scale=scale), x2="max:Q", y=y, tooltip=tips, **color)
     point = base.mark_point(filled=True, size=110).encode(x="median:Q", y=y, tooltip=tips, **color)
     text = base.mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N")
-    return alt.layer(rule, point, text, title=title).properties(height=alt.Step(30))
+    return alt.layer(rule, point, text, title=title).properties(height=alt.Step(22 * len(by) + 8 if broken else 30))
 
 
 def ratio_bars(runs: pd.DataFrame, baseline_id: int,

@@ -428,3 +428,20 @@ def test_ratio_labels_get_room_inside_the_plot_on_two_lines_where_one_cannot_hol
     as_one_line = data["text"].str.replace("\n(", " (", regex=False)
     assert bars.text_share(as_one_line, data["run"]) > bars.MOST_TEXT_SHARE
     assert bars.text_share(as_one_line, data["run"], broken=True) <= bars.MOST_TEXT_SHARE
+
+
+def test_long_group_names_take_a_line_per_column_and_notes_stay_inside_the_plot(runs):
+    runs = runs.assign(optimizer="preconditioned_lbfgs")
+    short = comparisons.grouped_summary(runs, by=["strategy"]).to_dict()
+    assert "labelExpr" not in short["layer"][0]["encoding"]["y"].get("axis", {}) and short["height"] == {"step": 30}
+    by = ["dataset", "strategy", "optimizer"]
+    spec = comparisons.grouped_summary(runs, by=by).to_dict()
+    y = spec["layer"][0]["encoding"]["y"]
+    assert "split(datum.label" in y["axis"]["labelExpr"] and y["title"] is None and spec["height"] == {"step": 74}
+    scale = spec["layer"][0]["encoding"]["x"]["scale"]
+    data = pd.concat(_datasets(spec)).drop_duplicates("group")
+    noted = data[data["text"] != ""]
+    low, high = scale["domain"]
+    share = bars.text_share(noted["text"], data["group"], broken=True)
+    # Each note, right of its range, ends inside the plot.
+    assert all(math.log10(high / x) / math.log10(high / low) >= share for x in noted["text_x"])
