@@ -66,6 +66,27 @@ def whiskers(data: pd.DataFrame, x: str, x2: str, y: alt.Y) -> alt.LayerChart:
 AXIS_LABEL_BREAK, TEXT_BREAK = " · ", " ("
 # The most of a log axis's width the labels right of the bars may take.
 MOST_TEXT_SHARE = 0.6
+# Lines of chart text, 16 px, this far apart: a label on several lines is moved up by half
+# its extra lines, so that it is centred on its row as a one-line label is.
+LINE_PX = 18
+
+
+def lines_axis(lines: int, split_at: str) -> alt.Axis:
+    """A band axis whose labels are split at `split_at` into at most `lines` lines, centred on their rows."""
+    return alt.Axis(labelExpr=f"split(datum.label, '{split_at}')", labelLineHeight=LINE_PX,
+                    labelOffset=-(lines - 1) * LINE_PX / 2)
+
+
+def wrapped(text: str, most_chars: int, split_at: str = AXIS_LABEL_BREAK) -> str:
+    """`text` with its parts (split at `split_at`) joined on lines of at most `most_chars`
+    characters where they allow it, the lines separated by a newline."""
+    lines: list[str] = []
+    for part in str(text).split(split_at):
+        if lines and len(lines[-1]) + len(split_at) + len(part) <= most_chars:
+            lines[-1] += split_at + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
 
 
 def longest_line_px(texts, breaks: str | None = None) -> int:
@@ -112,18 +133,21 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
                                   text_share(df["text"], axis_labels, broken))
     if broken:
         y = y.copy()
-        y.axis = alt.Axis(labelExpr=f"split(datum.label, '{AXIS_LABEL_BREAK}')")
+        y.axis = lines_axis(2, AXIS_LABEL_BREAK)
         df["text"] = df["text"].str.replace(TEXT_BREAK, "\n" + TEXT_BREAK.strip(), n=1, regex=False)
     bars = alt.Chart(df).mark_bar().encode(
         x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False), title=x_title), x2="one:Q", y=y,
         color=color_by_strategy(df, legend=False), tooltip=tips)
     ranged = df[df["high"] > df["low"]]
-    text = alt.Chart(df).mark_text(align="left", dx=6, lineBreak="\n").encode(
-        x="text_x:Q", y=y, text="text:N", tooltip=tips)
+    # Vega draws a text's first line on its row: one on two lines moves up half a line.
+    two_lines = df["text"].str.contains("\n", regex=False)
+    texts = [alt.Chart(df[two_lines == several]).mark_text(
+        align="left", dx=6, lineBreak="\n", lineHeight=LINE_PX, dy=-LINE_PX / 2 if several else 0).encode(
+        x="text_x:Q", y=y, text="text:N", tooltip=tips) for several in (False, True) if (two_lines == several).any()]
     # Named, so the stylesheet can give it the page's text colour (its marks' class is "reference_marks").
     rule = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="one:Q").properties(
         name="reference")
-    return alt.layer(bars, whiskers(ranged, "low", "high", y), rule, text, title=title).properties(
+    return alt.layer(bars, whiskers(ranged, "low", "high", y), rule, *texts, title=title).properties(
         height=alt.Step(44 if broken else 30))
 
 

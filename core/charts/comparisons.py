@@ -14,14 +14,16 @@ import numpy as np
 import pandas as pd
 
 from core.charts.bars import (
-    AXIS_LABEL_BREAK,
+    LINE_PX,
     bars_from_one,
+    lines_axis,
     log_domain_with_room,
-    longest_line_px,
     run_labels,
     text_share,
+    wrapped,
 )
 from core.charts.style import (
+    CHART_CHAR_PX,
     LABELS,
     PROJECTOR_CHART_PX,
     color_by_strategy,
@@ -105,15 +107,18 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
     # No axis title: the chart's title names the columns, and a title beside labels this
     # long was drawn over them. Labels wider than MOST_LABEL_SHARE of a projector's chart
     # take a line per column.
-    broken = longest_line_px(out["group"]) > MOST_LABEL_SHARE * PROJECTOR_CHART_PX
-    axis = alt.Axis(labelExpr=f"split(datum.label, '{AXIS_LABEL_BREAK}')") if broken else alt.Axis()
-    y = alt.Y("group:N", sort=list(out["group"]), title=None, axis=axis)
+    most_chars = int(MOST_LABEL_SHARE * PROJECTOR_CHART_PX / CHART_CHAR_PX)
+    out["row"] = out["group"].map(lambda g: wrapped(g, most_chars))
+    lines = int(out["row"].str.count("\n").max()) + 1
+    broken = lines > 1
+    y = alt.Y("row:N", sort=list(out["row"]), title=None, axis=lines_axis(lines, "\\n") if broken else alt.Axis())
     tips = ["group:N", *[alt.Tooltip(f"{c}:Q", format=".4g") for c in ("median", "min", "max")],
             alt.Tooltip("size:Q", title="runs"), "diverged:Q"]
     base = alt.Chart(out)
     if log_x:  # room right of the longest range for its note
         values = pd.concat([out["min"], out["max"], out["median"], out["text_x"]])
-        share = text_share(out["text"], out["group"], broken) if out["text"].str.len().any() else 0.0
+        row_lines = [line for row in out["row"] for line in row.split("\n")]
+        share = text_share(out["text"], row_lines) if out["text"].str.len().any() else 0.0
         domain = log_domain_with_room(values, out["text_x"], share, from_one=False)
         scale = alt.Scale(type="log", nice=False, domain=domain)
     else:
@@ -122,7 +127,7 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
         x=alt.X("min:Q", title=x_title, scale=scale), x2="max:Q", y=y, tooltip=tips, **color)
     point = base.mark_point(filled=True, size=110).encode(x="median:Q", y=y, tooltip=tips, **color)
     text = base.mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N")
-    return alt.layer(rule, point, text, title=title).properties(height=alt.Step(22 * len(by) + 8 if broken else 30))
+    return alt.layer(rule, point, text, title=title).properties(height=alt.Step(LINE_PX * lines + 12 if broken else 30))
 
 
 def ratio_bars(runs: pd.DataFrame, baseline_id: int,
