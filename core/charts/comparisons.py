@@ -105,8 +105,8 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
         color = {"color": color_by_strategy(out, legend=False)}  # the axis names every group
     x_title = label(metric) + (", log scale" if log_x else "")
     # No axis title: the chart's title names the columns, and a title beside labels this
-    # long was drawn over them. Labels wider than MOST_LABEL_SHARE of a projector's chart
-    # take a line per column.
+    # long was drawn over them. Labels wrap at their separators to MOST_LABEL_SHARE of a
+    # projector's chart, so that the plot keeps the rest.
     most_chars = int(MOST_LABEL_SHARE * PROJECTOR_CHART_PX / CHART_CHAR_PX)
     out["row"] = out["group"].map(lambda g: wrapped(g, most_chars))
     lines = int(out["row"].str.count("\n").max()) + 1
