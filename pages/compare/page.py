@@ -171,14 +171,14 @@ labels = [f"#{r.id} {r.strategy}" for r in results]
 curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in newest["id"]]))
 by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
 with by_iteration:
-    display.chart(lines.elbo_curves(curves, x="iteration").properties(height=340),
+    display.chart(lines.elbo_curves(curves, x="iteration", height=340),
                   "log(-ELBO) per iteration; runs of the same problem should overlap."
                   + (f" The {MAX_CURVES} newest of {len(one_problem)} runs." if len(one_problem) > MAX_CURVES else "")
                   + (f" {len(problem_labels) - 1} other problem{'s' * (len(problem_labels) > 2)} in the box above."
                      if len(problem_labels) > 1 else ""),
                   legend="right")
 with by_time:
-    display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=340),
+    display.chart(lines.elbo_curves(curves, x="wall_s", height=340),
                   "Wall-clock estimated from compile time + iterations × steady-state time per iteration.",
                   legend="right")
 
