@@ -35,8 +35,9 @@ UNKNOWN_COLOR = catalog.UNKNOWN_COLOUR
 # found by search, keeps any two phases apart by delta E >= 10 with colour-blind vision too,
 # and the bars outline each segment.
 PHASE_COLORS = ("#89958C", "#657783", "#6B6550", "#5C6562")
-# Lines that are neither a strategy nor a phase (an ideal): a slate that reads on both themes.
-REFERENCE_COLOR = "#6A6A8A"
+# Lines that are neither a strategy nor a phase (an ideal): a neutral grey, 4:1 on both themes,
+# in no strategy's hue family (a slate was jit_step's violet, darker).
+REFERENCE_COLOR = "#7F7F7F"
 # Axis titles and chart titles for timing columns, in words.
 LABELS = {
     "time_to_solution_s": "time to solution (s)", "per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run (s)",

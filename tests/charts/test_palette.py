@@ -83,7 +83,7 @@ def test_the_hue_family_rule_tells_shades_of_one_hue_from_two_colours():
 
 
 def test_no_two_series_colours_are_in_one_hue_family():
-    named = {**style.STRATEGY_COLORS, "unknown": style.UNKNOWN_COLOR}
+    named = {**style.STRATEGY_COLORS, "unknown": style.UNKNOWN_COLOR, "reference": style.REFERENCE_COLOR}
     together = [(a, b) for a, b in itertools.combinations(named, 2)
                 if colour_vision.same_hue_family(named[a], named[b])]
     assert not together, together
