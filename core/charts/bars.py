@@ -112,11 +112,15 @@ def log_domain_with_room(values: pd.Series, text_ends: pd.Series, share: float,
     width, ends inside it."""
     finite = pd.concat([values, text_ends, pd.Series([1.0] if from_one else [], dtype=float)]).astype(float)
     finite = finite[np.isfinite(finite) & (finite > 0)]
-    low = float(finite.min()) if not finite.empty else 0.1
-    high = float(finite.max()) if not finite.empty else 1.0
-    low, high = 10.0 ** np.floor(np.log10(low)), 10.0 ** np.ceil(np.log10(high) + 1e-9)
+    if finite.empty:
+        return [0.1, 10.0]
+    starts = text_ends[np.isfinite(text_ends) & (text_ends > 0)]
+    low = np.floor(np.log10(finite.min()))  # in decades from here on
+    start = np.log10(starts.max()) if not starts.empty else np.log10(finite.max())
     share = min(share, MOST_TEXT_SHARE)
-    return [low, high * 10.0 ** (np.log10(high / low) * share / (1 - share))]
+    # The text, from `start` to the axis's end, takes `share` of the axis: (high - start) = share (high - low).
+    high = max((start - share * low) / (1 - share), np.log10(finite.max()), low + 1)
+    return [float(10.0 ** low), float(10.0 ** high)]
 
 
 def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
@@ -131,9 +135,10 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
     broken = text_share(df["text"], axis_labels) > MOST_TEXT_SHARE
     domain = log_domain_with_room(pd.concat([df[x], df["low"], df["high"]]), df["text_x"],
                                   text_share(df["text"], axis_labels, broken))
-    if broken:
+    if broken and axis_labels.astype(str).str.contains(AXIS_LABEL_BREAK, regex=False).any():
         y = y.copy()
         y.axis = lines_axis(2, AXIS_LABEL_BREAK)
+    if broken:
         df["text"] = df["text"].str.replace(TEXT_BREAK, "\n" + TEXT_BREAK.strip(), n=1, regex=False)
     bars = alt.Chart(df).mark_bar().encode(
         x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False), title=x_title), x2="one:Q", y=y,

@@ -155,10 +155,10 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
     if not float(base[metric].astype(float).iloc[0]) > 0:  # e.g. no time to solution: it ran a fixed number of iterations
         return note_chart(f"Run #{baseline_id} has no {_without_unit(metric)}: pick another timing or baseline.",
                           title)
+    runs = runs[(pd.to_numeric(runs[metric], errors="coerce") > 0) | ~not_diverged(runs)]
     if "label" not in runs and runs.get("optimizer", pd.Series(dtype=str)).nunique() > 1:
         runs = runs.assign(label=runs["strategy"].astype(str) + " · " + runs["optimizer"].astype(str)
                            + " #" + runs["id"].astype(str))
-    runs = runs[(pd.to_numeric(runs[metric], errors="coerce") > 0) | ~not_diverged(runs)]
     df = with_spread(run_labels(runs), metric)
     pinned = df[df["id"] == baseline_id].iloc[0]
 

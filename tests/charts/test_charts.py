@@ -450,3 +450,13 @@ def test_long_group_names_take_a_line_per_column_and_notes_stay_inside_the_plot(
     share = bars.text_share(noted["text"], lines)
     # Each note, right of its range, ends inside the plot.
     assert all(math.log10(high / x) / math.log10(high / low) >= share for x in noted["text_x"])
+
+
+def test_one_line_axis_labels_stay_on_their_rows_when_only_the_texts_break():
+    df = pd.DataFrame({"strategy": ["eager", "scan_pytree_class"], "ratio": [1.0, 0.00547], "low": [1.0, 0.0048],
+                       "high": [1.0, 0.0062], "text": ["baseline", "×0.00547 (×0.0048–×0.0062)"]})
+    spec = bars.bars_from_one(df, "ratio", alt.Y("strategy:N"), "ratio", "title", []).to_dict()
+    assert spec["height"] == {"step": 44}  # the ratio takes two lines
+    assert "axis" not in spec["layer"][0]["encoding"]["y"]  # "eager" has one: no offset moves it off its row
+    texts = pd.concat(_datasets(spec))["text"].dropna()
+    assert "×0.00547\n(×0.0048–×0.0062)" in set(texts) and "baseline" in set(texts)
