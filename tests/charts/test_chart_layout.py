@@ -108,7 +108,7 @@ def test_ratio_labels_get_room_inside_the_plot_on_two_lines_where_one_cannot_hol
     assert bars.text_share(as_one_line, data["run"], broken=True) <= bars.MOST_TEXT_SHARE
 
 
-def test_long_group_names_take_a_line_per_column_and_notes_stay_inside_the_plot(runs):
+def test_long_group_names_wrap_to_a_projectors_width_and_notes_stay_inside_the_plot(runs):
     runs = runs.assign(optimizer="preconditioned_lbfgs")
     short = comparisons.grouped_summary(runs, by=["strategy"]).to_dict()
     assert "labelExpr" not in short["layer"][0]["encoding"]["y"].get("axis", {}) and short["height"] == {"step": 30}
