@@ -23,21 +23,37 @@ def main() -> None:
     resources.cluster_or_stop()  # the workers start with the first page, before anyone clicks Run
 
     # Page files sit in folders of their own (see pages/__init__.py), so each names its URL.
-    navigation = st.navigation(
-        [
-            st.Page("pages/run/page.py", title="Run", icon=":material/play_arrow:", url_path="run", default=True),
-            st.Page("pages/story/page.py", title="Story", icon=":material/slideshow:", url_path="story"),
-            st.Page("pages/compare/page.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
-            st.Page("pages/scaling/page.py", title="Scaling", icon=":material/trending_up:", url_path="scaling"),
-            st.Page("pages/under_the_hood/page.py", title="Under the hood", icon=":material/memory:",
-                    url_path="under_the_hood"),
-            st.Page("pages/about/page.py", title="About", icon=":material/info:", url_path="about"),
-        ]
-    )
+    # The default page is served at the root whatever its url_path, and that path then
+    # answers "page not found": Run reserves one nobody types, and "run" is an alias below.
+    run = st.Page("pages/run/page.py", title="Run", icon=":material/play_arrow:", url_path="run_page",
+                  default=True)
+    under_the_hood = st.Page("pages/under_the_hood/page.py", title="Under the hood", icon=":material/memory:",
+                             url_path="under_the_hood")
+    pages = [
+        run,
+        st.Page("pages/story/page.py", title="Story", icon=":material/slideshow:", url_path="story"),
+        st.Page("pages/compare/page.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+        st.Page("pages/scaling/page.py", title="Scaling", icon=":material/trending_up:", url_path="scaling"),
+        under_the_hood,
+        st.Page("pages/about/page.py", title="About", icon=":material/info:", url_path="about"),
+    ]
+    # Addresses people type or say aloud in a talk, each sent on to its page with the link's settings.
+    aliases = [_alias(st, path, target) for path, target in (("run", run), ("home", run),
+                                                             ("under-the-hood", under_the_hood),
+                                                             ("hood", under_the_hood))]
+    navigation = st.navigation(pages + aliases)
     links.restore()  # a link's settings, before any widget is drawn
     sidebar()
     links.publish(navigation.url_path or "run")
     navigation.run()
+
+
+def _alias(st, path: str, target):
+    """A page left out of the menu, at `path`, that opens `target` with the address's parameters."""
+    def go() -> None:
+        st.switch_page(target, query_params=st.query_params.to_dict())
+
+    return st.Page(go, title=target.title, url_path=path, visibility="hidden")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from core.charts.comparisons import group_names
+from core.charts.style import natural_key
+
 # What makes two runs the same problem size: the data (its label names the size) and its shape.
 PROBLEM = ("dataset", "n", "p")
-DEFAULT_GROUPS = ["dataset", "strategy"]
+# Like with like: one problem size, one strategy, one algorithm (optimizers take different
+# numbers of iterations, and a run of a fixed number of them has no time to solution).
+DEFAULT_GROUPS = ["dataset", "strategy", "optimizer"]
 
 
 def same_problem(runs: pd.DataFrame, run_id: int) -> pd.Series:
@@ -45,3 +50,27 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
     if not eager.empty:
         return int(eager["id"].iloc[0])
     return int(finished.loc[finished["per_iter_ms"].idxmax(), "id"])
+
+
+def unmeasured_groups(runs: pd.DataFrame, by: list[str], metric: str) -> list[str]:
+    """The groups of `runs` by `by` (as `group_names` names them) in which no finished run
+    has a value of `metric`: e.g. runs for a fixed number of iterations have no time to
+    solution. The grouped chart leaves them out; the page says which."""
+    if runs.empty or not by or metric not in runs:
+        return []
+    finished = runs[runs["status"] != "diverged"] if "status" in runs else runs
+    measured = set(group_names(finished[pd.to_numeric(finished[metric], errors="coerce") > 0], by))
+    return sorted(set(group_names(finished, by)) - measured, key=natural_key)
+
+
+# What a run's one-line name adds to "#id strategy" where the runs on offer differ in it.
+DISTINGUISHING = ("optimizer", "dataset", "precision", "device")
+
+
+def run_names(runs: pd.DataFrame) -> dict[int, str]:
+    """One line per run id, "#12 scan", followed by those of `DISTINGUISHING` in which the
+    runs differ ("#12 scan · seed · oaks x100"): what tells the runs apart, short enough
+    for a select box a third of a projector's column wide."""
+    varying = [c for c in DISTINGUISHING if c in runs and runs[c].astype(str).nunique() > 1]
+    return {int(row["id"]): " · ".join([f"#{int(row['id'])} {row['strategy']}", *(str(row[c]) for c in varying)])
+            for _, row in runs.iterrows()}

@@ -15,12 +15,23 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.style import PHASE_COLORS, color_by_strategy, not_diverged, note_chart, strategy_rank, with_spread
+from core.charts.style import (
+    PROJECTOR_CHART_PX,
+    CHART_CHAR_PX,
+    PHASE_COLORS,
+    color_by_strategy,
+    not_diverged,
+    note_chart,
+    strategy_rank,
+    with_spread,
+)
 from core.results import spread
 
 # Chronological, which is also the stack order; the colours are `style.PHASE_COLORS`.
 PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile",
           "first_call_s": "first call", "run_s": "steady state"}
+# Bars whose totals span more than this factor get a log time axis.
+LOG_SPAN = 10.0
 # How a run's y label says its executable was not compiled for it.
 CACHE_NOTES = {"memory": "cached", "disk": "cached"}
 COLD_NOTE = "cold compile"
@@ -50,37 +61,99 @@ def whiskers(data: pd.DataFrame, x: str, x2: str, y: alt.Y) -> alt.LayerChart:
                      base.mark_rule(color="#111111", strokeWidth=2))
 
 
-# The share of a log axis the data may take: the rest, on the right, is for the labels written
-# after the longest bar ("×204 (×153–×231)"), which Vega otherwise cuts at the chart's edge.
-DATA_SHARE = 0.62
+# Where a long label breaks onto a second line: a run's name before its optimizer, a
+# ratio before its range.
+AXIS_LABEL_BREAK, TEXT_BREAK = " · ", " ("
+# The most of a log axis's width the labels right of the bars may take.
+MOST_TEXT_SHARE = 0.6
+# Lines of chart text, 16 px, this far apart: a label on several lines is moved up by half
+# its extra lines, so that it is centred on its row as a one-line label is.
+LINE_PX = 18
 
 
-def _room_for_labels(df: pd.DataFrame, x: str) -> list[float]:
-    """A log axis's [low, high] holding 1, `x`, `low` and `high` of every row, with room on
-    the right for the labels."""
-    values = pd.concat([df[x], df.get("low", df[x]), df.get("high", df[x]), pd.Series([1.0])]).astype(float)
-    values = values[np.isfinite(values) & (values > 0)]
-    low, high = float(values.min()) / 1.5, float(values.max()) * 1.2
-    return [low, low * (high / low) ** (1 / DATA_SHARE)]
+def lines_axis(lines: int, split_at: str) -> alt.Axis:
+    """A band axis whose labels are split at `split_at` into at most `lines` lines, centred on their rows."""
+    return alt.Axis(labelExpr=f"split(datum.label, '{split_at}')", labelLineHeight=LINE_PX,
+                    labelOffset=-(lines - 1) * LINE_PX / 2)
+
+
+def wrapped(text: str, most_chars: int, split_at: str = AXIS_LABEL_BREAK) -> str:
+    """`text` with its parts (split at `split_at`) joined on lines of at most `most_chars`
+    characters where they allow it, the lines separated by a newline."""
+    lines: list[str] = []
+    for part in str(text).split(split_at):
+        if lines and len(lines[-1]) + len(split_at) + len(part) <= most_chars:
+            lines[-1] += split_at + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
+def longest_line_px(texts, breaks: str | None = None) -> int:
+    """About how wide the longest line of `texts` is drawn, each split at `breaks` if given."""
+    lines = [line for t in texts for line in (str(t).split(breaks) if breaks else [str(t)])]
+    return CHART_CHAR_PX * max((len(line) + 1 for line in lines), default=0)
+
+
+def text_share(texts, axis_labels, broken: bool = False) -> float:
+    """The share of a plot's width that the longest of `texts` takes, the plot being a
+    projector's column (`style.PROJECTOR_CHART_PX`) less the axis's labels
+    (`style.CHART_CHAR_PX` a character); `broken`: both on two lines (`AXIS_LABEL_BREAK`,
+    `TEXT_BREAK`)."""
+    text_px = longest_line_px(texts, TEXT_BREAK if broken else None) + 12
+    plot_px = PROJECTOR_CHART_PX - longest_line_px(axis_labels, AXIS_LABEL_BREAK if broken else None) - 40
+    return text_px / max(plot_px, 1)
+
+
+def log_domain_with_room(values: pd.Series, text_ends: pd.Series, share: float,
+                         from_one: bool = True) -> list[float]:
+    """A log axis's [low, high] over `values` (and 1, for bars `from_one`), stretched on
+    the right so that text drawn from `text_ends` onwards, taking `share` of the plot's
+    width, ends inside it."""
+    finite = pd.concat([values, text_ends, pd.Series([1.0] if from_one else [], dtype=float)]).astype(float)
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    if finite.empty:
+        return [0.1, 10.0]
+    starts = text_ends[np.isfinite(text_ends) & (text_ends > 0)]
+    low = np.floor(np.log10(finite.min()))  # in decades from here on
+    start = np.log10(starts.max()) if not starts.empty else np.log10(finite.max())
+    share = min(share, MOST_TEXT_SHARE)
+    # The text, from `start` to the axis's end, takes `share` of the axis: (high - start) = share (high - low).
+    high = max((start - share * low) / (1 - share), np.log10(finite.max()), low + 1)
+    return [float(10.0 ** low), float(10.0 ** high)]
 
 
 def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
                    tips: list) -> alt.LayerChart:
     """Bars from 1 to `x` on a log axis (faster and slower point opposite ways), a whisker
-    from `low` to `high`, a dashed rule at 1, and the `text` column right of each bar."""
+    from `low` to `high`, a dashed rule at 1, and the `text` column right of each bar,
+    inside the plot: the axis stretches to the right for it, and where a projector's column
+    cannot hold the text on one line, axis labels and texts take two."""
     df = df.assign(one=1.0)
     df["text_x"] = df[["high", x]].max(axis=1).where(lambda v: v > 1, 1.0).fillna(1.0)
+    axis_labels = df[y.shorthand.split(":")[0]]
+    broken = text_share(df["text"], axis_labels) > MOST_TEXT_SHARE
+    domain = log_domain_with_room(pd.concat([df[x], df["low"], df["high"]]), df["text_x"],
+                                  text_share(df["text"], axis_labels, broken))
+    if broken and axis_labels.astype(str).str.contains(AXIS_LABEL_BREAK, regex=False).any():
+        y = y.copy()
+        y.axis = lines_axis(2, AXIS_LABEL_BREAK)
+    if broken:
+        df["text"] = df["text"].str.replace(TEXT_BREAK, "\n" + TEXT_BREAK.strip(), n=1, regex=False)
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=_room_for_labels(df, x), nice=False), title=x_title),
-        x2="one:Q", y=y,
+        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False), title=x_title), x2="one:Q", y=y,
         color=color_by_strategy(df, legend=False), tooltip=tips)
     ranged = df[df["high"] > df["low"]]
-    text = alt.Chart(df).mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N", tooltip=tips)
+    # Vega draws a text's first line on its row: one on two lines moves up half a line.
+    two_lines = df["text"].str.contains("\n", regex=False)
+    texts = [alt.Chart(df[two_lines == several]).mark_text(
+        align="left", dx=6, lineBreak="\n", lineHeight=LINE_PX, dy=-LINE_PX / 2 if several else 0).encode(
+        x="text_x:Q", y=y, text="text:N", tooltip=tips) for several in (False, True) if (two_lines == several).any()]
     # Named, so the stylesheet can give it the page's text colour (its marks' class is "reference_marks").
     rule = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="one:Q").properties(
         name="reference")
-    return alt.layer(bars, whiskers(ranged, "low", "high", y), rule, text, title=title).properties(
-        height=alt.Step(30))
+    return alt.layer(bars, whiskers(ranged, "low", "high", y), rule, *texts, title=title).properties(
+        height=alt.Step(44 if broken else 30))
 
 
 def _cold_rows(cold_compiles: pd.DataFrame | None, shown: pd.DataFrame) -> pd.DataFrame:
@@ -110,6 +183,10 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
         One bar per run: trace+lower | compile | first call | steady state, in seconds, with
         a whisker over the steady state's range; runs that loaded a cached executable say
         "(cached)"; cold compiles are dashed outlines labelled "strategy: cold compile #id".
+        Where the bars' totals span more than `LOG_SPAN` (eager beside compiled loops), the
+        time axis is logarithmic, each segment drawn from where the previous one ended, the
+        first from a decade below the shortest phase: on a linear axis the compiled bars
+        were a few pixels beside eager's.
     """
     title = "Where the time goes (s)"
     if runs.empty:
@@ -125,16 +202,30 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
     long = long[~(long["cold"] & long["column"].isin(["first_call_s", "run_s"]))]
     long["phase"] = long["column"].map(PHASES)
     long["phase_rank"] = long["column"].map({c: i for i, c in enumerate(PHASES)})
+    long = long.sort_values(["run", "phase_rank"], kind="stable")
+    long["end"] = long.groupby("run", sort=False)["seconds"].cumsum()
+    totals = long.groupby("run")["end"].max()
+    totals = totals[totals > 0]
+    if not totals.empty and totals.max() > LOG_SPAN * totals.min():
+        floor = 10.0 ** np.floor(np.log10(long.loc[long["seconds"] > 0, "seconds"].min()))
+        long["start"] = (long["end"] - long["seconds"]).clip(lower=floor)
+        long["end"] = long["end"].clip(lower=floor)
+        x = dict(x=alt.X("start:Q", title="time (s, log scale)", scale=alt.Scale(type="log", domainMin=floor)),
+                 x2="end:Q")
+    else:
+        x = dict(x=alt.X("seconds:Q", stack="zero", title="time (s)"))
     hollow = alt.datum.diverged | alt.datum.cold
     y = alt.Y("run:N", sort=list(df["run"]), title=None)
-    stacked = alt.Chart(long).mark_bar(strokeWidth=2).encode(
-        x=alt.X("seconds:Q", stack="zero", title="time (s)"),
+    stacked = alt.Chart(long).mark_bar().encode(
+        **x,
         y=y,
         color=alt.Color("phase:N", title="phase", sort=None, scale=alt.Scale(
             domain=list(PHASES.values()), range=list(PHASE_COLORS))),
         order=alt.Order("phase_rank:Q"),
         opacity=alt.condition(hollow, alt.value(0.4), alt.value(1.0)),
-        stroke=alt.condition(hollow, alt.value("#111111"), alt.value(None)),
+        # A hairline between phases: their colours are close in lightness (see PHASE_COLORS).
+        stroke=alt.condition(hollow, alt.value("#111111"), alt.value("#FFFFFF")),
+        strokeWidth=alt.condition(hollow, alt.value(2), alt.value(1)),
         strokeDash=alt.condition(hollow, alt.value([5, 3]), alt.value([1, 0])),
         tooltip=["run:N", "phase:N", alt.Tooltip("seconds:Q", format=".4f", title="seconds (s)"),
                  *[f"{c}:N" for c in extra]],

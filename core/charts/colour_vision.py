@@ -7,6 +7,11 @@ deficiencies, and how well text or a mark stands out from its background.
   with the full-severity matrices of Machado, Oliveira and Fernandes (2009) on linear RGB.
 - Difference: CIELAB delta E (CIE76) under D65; about 2.3 is just noticeable, above 10
   two colours read as different at a glance.
+- Hue family: two colours read as "the same colour, a bit off" (an orange and a burnt
+  orange) when their CIELCh hue angles are under `FAMILY_HUE_DEGREES` apart and their
+  lightness L* under `FAMILY_LIGHTNESS` apart; a dark and a light shade of one hue (a
+  brown and an orange, a navy and a sky blue) read as two colours. Greys (chroma under
+  `CHROMATIC`) have no hue and belong to no family.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ DEFICIENCIES = {
 }
 _RGB_TO_XYZ = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
 _D65 = np.array([0.95047, 1.0, 1.08883])
+FAMILY_HUE_DEGREES = 30.0
+FAMILY_LIGHTNESS = 15.0
+CHROMATIC = 15.0
 
 
 def linear_rgb(colour: str) -> np.ndarray:
@@ -62,3 +70,20 @@ def difference(first: str, second: str) -> float:
     """The smallest delta E between two colours over normal vision and each deficiency."""
     a, b = seen(first), seen(second)
     return min(float(np.linalg.norm(a[view] - b[view])) for view in a)
+
+
+def lch(colour: str) -> tuple[float, float, float]:
+    """CIELCh of the colour with normal vision: lightness L* (0 to 100), chroma C* (0 for a
+    grey) and hue angle h in degrees (0 to 360)."""
+    lightness, a, b = seen(colour)["normal"]
+    return float(lightness), float(np.hypot(a, b)), float(np.degrees(np.arctan2(b, a)) % 360)
+
+
+def same_hue_family(first: str, second: str) -> bool:
+    """True when the two colours are shades of one hue at about one lightness (see the
+    module's docstring): side by side as two series, they read as one."""
+    (l1, c1, h1), (l2, c2, h2) = lch(first), lch(second)
+    if min(c1, c2) < CHROMATIC:
+        return False
+    apart = abs(h1 - h2) % 360
+    return min(apart, 360 - apart) < FAMILY_HUE_DEGREES and abs(l1 - l2) < FAMILY_LIGHTNESS

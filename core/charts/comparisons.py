@@ -13,9 +13,19 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts.bars import bars_from_one, run_labels
+from core.charts.bars import (
+    LINE_PX,
+    bars_from_one,
+    lines_axis,
+    log_domain_with_room,
+    run_labels,
+    text_share,
+    wrapped,
+)
 from core.charts.style import (
+    CHART_CHAR_PX,
     LABELS,
+    PROJECTOR_CHART_PX,
     color_by_strategy,
     natural_key,
     not_diverged,
@@ -24,6 +34,9 @@ from core.charts.style import (
     with_spread,
 )
 from core.results import spread
+
+# The most of a projector's chart width the group names may take on one line each.
+MOST_LABEL_SHARE = 0.4
 
 
 def label(metric: str) -> str:
@@ -35,34 +48,51 @@ def _without_unit(metric: str) -> str:
     return label(metric).rsplit(" (", 1)[0]
 
 
+def group_names(runs: pd.DataFrame, by: list[str]) -> pd.Series:
+    """Each run's group: its values of `by` joined, "oaks x100 · scan · seed"."""
+    if runs.empty:
+        return pd.Series("", index=runs.index, dtype=str)
+    return runs[by].astype(str).agg(" · ".join, axis=1)
+
+
 def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_ms",
                     log_x: bool = True) -> alt.Chart | alt.LayerChart:
     """Median with the range per group, over non-diverged runs.
 
     Args:
-        runs: columns in `by` and `metric`; optional status, and run_s, run_s_min,
-            run_s_max, repeats (the repeats' range for run_s and per_iter_ms).
-        by: columns defining a group, e.g. ["dataset", "strategy"].
+        runs: columns in `by` and `metric`; optional status, optimizer, and run_s,
+            run_s_min, run_s_max, repeats (the repeats' range for run_s and per_iter_ms).
+        by: columns defining a group, e.g. ["dataset", "strategy", "optimizer"].
         metric: a timing column.
         log_x: log x axis (timings across strategies span decades).
 
     Returns:
-        One row per group, naturally ordered ("x2" before "x10"): the median of the runs'
-        medians (dot) and the fastest to the slowest repeat of any run (line); groups with
-        diverged runs say "(k diverged)", so an all-diverged group is listed rather than dropped.
+        One row per group that has a value of `metric`, naturally ordered ("x2" before
+        "x10"): the median of the runs' medians (dot) and the fastest to the slowest repeat
+        of any run (line). Groups with diverged runs say "(k diverged)", so an all-diverged
+        group is listed rather than dropped; a group whose runs have no value of `metric`
+        (no time to solution for a fixed number of iterations) would be an empty row and is
+        left out (`core.bench.comparison.unmeasured_groups` names them); a group that holds
+        runs of several optimizers, which time different algorithms, says "(k optimizers)".
     """
     title = f"{label(metric)} by {', '.join(by)}: median and range"
     if runs.empty or not by:
         return note_chart("No runs to summarise.", title)
-    df = with_spread(runs, metric).assign(group=runs[by].astype(str).agg(" · ".join, axis=1),
-                                          ok=not_diverged(runs))
+    df = with_spread(runs, metric).assign(group=group_names(runs, by), ok=not_diverged(runs))
     finished = df[df["ok"]].groupby("group")
-    stats = finished[metric].agg(["median", "size"]).join(finished["low"].min().rename("min")).join(
-        finished["high"].max().rename("max"))
+    stats = finished[metric].agg(["median", "count"]).rename(columns={"count": "size"}).join(
+        finished["low"].min().rename("min")).join(finished["high"].max().rename("max"))
     out = df.groupby("group").agg(diverged=("ok", lambda s: int((~s).sum())),
                                   any_max=(metric, "max")).join(stats).reset_index()
     out["size"] = out["size"].fillna(0).astype(int)
-    out["text"] = out["diverged"].map(lambda k: f"({k} diverged)" if k else "")
+    out = out[(out["size"] > 0) | (out["diverged"] > 0)]
+    if out.empty:
+        return note_chart(f"No run here has a {_without_unit(metric)}: pick another timing.", title)
+    notes = out["diverged"].map(lambda k: [f"{k} diverged"] if k else [])
+    if "optimizer" in df and "optimizer" not in by:
+        mixed = df.groupby("group")["optimizer"].nunique().reindex(out["group"]).to_numpy()
+        notes = [n + [f"{k} optimizers"] if k > 1 else n for n, k in zip(notes, mixed)]
+    out["text"] = [f"({', '.join(n)})" if n else "" for n in notes]
     out["text_x"] = out["max"].fillna(out["any_max"])  # all-diverged: label at their values
     out = out.assign(_k=out["group"].map(natural_key)).sort_values("_k").drop(columns="_k")
     color = {}
@@ -74,16 +104,30 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
             out = out.sort_values(["_r", "_k"]).drop(columns=["_r", "_k"])
         color = {"color": color_by_strategy(out, legend=False)}  # the axis names every group
     x_title = label(metric) + (", log scale" if log_x else "")
-    y = alt.Y("group:N", sort=list(out["group"]), title=", ".join(by))
+    # No axis title: the chart's title names the columns, and a title beside labels this
+    # long was drawn over them. Labels wrap at their separators to MOST_LABEL_SHARE of a
+    # projector's chart, so that the plot keeps the rest.
+    most_chars = int(MOST_LABEL_SHARE * PROJECTOR_CHART_PX / CHART_CHAR_PX)
+    out["row"] = out["group"].map(lambda g: wrapped(g, most_chars))
+    lines = int(out["row"].str.count("\n").max()) + 1
+    broken = lines > 1
+    y = alt.Y("row:N", sort=list(out["row"]), title=None, axis=lines_axis(lines, "\\n") if broken else alt.Axis())
     tips = ["group:N", *[alt.Tooltip(f"{c}:Q", format=".4g") for c in ("median", "min", "max")],
             alt.Tooltip("size:Q", title="runs"), "diverged:Q"]
     base = alt.Chart(out)
-    scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
+    if log_x:  # room right of the longest range for its note
+        values = pd.concat([out["min"], out["max"], out["median"], out["text_x"]])
+        row_lines = [line for row in out["row"] for line in row.split("\n")]
+        share = text_share(out["text"], row_lines) if out["text"].str.len().any() else 0.0
+        domain = log_domain_with_room(values, out["text_x"], share, from_one=False)
+        scale = alt.Scale(type="log", nice=False, domain=domain)
+    else:
+        scale = alt.Scale(zero=False)
     rule = base.mark_rule(strokeWidth=3).encode(
         x=alt.X("min:Q", title=x_title, scale=scale), x2="max:Q", y=y, tooltip=tips, **color)
     point = base.mark_point(filled=True, size=110).encode(x="median:Q", y=y, tooltip=tips, **color)
     text = base.mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N")
-    return alt.layer(rule, point, text, title=title).properties(height=alt.Step(30))
+    return alt.layer(rule, point, text, title=title).properties(height=alt.Step(LINE_PX * lines + 12 if broken else 30))
 
 
 def ratio_bars(runs: pd.DataFrame, baseline_id: int,
@@ -99,7 +143,10 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
     Returns:
         Bars from 1 to the ratio (log x) with a whisker over its range, labelled "×0.25
         (×0.24–×0.26)", or "within noise" where the ranges overlap; diverged runs get no
-        ratio and read "diverged". A note if the baseline is absent or diverged.
+        ratio and read "diverged"; runs with no value of `metric` (no time to solution for a
+        fixed number of iterations) would be empty rows and are left out (the page counts
+        them); where the runs hold several optimizers, each label names its run's. A note if
+        the baseline is absent or diverged.
     """
     title = f"{label(metric)} relative to run #{baseline_id}"
     base = runs[runs["id"] == baseline_id]
@@ -108,6 +155,10 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
     if not float(base[metric].astype(float).iloc[0]) > 0:  # e.g. no time to solution: it ran a fixed number of iterations
         return note_chart(f"Run #{baseline_id} has no {_without_unit(metric)}: pick another timing or baseline.",
                           title)
+    runs = runs[(pd.to_numeric(runs[metric], errors="coerce") > 0) | ~not_diverged(runs)]
+    if "label" not in runs and runs.get("optimizer", pd.Series(dtype=str)).nunique() > 1:
+        runs = runs.assign(label=runs["strategy"].astype(str) + " · " + runs["optimizer"].astype(str)
+                           + " #" + runs["id"].astype(str))
     df = with_spread(run_labels(runs), metric)
     pinned = df[df["id"] == baseline_id].iloc[0]
 

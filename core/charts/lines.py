@@ -14,7 +14,9 @@ from core.charts.style import (
     REFERENCE_COLOR,
     STRATEGY_COLORS,
     UNITS,
+    UNKNOWN_COLOR,
     color_by_strategy,
+    legend_for,
     median_by,
     natural_order,
     not_diverged,
@@ -24,7 +26,7 @@ from core.charts.style import (
 
 
 def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
-                max_points_per_run: int = 2000) -> alt.Chart:
+                max_points_per_run: int = 2000, height: int = 340) -> alt.Chart:
     """log(-ELBO) against iteration or wall-clock time, one line per run.
 
     Args:
@@ -33,9 +35,13 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
         x: "iteration", or "wall_s" (log x: strategies finish decades apart).
         max_points_per_run: longer curves are thinned evenly, last point kept, so that a
             1e6-iteration run does not ship megabytes of JSON to the browser.
+        height: the plot's height in px; the legend goes below it when it would not fit
+            beside it (`style.legend_for`).
 
     Returns:
-        Lines coloured by strategy, dashed by label when several runs share a strategy.
+        Lines coloured by strategy. When several runs share a strategy, each run is also
+        dashed its own way and one legend names the runs, each entry in its strategy's
+        colour and its dash (two legends, strategies and runs, would double the entries).
         Rows with non-finite log(-ELBO) (diverged tails) are dropped.
 
     Raises:
@@ -59,10 +65,18 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
             alt.Tooltip("log_neg_elbo:Q", format=".5f", title="log(-ELBO)")]
     tips += [alt.Tooltip("wall_s:Q", format=".4f", title="wall (s)")] if "wall_s" in df else []
     enc = dict(x=x_enc, y=alt.Y("log_neg_elbo:Q", scale=alt.Scale(zero=False), title="log(-ELBO)"),
-               color=color_by_strategy(df), detail="run_id:N", tooltip=tips)
+               detail="run_id:N", tooltip=tips)
     if df.groupby("strategy")["run_id"].nunique().gt(1).any():
-        enc["strokeDash"] = alt.StrokeDash("label:N", title="run", sort=natural_order(df["label"]))
-    return alt.Chart(df, title=title).mark_line().encode(**enc)
+        runs = natural_order(df["label"])
+        strategy_of = dict(zip(df["label"].astype(str), df["strategy"]))
+        legend = legend_for(runs, "run", height)
+        # Colour and dash on one field, with one title: Vega-Lite draws a single legend.
+        enc["color"] = alt.Color("label:N", title="run", sort=runs, legend=legend, scale=alt.Scale(
+            domain=runs, range=[STRATEGY_COLORS.get(strategy_of[r], UNKNOWN_COLOR) for r in runs]))
+        enc["strokeDash"] = alt.StrokeDash("label:N", title="run", sort=runs, legend=legend)
+    else:
+        enc["color"] = color_by_strategy(df, legend=legend_for(sorted(set(df["strategy"])), "strategy", height))
+    return alt.Chart(df, title=title).mark_line().encode(**enc).properties(height=height)
 
 
 def scaling_lines(runs: pd.DataFrame, y: str = "per_iter_ms") -> alt.Chart | alt.LayerChart:

@@ -28,11 +28,16 @@ STRATEGY_ORDER = tuple(catalog.RUNNABLES)
 STRATEGY_COLORS = {name: runnable.colour for name, runnable in catalog.RUNNABLES.items()}
 # Strategies this program no longer knows (imported runs): one more hue, used by none above.
 UNKNOWN_COLOR = catalog.UNKNOWN_COLOUR
-# The phases of a run are greys, light to dark in time order: no strategy is grey, so a
-# phase chart beside a strategy chart can never be read as naming strategies.
-PHASE_COLORS = ("#D4D4D4", "#A3A3A3", "#707070", "#3D3D3D")
-# Lines that are neither a strategy nor a phase (an ideal): a slate that reads on both themes.
-REFERENCE_COLOR = "#6A6A8A"
+# The phases of a run are greys, light to dark in time order: no strategy is grey (chroma
+# under 15, where every strategy has 25 or more), so a phase chart beside a strategy chart
+# can never be read as naming strategies. Each is 3:1 on both themes' backgrounds, which
+# leaves greys only the L* band 41 to 62: a faint tint each (green, blue, khaki, neutral),
+# found by search, keeps any two phases apart by delta E >= 10 with colour-blind vision too,
+# and the bars outline each segment.
+PHASE_COLORS = ("#89958C", "#657783", "#6B6550", "#5C6562")
+# Lines that are neither a strategy nor a phase (an ideal): a neutral grey, 4:1 on both themes,
+# in no strategy's hue family (a slate was jit_step's violet, darker).
+REFERENCE_COLOR = "#7F7F7F"
 # Axis titles and chart titles for timing columns, in words.
 LABELS = {
     "time_to_solution_s": "time to solution (s)", "per_iter_ms": "time per iteration (ms)", "run_s": "steady-state run (s)",
@@ -57,11 +62,40 @@ def strategy_color_scale(present: list[str]) -> alt.Scale:
     return alt.Scale(domain=domain, range=[STRATEGY_COLORS.get(s, UNKNOWN_COLOR) for s in domain])
 
 
-def color_by_strategy(df: pd.DataFrame, legend: bool = True) -> alt.Color:
-    """The colour channel for `df`'s `strategy` column, on `strategy_color_scale`."""
-    return alt.Color("strategy:N", title="strategy", sort=None,
-                     legend=alt.Legend() if legend else None,
+def color_by_strategy(df: pd.DataFrame, legend: bool | alt.Legend = True) -> alt.Color:
+    """The colour channel for `df`'s `strategy` column, on `strategy_color_scale`; `legend`
+    True for the page's default legend, False for none, or a legend of its own."""
+    if legend is True:
+        legend = alt.Legend()
+    return alt.Color("strategy:N", title="strategy", sort=None, legend=legend or None,
                      scale=strategy_color_scale(list(df["strategy"].astype(str))))
+
+
+# Text geometry at the theme's 16 px labels (`core.charts.theme`), for laying out legends
+# and labels: a character's width (Source Sans averages about 0.5 em), and the width a
+# chart has on a 1024 px projector with the sidebar open (about 640 px of column).
+CHART_CHAR_PX, PROJECTOR_CHART_PX = 9, 600
+# A legend's entry height, the symbol and gaps beside each label, and its title's height.
+LEGEND_ROW_PX, LEGEND_SYMBOL_PX, LEGEND_TITLE_PX = 21, 44, 28
+
+
+def legend_for(labels: list[str], title: str | None, height: int) -> alt.Legend:
+    """A legend that shows every entry of `labels`, none cut or dropped.
+
+    Where the page puts it (`pages/ui/display.chart`) while its entries fit beside a
+    chart of `height` px; below it otherwise, in as many columns as fit `PROJECTOR_CHART_PX`,
+    so that it grows downwards instead of running past the chart's bottom edge (Vega cuts
+    what a right legend's height leaves out). `symbolLimit` 0: Vega's default (30) drops
+    further entries with only a console warning.
+    """
+    names = [str(label) for label in dict.fromkeys(labels)]
+    fits_beside = LEGEND_TITLE_PX * bool(title) + LEGEND_ROW_PX * len(names) <= height
+    common = dict(title=title, labelLimit=0, titleLimit=0, symbolLimit=0)
+    if fits_beside:
+        return alt.Legend(**common)
+    column_px = LEGEND_SYMBOL_PX + CHART_CHAR_PX * max((len(n) for n in names), default=1)
+    columns = max(1, min(len(names), PROJECTOR_CHART_PX // column_px))
+    return alt.Legend(orient="bottom", direction="vertical", columns=columns, **common)
 
 
 def not_diverged(df: pd.DataFrame) -> pd.Series:

@@ -43,8 +43,9 @@ def config(dark: bool = False) -> dict[str, Any]:
     """The whole Vega-Lite config: sizes, and `colours(dark)`."""
     sizes = {
         "axis": {"labelFontSize": LABEL_PX, "titleFontSize": TITLE_PX, "titleFontWeight": 600},
+        # symbolLimit 0: every entry; Vega's default drops those past 30 with a console warning.
         "legend": {"labelFontSize": LABEL_PX, "titleFontSize": TITLE_PX, "titleFontWeight": 600,
-                   "symbolSize": 160, "symbolStrokeWidth": 3},
+                   "symbolSize": 160, "symbolStrokeWidth": 3, "symbolLimit": 0},
         "title": {"fontSize": CHART_TITLE_PX, "anchor": "start", "fontWeight": 600},
         "header": {"labelFontSize": LABEL_PX, "titleFontSize": TITLE_PX},
         "text": {"fontSize": LABEL_PX},

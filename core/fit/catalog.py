@@ -144,11 +144,14 @@ OPTIMIZERS: dict[str, Optimizer] = {optimizer.name: optimizer for optimizer in _
 _GRADIENT_ONLY = (GRADIENT,)
 # Floors on Python's dispatch per iteration (see `core.machine.budget`): eager ~14 ms an
 # iteration measured on a 2-core CPU, floor 0.5 ms; jit_step ~80 us, floor 10 us.
-# Colours: picked by search from Okabe-Ito, Paul Tol's schemes and an even hue grid so that,
-# under normal vision and simulated protanopia and deuteranopia (Machado et al. 2009), any two
-# differ by CIELAB delta E >= 14, neighbours in this order and the groups shown together by
-# default (the tutorial's five, the peers) by >= 36; each has 3:1 contrast on white and 2:1
-# on the dark theme (`core.charts.colour_vision` has the arithmetic).
+# Colours: the tutorial's five kept from Okabe-Ito and Paul Tol's schemes, the others picked by
+# an exhaustive search over an sRGB grid so that, under normal vision and simulated protanopia
+# and deuteranopia (Machado et al. 2009), any two differ by CIELAB delta E >= 14, neighbours in
+# this order and the groups shown together by default (the tutorial's five, the peers) by
+# >= 36; no two are in one hue family (CIELCh hue under 30 degrees and L* under 15 apart: scan's
+# orange and a burnt orange read as one series); each has 3:1 contrast on white and 2:1 on the
+# dark theme (`core.charts.colour_vision` has the arithmetic). Thirteen colours in the
+# lightness band that white and the dark theme both allow admit no stricter family rule.
 _RUNNABLES = (
     Runnable("eager", "python", "#734026", "no JIT", source="strategies/eager.py", dispatch_floor_s=5e-4,
              tutorial_level=0),
@@ -156,7 +159,7 @@ _RUNNABLES = (
              dispatch_floor_s=2e-5, takes=_GRADIENT_ONLY, tutorial_level=1,
              needs="jits the pieces of a gradient step on B, M and S (value_and_grad, the optimizer's update, "
                    "apply_updates, Sigma, its inverse); the profiled optimizers' steps are made of other pieces"),
-    Runnable("jit_step", "python", "#144BB8", "jit one iteration", source="strategies/jit_step.py",
+    Runnable("jit_step", "python", "#7766FF", "jit one iteration", source="strategies/jit_step.py",
              dispatch_floor_s=1e-5, donates_state=True),
     Runnable("scan", "compiled", "#E65E19", "lax.scan", source="strategies/scan.py", tutorial_level=2,
              donates_state=True),
@@ -164,28 +167,28 @@ _RUNNABLES = (
              tutorial_level=3, donates_state=True),
     Runnable("scan_pytree_class", "compiled", "#5E19E6", "scan, pytree class",
              source="strategies/scan_pytree_class.py", tutorial_level=4, donates_state=True),
-    Runnable("fori_loop", "compiled", "#009E73", "lax.fori_loop", source="strategies/fori_loop.py",
+    Runnable("fori_loop", "compiled", "#DD5566", "lax.fori_loop", source="strategies/fori_loop.py",
              donates_state=True),
-    Runnable("while_loop", "compiled", "#7E47EB", "lax.while_loop", source="strategies/while_loop.py",
+    Runnable("while_loop", "compiled", "#990066", "lax.while_loop", source="strategies/while_loop.py",
              donates_state=True),
-    Runnable("scan_analytic", "compiled", "#265973", "hand-derived gradients", source="strategies/scan_analytic.py",
+    Runnable("scan_analytic", "compiled", "#FF33DD", "hand-derived gradients", source="strategies/scan_analytic.py",
              takes=_GRADIENT_ONLY, donates_state=True,
              needs="writes out the gradient of the full ELBO in B, M and S and packs them into one array for an "
                    "element-wise optax transformation"),
-    Runnable("sharded", "compiled", "#BF6A40", "scan, rows sharded", source="strategies/sharded.py",
+    Runnable("sharded", "compiled", "#AA8844", "scan, rows sharded", source="strategies/sharded.py",
              donates_state=True),
-    Runnable("pyplnmodels", "peer", "#EB47EB", "pyPLNmodels", dispatch_floor_s=5e-5, blurb=(
+    Runnable("pyplnmodels", "peer", "#1188AA", "pyPLNmodels", dispatch_floor_s=5e-5, blurb=(
         "pyPLNmodels' own Pln.fit (PyTorch, eager) on the same data, iterations and device. Its own algorithm "
         "whatever the spec says: Rprop(lr=0.01) on M and S from M = log(Y + (Y == 0)), S = 0.5, with B and Sigma "
         "profiled. Its ELBO is re-expressed with the exact log Y!; its float32-only inputs are cast to the spec's "
         "precision. With a tolerance it stops by the rule every strategy uses (relative ELBO change), not by its "
         "own criterion.")),
-    Runnable("torch_eager", "peer", "#8C510A", "PyTorch eager", dispatch_floor_s=5e-5, takes=_GRADIENT_ONLY,
+    Runnable("torch_eager", "peer", "#665500", "PyTorch eager", dispatch_floor_s=5e-5, takes=_GRADIENT_ONLY,
              needs="mirrors the optax optimizers seed, adam and rprop line for line in PyTorch", blurb=(
                  "Our algorithm line for line in PyTorch (same model, initialisation and optax optimizer "
                  "semantics: seed, adam and rprop), run op by op from a Python loop, every iteration: the "
                  "PyTorch counterpart of the eager strategy.")),
-    Runnable("torch_compile", "peer", "#225555", "torch.compile", dispatch_floor_s=1e-5, takes=_GRADIENT_ONLY,
+    Runnable("torch_compile", "peer", "#559977", "torch.compile", dispatch_floor_s=1e-5, takes=_GRADIENT_ONLY,
              needs="mirrors the optax optimizers seed, adam and rprop line for line in PyTorch", blurb=(
                  "The same PyTorch step under torch.compile (TorchDynamo + Inductor, mode='default', "
                  "dynamic=False), one compiled function per iteration driven from a Python loop, like jit_step. "

@@ -43,6 +43,24 @@ COLUMNS = {
                                                    "fitted, float32 accuracy): tick the run to read them"),
 }
 MIME = {".csv": "text/csv", ".json": "application/json", ".parquet": "application/octet-stream"}
+# Columns whose values vary in length from run to run ("oaks x1", "oaks x100"): the grid sizes
+# a column by its first rows and clips a longer value below them without an ellipsis.
+TEXT_COLUMNS = ("strategy", "optimizer", "dataset", "n", "precision", "device", "device_kind", "cache", "status",
+                "host")
+# The grid's 14 px text: about 8 px a character, plus the cell's padding and sort arrow.
+CHAR_PX, CELL_PADDING_PX = 8, 34
+
+
+def fitted_columns(frame: pd.DataFrame) -> dict:
+    """COLUMNS, with each of TEXT_COLUMNS in `frame` as wide as its longest value or header."""
+    columns = dict(COLUMNS)
+    for name in TEXT_COLUMNS:
+        if name in frame:
+            config = columns.get(name) or st.column_config.Column(name)
+            header = config.get("label") or name
+            longest = max(len(header), int(frame[name].dropna().astype(str).str.len().max() or 0))
+            columns[name] = {**config, "width": CELL_PADDING_PX + CHAR_PX * longest}
+    return columns
 
 st.title("Compare stored runs", anchor=False)
 st.caption("Every run in the shared store: from this dashboard, from `python -m core`, or imported from "
@@ -107,7 +125,7 @@ if from_link:
     ticked_default = {"selection": {"rows": positions}}
 st.session_state["cmp_table_drawn"] = True
 event = st.dataframe(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.session_state['cmp_version']}",
-                     on_select="rerun", selection_mode="multi-row", hide_index=True, column_config=COLUMNS,
+                     on_select="rerun", selection_mode="multi-row", hide_index=True, column_config=fitted_columns(view),
                      height=min(420, 38 + 35 * max(1, len(view))), selection_default=ticked_default)
 # Positions in `view`; a tick made before the filters changed may point past its end.
 rows = [r for r in (event.selection.rows if event is not None else []) if r < len(view)]
@@ -153,14 +171,14 @@ labels = [f"#{r.id} {r.strategy}" for r in results]
 curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in newest["id"]]))
 by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
 with by_iteration:
-    display.chart(lines.elbo_curves(curves, x="iteration").properties(height=340),
+    display.chart(lines.elbo_curves(curves, x="iteration", height=340),
                   "log(-ELBO) per iteration; runs of the same problem should overlap."
                   + (f" The {MAX_CURVES} newest of {len(one_problem)} runs." if len(one_problem) > MAX_CURVES else "")
                   + (f" {len(problem_labels) - 1} other problem{'s' * (len(problem_labels) > 2)} in the box above."
                      if len(problem_labels) > 1 else ""),
                   legend="right")
 with by_time:
-    display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=340),
+    display.chart(lines.elbo_curves(curves, x="wall_s", height=340),
                   "Wall-clock estimated from compile time + iterations × steady-state time per iteration.",
                   legend="right")
 
@@ -178,12 +196,20 @@ for timing_key in ("cmp_metric", "cmp_metric_ratio"):
         st.session_state[timing_key] = "per_iter_ms"
 left, right = st.columns([3, 2])
 by = left.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session", placeholder="choose columns",
-                      help="runs of different sizes differ for reasons other than compiling: keep dataset first")
+                      help="runs of different sizes differ for reasons other than compiling: keep dataset first; "
+                           "optimizers run different algorithms: keep optimizer")
 metric = right.selectbox("Timing", list(METRICS), key="cmp_metric", persist_state="session", format_func=METRICS.get)
 if by:
+    unmeasured = comparison.unmeasured_groups(picked, by, metric)
+    left_out = ""
+    if unmeasured:
+        names = ", ".join(unmeasured[:6]) + (", …" if len(unmeasured) > 6 else "")
+        why = " (runs of a fixed number of iterations)" if metric == "time_to_solution_s" else ""
+        left_out = f" Left out, with no {METRICS[metric].rsplit(' (', 1)[0]}{why}: {md(names)}."
+    mixing = "" if "optimizer" in by else " A group holding runs of several optimizers (algorithms) says so."
     display.chart(comparisons.grouped_summary(picked, by, metric),
                   f"Median (dot) of the runs' {METRICS[metric]}, and the range (line) from the fastest to the "
-                  "slowest repeat of any run in the group; diverged runs left out.", legend=None)
+                  f"slowest repeat of any run in the group; diverged runs left out.{mixing}{left_out}", legend=None)
 else:
     st.info("Choose at least one column to group by.")
 
@@ -201,32 +227,37 @@ display.chart(comparisons.reach_bars(reached, within),
 
 st.header("Relative to a baseline run")
 ids = sorted(int(i) for i in picked["id"])
-described = {int(r.id): f"#{r.id} {r.strategy} · {r.dataset} · {r.precision} · {r.device}"
-             for r in picked.itertuples()}
+described = comparison.run_names(picked)
 if st.session_state.get("cmp_baseline") not in ids:  # the timing's box below holds its default already
     st.session_state["cmp_baseline"] = comparison.default_baseline(picked, st.session_state["cmp_metric_ratio"])
-left, right = st.columns([3, 2])
-baseline = left.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
-                          format_func=described.get, help="only runs of the same problem size are divided by it")
-right.selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session", format_func=METRICS.get)
+# The baseline across the column: a run's name grows with what sets it apart from the others.
+baseline = st.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
+                        format_func=described.get, help="only runs of the same problem size are divided by it")
+st.columns(2)[0].selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session",
+                           format_func=METRICS.get)
 ratio_metric = st.session_state["cmp_metric_ratio"]
 alike = picked[comparison.same_problem(picked, baseline)]
 ratio_runs = alike.head(40)
 if baseline not in set(ratio_runs["id"]):
     ratio_runs = pd.concat([ratio_runs, alike[alike["id"] == baseline]])
 others = len(picked) - len(alike)
+untimed = int((~(pd.to_numeric(ratio_runs[ratio_metric], errors="coerce") > 0)
+               & (ratio_runs["status"] != "diverged")).sum())
 display.chart(comparisons.ratio_bars(ratio_runs, baseline, ratio_metric),
               f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster; whisker: the range "
               "the repeats allow, within noise: the ranges overlap."
               + (f" {others} run{'s' * (others != 1)} of other problem sizes left out: pin one of theirs to compare "
-                 "them." if others else ""), legend=None)
+                 "them." if others else "")
+              + (f" {untimed} run{'s' * (untimed != 1)} with no {METRICS[ratio_metric].rsplit(' (', 1)[0]} left out."
+                 if untimed else ""), legend=None)
 
 st.header("Settings that differ")
 varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique() > 1]
 if len(picked) < 2:
     st.caption("Pick two or more runs to see how their settings differ.")
 elif varying:
-    st.dataframe(picked[["id", *[c for c in varying if c != "id"]]], hide_index=True, column_config=COLUMNS)
+    st.dataframe(picked[["id", *[c for c in varying if c != "id"]]], hide_index=True,
+                 column_config=fitted_columns(picked))
     st.caption("Only the settings and environment fields whose values are not the same in every run.")
 else:
     st.caption("These runs share every setting and environment field: differences are run-to-run noise.")

@@ -103,10 +103,10 @@ def show() -> None:
     st.caption("The **sharded** strategy splits the rows over several devices. **Strong scaling** fits the same "
                "data on more devices (ideal: time / k); **weak scaling** grows the data with the devices, the "
                "rows per device fixed (ideal: a flat line).")
-    left, middle, right = st.columns(3)
-    counts = left.pills("Device counts", device_sweep.DEVICE_COUNT_CHOICES, selection_mode="multi",
-                        key="scl_dev_counts",
-                        persist_state="session") or []
+    counts = st.pills("Device counts", device_sweep.DEVICE_COUNT_CHOICES, selection_mode="multi",
+                      key="scl_dev_counts", persist_state="session") or []
+    # Two boxes a row: a third of the column at 1024 px cut their values.
+    middle, right = st.columns(2)
     strong = middle.selectbox("Strong scaling: the same data on every count",
                               device_sweep.STRONG_REPLICATE_CHOICES, key="scl_dev_strong",
                               persist_state="session",

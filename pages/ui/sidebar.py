@@ -7,6 +7,7 @@ their choices come from `core.spec`.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import streamlit as st
 
@@ -53,9 +54,9 @@ def sidebar() -> None:
         _dataset_inputs()
         _device_inputs()
         left, right = st.columns(2)
-        _whole_number_input(left, "Iterations", 1, _cap("iterations", "sb_iterations"), "sb_iterations", step=50,
+        _whole_number_input(left, "Iterations", 1, _cap("iterations"), "sb_iterations", step=50,
                             help="gradient steps per fit")
-        _whole_number_input(right, "Repeats", 1, _cap("repeats", "sb_repeats"), "sb_repeats",
+        _whole_number_input(right, "Repeats", 1, _cap("repeats"), "sb_repeats",
                             help="timed steady-state calls after the first call; the median is reported")
         _optimizer_inputs()
         _queue_caption(st.session_state["sb_device"])
@@ -91,26 +92,43 @@ def _whole_number_input(container, label: str, low: int, high: int, key: str, st
     """A box for a whole number that refuses what it cannot take, with a message.
 
     Streamlit's integer box reads "1e9" as 1 (its browser side stops at the first
-    non-digit) without a word; a float box reads it as 1e9 and refuses it there as out of
-    range, saying so. A fraction gets through and is refused by the page
-    (`settings.whole`), naming the setting.
+    non-digit) without a word; a float box reads it as 1e9. Given bounds, the browser
+    then refuses it with a generic note and the server never hears of it, so the box has
+    none: a value outside [low, high] reaches this page, which keeps the last valid one
+    and says so, naming the range (drawn under the box's row, across the sidebar). A
+    fraction gets through and is refused by the page (`settings.whole`), naming the setting.
     """
     if isinstance(st.session_state.get(key), int):  # set by a test or an older session: the box's own type
         st.session_state[key] = float(st.session_state[key])
-    container.number_input(label, float(low), float(high), key=key, persist_state="session", step=float(step),
-                           format="%.0f", **options)
+    refused = _keep_in_range(label, key, low, high)
+    container.number_input(label, key=key, persist_state="session", step=float(step), format="%.0f", **options)
+    if refused:
+        st.warning(refused, icon=":material/block:")
 
 
-def _cap(name: str, key: str) -> int:
-    """The widget's maximum, `core.spec.cap(name)`; a value above a lowered cap is clamped."""
+def _keep_in_range(label: str, key: str, low: int, high: int) -> str | None:
+    """Put back the last valid value of box `key` when it holds one outside [low, high];
+    the message saying so, or None."""
+    last_valid = f"{key}_last_valid"
+    value = st.session_state.get(key)
+    if not isinstance(value, (int, float)) or (math.isfinite(value) and low <= value <= high):
+        if isinstance(value, (int, float)):
+            st.session_state[last_valid] = value
+        return None
+    kept = st.session_state.get(last_valid)
+    kept = float(min(max(kept, low), high)) if isinstance(kept, (int, float)) else float(low)
+    st.session_state[key] = kept
+    typed = f"{value:,.0f}" if math.isfinite(value) and abs(value) < 1e15 else f"{value:g}"
+    return f"{label}: {typed} is outside the allowed range, {low:,} to {high:,}; kept {kept:,.0f}."
+
+
+def _cap(name: str) -> int:
+    """The widget's maximum, `core.spec.cap(name)` (a value above it is put back by `_keep_in_range`)."""
     try:
         high = cap(name)
     except SpecError as exc:  # a bad PLNLAB_MAX_* on the server: say so, use the built-in cap
         st.error(public(exc), icon=":material/error:")
         high = default_cap(name)
-    value = st.session_state.get(key)
-    if isinstance(value, (int, float)) and value > high:
-        st.session_state[key] = type(value)(high)
     return high
 
 
@@ -143,9 +161,9 @@ def _dataset_inputs() -> None:
                      help="np.repeat(Y, k, axis=0), as the seed tutorial grows the data; p = 114")
     elif kind == "simulated":
         left, right = st.columns(2)
-        _whole_number_input(left, "n (rows)", 2, _cap("rows", "sb_sim_n"), "sb_sim_n", step=100)
-        _whole_number_input(right, "p (columns)", 1, _cap("columns", "sb_sim_p"), "sb_sim_p", step=10)
-        _whole_number_input(left, "d (covariates)", 1, _cap("covariates", "sb_sim_d"), "sb_sim_d",
+        _whole_number_input(left, "n (rows)", 2, _cap("rows"), "sb_sim_n", step=100)
+        _whole_number_input(right, "p (columns)", 1, _cap("columns"), "sb_sim_p", step=10)
+        _whole_number_input(left, "d (covariates)", 1, _cap("covariates"), "sb_sim_d",
                             help="columns of X, intercept included")
         _whole_number_input(right, "seed", 0, 2**31 - 1, "sb_sim_seed")
     else:

@@ -162,9 +162,9 @@ st.caption("What a JIT strategy hands to XLA (source, jaxpr, StableHLO, optimize
 summaries = {r.name: r.summary for r in resources.runnables() if r.inspectable}
 state.default("uth_strategy", DEFAULTS.strategy if DEFAULTS.strategy in summaries else next(iter(summaries)))
 pick, go = st.columns([3, 1], vertical_alignment="bottom")  # room for the button at 1024 px
+# The name alone in the box (a box cuts what it cannot hold), its summary under the row, wrapped.
 strategy = pick.selectbox("Strategy", list(summaries), key="uth_strategy", persist_state="session",
-                          help=resources.strategy_help(),
-                          format_func=lambda name: f"{name}: {summaries[name].replace('`', '')}")
+                          help=resources.strategy_help())
 problem = settings.current()
 try:
     # Repeats do not change what is compiled; fixing them shares the cache across settings.
@@ -174,6 +174,7 @@ except SpecError as exc:
     st.error(public(exc), icon=":material/error:")
 clicked = go.button("Inspect", type="primary", key="uth_go", icon=":material/search:", width="stretch",
                     disabled=spec is None)
+st.caption(f"**{strategy}**: {summaries[strategy]}")
 if spec is not None:
     st.markdown(f"Sidebar problem: **{md(spec.dataset.label)}** · {spec.precision} · {spec.device} · "
                 f"{spec.iterations:,} iterations · optimizer {spec.optimizer.label} · init {spec.init}")

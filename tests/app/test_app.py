@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.data.counts import DataError
 from core.results.result import RunResult
-from core.spec import DatasetSpec, FitSpec
+from core.spec import DatasetSpec, FitSpec, cap
 from core.store.run_store import RunStore
 from pages.ui import settings
 from pages.ui.text import plain
@@ -580,3 +580,17 @@ def test_a_rerun_does_not_push_the_settings_back_to_the_browser(store):
     sent |= {key: at.sidebar.radio(key=key).proto.set_value for key in ("sb_dataset", "sb_precision")}
     sent["run_strategies"] = at.pills(key="run_strategies").proto.set_value
     assert sent == dict.fromkeys(sent, False)
+
+
+@pytest.mark.parametrize("typed", [1e9, 0.0, -3.0])
+def test_iterations_outside_their_range_keep_the_last_value_and_say_so(store, typed):
+    at = open_app()
+    at.sidebar.number_input(key="sb_iterations").set_value(60).run()
+    at.sidebar.number_input(key="sb_iterations").set_value(typed).run()
+    assert not at.exception, [e.value for e in at.exception]
+    high = cap("iterations")
+    said = [w.value for w in at.sidebar.warning]
+    assert said == [f"Iterations: {typed:,.0f} is outside the allowed range, 1 to {high:,}; kept 60."], said
+    assert at.sidebar.number_input(key="sb_iterations").value == 60
+    at.run()  # said once: the next rerun shows the kept value and no message
+    assert not at.sidebar.warning and at.sidebar.number_input(key="sb_iterations").value == 60

@@ -137,11 +137,11 @@ def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
     at = open_app("pages/compare/page.py")
     newest_eager = [r for r in store.list() if r.strategy == "eager" and r.n == 11600][0]
     assert at.selectbox(key="cmp_baseline").value == newest_eager.id
-    assert at.multiselect(key="cmp_group").value == ["dataset", "strategy"]
+    assert at.multiselect(key="cmp_group").value == ["dataset", "strategy", "optimizer"]  # like with like
     assert any("2 runs of other problem sizes left out" in c.value for c in at.caption)
     assert any(f"relative to run #{newest_eager.id}" in plain(m.value) for m in at.markdown)
     # Grouped by size first: never x100 runs beside x1 runs in one group.
-    assert "oaks x1 · scan" in _chart_text(at) and "oaks x100 · scan" in _chart_text(at)
+    assert "oaks x1 · scan · " in _chart_text(at) and "oaks x100 · scan · " in _chart_text(at)
 
 
 def test_compare_draws_the_elbo_curves_of_one_problem_at_a_time(store):

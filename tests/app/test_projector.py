@@ -74,6 +74,14 @@ def _open(page, title: str) -> None:
     wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)
 
 
+def _open_drawn(page, title: str) -> None:
+    """`_open`, then wait until the page's charts are drawn and laid out."""
+    _open(page, title)
+    if CHARTS[title]:
+        page.wait_for_function(CHARTS_DRAWN, arg=CHARTS[title], timeout=60_000)
+    time.sleep(0.5)  # Vega lays text out after the SVG is attached
+
+
 def _view(page, settle_s: float = 20.0) -> list[str]:
     """What a page shows once it stops changing: its main column's text and every chart's
     text, in order (charts draw after the script has finished)."""
@@ -111,10 +119,7 @@ def after_a_run(app, browser):
 def test_no_page_cuts_text_at_1024_with_the_sidebar_open_or_logs_an_error(after_a_run):
     page, cut = after_a_run.page, {}
     for title in PAGES:
-        _open(page, title)
-        if CHARTS[title]:
-            page.wait_for_function(CHARTS_DRAWN, arg=CHARTS[title], timeout=60_000)
-        time.sleep(0.5)  # Vega lays text out after the SVG is attached
+        _open_drawn(page, title)
         assert page.locator("[data-testid='stException']").count() == 0, title
         found = page.evaluate(TRUNCATED_TEXT_JS)
         if found:
@@ -190,6 +195,72 @@ def test_the_story_moves_with_the_arrow_keys(after_a_run):
     page.keyboard.press("ArrowLeft")
     page.get_by_text(re.compile(r"Step 2 of \d+")).wait_for(timeout=60_000)
     assert not after_a_run.problems, after_a_run.problems
+
+
+# Addresses a speaker types or says aloud, and the page title each must open.
+SPOKEN_PATHS = {"run": "Which JIT strategy is fastest?", "home": "Which JIT strategy is fastest?",
+                "story": None, "compare": "Compare stored runs", "scaling": None, "about": None,
+                "under_the_hood": "Under the hood", "under-the-hood": "Under the hood", "hood": "Under the hood"}
+
+
+def test_the_obvious_addresses_open_their_page_not_page_not_found(app, browser, after_a_run):
+    # The server has drawn pages already (after_a_run): a brand-new server's very first
+    # session is told "page not found" by Streamlit for any path before the script has
+    # listed its pages once.
+    context = browser.new_context(viewport=PROJECTOR)
+    watched = Watched(context, app)
+    page, wrong = watched.page, {}
+    for path, title in SPOKEN_PATHS.items():
+        page.goto(f"{app}/{path}?iterations=77")
+        wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)
+        time.sleep(1.0)  # the frontend says "not found" after its first message
+        heading = page.locator("[data-testid='stMainBlockContainer'] h1").first.inner_text()
+        if page.get_by_text("Page not found").count() or (title and heading != title):
+            wrong[path] = heading
+        # A link's settings survive the detour.
+        assert page.get_by_role("spinbutton", name="Iterations").input_value() == "77", path
+    assert not wrong, wrong
+    context.close()
+
+
+# What the generic check above cannot see: a select box's value runs on under its edge (the
+# box is an input that clips), and a legend taller than its chart runs past the chart's
+# bottom edge (Vega cuts it there).
+CUT_SELECTS_AND_LEGENDS_JS = """
+() => {
+  const found = [];
+  for (const input of document.querySelectorAll('[data-testid="stSelectbox"] input')) {
+    const r = input.getBoundingClientRect();
+    if (r.width > 0 && input.scrollWidth > input.clientWidth + 1)
+      found.push(`select "${input.value.slice(0, 50)}" cut by ${input.scrollWidth - input.clientWidth} px`);
+  }
+  for (const svg of document.querySelectorAll('.vega-embed svg')) {
+    const box = svg.getBoundingClientRect();
+    for (const text of svg.querySelectorAll('.role-legend text')) {
+      const r = text.getBoundingClientRect();
+      if (r.height > 0 && (r.bottom > box.bottom + 1 || r.top < box.top - 1))
+        found.push(`legend entry "${text.textContent.slice(0, 50)}" past the chart's edge`);
+    }
+  }
+  return found;
+}
+"""
+
+
+def test_no_select_box_or_legend_is_cut_at_1024(after_a_run):
+    page, cut = after_a_run.page, {}
+    for title in PAGES:
+        _open_drawn(page, title)
+        views = {title: None}
+        if title == "Scaling":  # its device-count boxes sit on the second tab
+            views[f"{title}, more devices"] = page.get_by_role("tab", name=re.compile("More devices"))
+        for name, tab in views.items():
+            if tab is not None:
+                tab.click()
+                time.sleep(1.0)
+            if found := page.evaluate(CUT_SELECTS_AND_LEGENDS_JS):
+                cut[name] = found
+    assert not cut, cut
 
 
 def test_the_presenter_sees_the_chart_and_its_number_without_scrolling(after_a_run):

@@ -39,3 +39,22 @@ def test_only_runs_of_the_baselines_size_are_divided_by_it():
     assert list(RUNS.loc[comparison.same_problem(RUNS, 4), "id"]) == [3, 4, 5]
     assert not comparison.same_problem(RUNS, 99).any()
     assert comparison.DEFAULT_GROUPS[0] == "dataset"
+
+
+def test_groups_hold_one_optimizer_and_those_without_the_timing_are_named():
+    assert comparison.DEFAULT_GROUPS == ["dataset", "strategy", "optimizer"]
+    mixed = RUNS.assign(optimizer=["seed", "seed", "seed", "preconditioned_lbfgs", "seed"],
+                        time_to_solution_s=[None, None, None, 1.0, None])
+    by = comparison.DEFAULT_GROUPS
+    # The diverged jit_step run is no finished run: its group is drawn as diverged, not named here.
+    assert comparison.unmeasured_groups(mixed, by, "time_to_solution_s") == [
+        "oaks x1 · eager · seed", "oaks x1 · scan · seed", "oaks x100 · eager · seed"]
+    assert comparison.unmeasured_groups(mixed, by, "per_iter_ms") == []
+    assert comparison.unmeasured_groups(mixed.iloc[:0], by, "per_iter_ms") == []
+
+
+def test_a_run_is_named_by_what_sets_it_apart_from_the_others_on_offer():
+    named = comparison.run_names(RUNS.assign(optimizer="seed", precision="float32", device="cpu"))
+    assert named[1] == "#1 eager · oaks x1" and named[4] == "#4 scan · oaks x100"
+    one_size = RUNS[RUNS["n"] == 116].assign(optimizer=["seed", "lbfgs"], device="cpu")
+    assert comparison.run_names(one_size) == {1: "#1 eager · seed", 2: "#2 scan · lbfgs"}

@@ -59,8 +59,34 @@ def test_strategies_stay_apart_for_colour_blind_viewers():
 def test_phases_read_in_time_order_and_apart_from_every_strategy():
     lightness = [colour_vision.luminance(c) for c in style.PHASE_COLORS]
     assert lightness == sorted(lightness, reverse=True)
-    assert min(difference(a, b) for a, b in zip(style.PHASE_COLORS, style.PHASE_COLORS[1:])) >= 15
+    assert min(difference(a, b) for a, b in itertools.combinations(style.PHASE_COLORS, 2)) >= 10
     assert min(difference(p, s) for p in style.PHASE_COLORS for s in style.STRATEGY_COLORS.values()) >= 7
+    # Greys, as no strategy is: a phase can never be read as naming one.
+    assert max(colour_vision.lch(c)[1] for c in style.PHASE_COLORS) < colour_vision.CHROMATIC
+    assert min(colour_vision.lch(c)[1] for c in style.STRATEGY_COLORS.values()) >= 25
+
+
+@pytest.mark.parametrize("scheme", [theme.LIGHT, theme.DARK], ids=["light", "dark"])
+def test_every_phase_stands_out_from_the_background_of_both_themes(scheme):
+    # WCAG 1.4.11: a graphical object needs 3:1 against what surrounds it.
+    for colour in style.PHASE_COLORS:
+        assert contrast(colour, scheme["background"]) >= 3.0, colour
+
+
+def test_the_hue_family_rule_tells_shades_of_one_hue_from_two_colours():
+    assert colour_vision.same_hue_family("#E65E19", "#BF6A40")  # an orange and a burnt orange: one series
+    assert not colour_vision.same_hue_family("#E65E19", "#734026")  # orange and a dark brown: two
+    assert not colour_vision.same_hue_family("#0077BB", "#E65E19")  # blue and orange
+    assert not colour_vision.same_hue_family("#707070", "#737373")  # greys have no hue
+    assert colour_vision.same_hue_family("#CC3366", "#CC3388")  # hues 7 and 350 degrees: across 0 too
+    assert colour_vision.lch("#FFFFFF")[0] == pytest.approx(100, abs=0.1)
+
+
+def test_no_two_series_colours_are_in_one_hue_family():
+    named = {**style.STRATEGY_COLORS, "unknown": style.UNKNOWN_COLOR, "reference": style.REFERENCE_COLOR}
+    together = [(a, b) for a, b in itertools.combinations(named, 2)
+                if colour_vision.same_hue_family(named[a], named[b])]
+    assert not together, together
 
 
 def test_strategy_and_reference_marks_stand_out_on_both_themes():
