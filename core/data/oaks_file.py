@@ -11,6 +11,7 @@ that it equals `pyPLNmodels.load_oaks()` exactly. Made again with
 
 from __future__ import annotations
 
+import importlib.util
 import pathlib
 
 import numpy as np
@@ -31,8 +32,7 @@ def read(path: pathlib.Path = PATH) -> tuple[np.ndarray, np.ndarray]:
 
 def from_pyplnmodels() -> tuple[np.ndarray, np.ndarray]:
     """(counts, read totals) as pyPLNmodels ships them (its csv files), as int64."""
-    import importlib.util
-
+    # Here only: making the file is the one use of pandas here (reading it needs NumPy alone).
     import pandas as pd
 
     found = importlib.util.find_spec("pyPLNmodels")
