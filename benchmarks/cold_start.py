@@ -160,9 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     for phase in ("cold", "warm"):
         last = solved[phase][-1]
         labels = sorted({run["cache"] for run in solved[phase]})
-        compile_s = statistics.median(run["trace_lower_s"] + run["compile_s"] for run in solved[phase])
+        trace_lower_s = statistics.median(run["trace_lower_s"] for run in solved[phase])
+        compile_s = statistics.median(run["compile_s"] for run in solved[phase])
         print(f"solve {phase:<9} {_spread(walls[phase]):<19} {_spread(cpus[phase]):<19} {last['final_elbo']:>19.6g}  "
-              f"cache {'/'.join(labels)}, trace+lower+compile {compile_s:.2f} s, {last['strategy']} + "
+              f"cache {'/'.join(labels)}, trace+lower {trace_lower_s:.2f} s, "
+              f"{'compile' if phase == 'cold' else 'load'} {compile_s:.2f} s, {last['strategy']} + "
               f"{last['optimizer']}, {last['iterations_run']} iterations, converged {last['converged']}")
     for name, threads in PYPLNMODELS.items():
         print(f"{name:<15} {_spread(walls[name]):<19} {_spread(cpus[name]):<19} {exact_elbo:>19.6g}  eager PyTorch, "
