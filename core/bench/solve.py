@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import math
 import socket
-from typing import Any, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 from core.fit import strategies
 from core.results import reach
+from core.results.result import RunResult
 from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec
 from core.store.run_store import IMPORTED
 
@@ -36,39 +37,47 @@ class Choice(NamedTuple):
     why: str
 
 
-def choose(frame, dataset: DatasetSpec, precision: str, device: str, given: dict[str, Any],
+def choose(runs: Iterable[RunResult], dataset: DatasetSpec, precision: str, device: str, given: dict[str, Any],
            host: str | None = None, any_host: bool = False) -> Choice:
     """The fastest stored configuration for the problem (see the module docstring), with
     `given` (settings the caller fixed, None for free) applied over it.
 
     Args:
-        frame: the store's runs (`RunStore.frame()`).
+        runs: stored runs, without their curves; those of other problems are passed over
+            (`RunStore.find(dataset=..., precision=...)` gives just the problem's, without
+            the pandas a frame needs: `solve` starts sooner).
         host: whose runs count (default: this machine's: a time measured elsewhere, or
             imported, says nothing of this machine's speed).
         any_host: count every host's runs (the caller asked to trust them).
     """
     fixed = {name: value for name, value in given.items() if value is not None}
     host = host or socket.gethostname()
-    same = frame[(frame["dataset"] == dataset.label) & (frame["precision"] == precision)]
-    if not same.empty:
-        best = same.loc[same["status"] == "ok", "final_elbo"].max()
-        mine = same[(same["status"] == "ok") & same["time_to_solution_s"].notna() & (same["device"] == device)
-                    & (((same["host"] == host) & (same["owner"] != IMPORTED)) | any_host)
-                    & same["strategy"].isin(strategies.names())
-                    & ((best - same["final_elbo"]) / abs(best) <= reach.SOLVED)]
-        for name, value in fixed.items():
-            mine = mine[mine[name] == value]
-        if not mine.empty and math.isfinite(best):
-            run = mine.loc[mine["time_to_solution_s"].idxmin()]
-            settings = {name: run[name] for name in CHOSEN} | {"lr": float(run["lr"])}
+    finished = [run for run in runs if run.dataset == dataset.label and run.precision == precision
+                and run.status == "ok" and _finite(run.final_elbo)]
+    if finished:
+        best = max(run.final_elbo for run in finished)
+        mine = [run for run in finished
+                if _finite(run.time_to_solution_s) and run.device == device
+                and ((run.versions.get("host") == host and run.owner != IMPORTED) or any_host)
+                and run.strategy in strategies.names()
+                and (best - run.final_elbo) / abs(best) <= reach.SOLVED
+                and all(getattr(run, name) == value for name, value in fixed.items())]
+        if mine:
+            # The first of equal times, as the store lists them (newest first).
+            run = min(mine, key=lambda run: run.time_to_solution_s)
+            settings = {name: getattr(run, name) for name in CHOSEN} | {"lr": float(run.lr)}
             where = "on any host" if any_host else "on this machine"
             return Choice(settings | fixed, f"the fastest of {len(mine)} stored runs that reached the best ELBO "
-                                            f"within {reach.SOLVED:g} {where}: run #{int(run['id'])}, "
-                                            f"{run['time_to_solution_s']:.4g} s to solution")
+                                            f"within {reach.SOLVED:g} {where}: run #{run.id}, "
+                                            f"{run.time_to_solution_s:.4g} s to solution")
     settings = {"strategy": DEFAULTS.strategy, "optimizer": DEFAULTS.optimizer, "init": DEFAULTS.init,
                 "iterations": DEFAULTS.iterations, "tol": DEFAULTS.tol_for(precision), "lr": DEFAULTS.lr} | fixed
     return Choice(settings, "no stored run of this problem on this machine qualifies: the lab's default "
                             "(the fastest to converge on oaks)")
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def solve_spec(dataset: DatasetSpec, precision: str, device: str, repeats: int, choice: Choice) -> FitSpec:

@@ -67,7 +67,7 @@ def command_run(args) -> int:
 
 def scheduler_address(args) -> str:
     """The scheduler to run on: --scheduler, else $PLNLAB_SCHEDULER, else "" (this process)."""
-    from core.cluster.connection import SCHEDULER_ENV
+    from core.cluster import SCHEDULER_ENV  # not `connection`: that imports Dask, a second of a start
 
     return (args.scheduler or os.environ.get(SCHEDULER_ENV, "")).strip()
 
@@ -100,7 +100,8 @@ def command_solve(args) -> int:
     store = RunStore(args.db)
     given = {"strategy": args.strategy, "optimizer": args.optimizer, "init": args.init, "tol": args.tol,
              "iterations": args.iterations}
-    choice = solve.choose(store.frame(), dataset, args.precision, args.device, given, any_host=args.any_host)
+    stored = store.find(dataset=dataset.label, precision=args.precision)
+    choice = solve.choose(stored, dataset, args.precision, args.device, given, any_host=args.any_host)
     spec = solve.solve_spec(dataset, args.precision, args.device, args.repeats, choice)
     sys.stderr.write(f"solving {dataset.label} with {spec.strategy}, {spec.optimizer.label}, init {spec.init}, "
                      f"tol {spec.tol:g}, at most {spec.iterations:,} iterations: {choice.why}\n")

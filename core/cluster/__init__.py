@@ -8,3 +8,7 @@ plain data, so the server never imports JAX, jaxlib or torch. What runs on a wor
 and `tasks` (the work); what the submitter uses is `connection`, `board`, `submit` and
 `stored`; `channel` is the wire between the two.
 """
+
+# Here, not in `connection`, so that a command that runs in its own process can read it
+# without importing Dask.
+SCHEDULER_ENV = "PLNLAB_SCHEDULER"

@@ -29,13 +29,12 @@ import dask
 import yaml
 from distributed import Client, LocalCluster
 
-from core.cluster import worker_setup
+from core.cluster import SCHEDULER_ENV, worker_setup
 from core.cluster.board import Board
 from core.spec import DEVICES, SpecError
 
 log = logging.getLogger(__name__)
 
-SCHEDULER_ENV = "PLNLAB_SCHEDULER"
 WORKER_MEMORY_ENV = "PLNLAB_WORKER_MEMORY"
 START_TIMEOUT_S = 120.0
 # Where a worker's JAX finds an accelerator: a plugin installed and a device node present.

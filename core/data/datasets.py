@@ -1,4 +1,5 @@
-"""Count datasets for the PLN fit: oaks, replicated oaks, simulated PLN draws, CSV files.
+"""Count datasets for the PLN fit: oaks (shipped, `core.data.oaks_file`), replicated oaks, simulated PLN
+draws, CSV files.
 
 `load(spec)` gives the `CountData` a DatasetSpec names. CSV parsing and its error
 messages are in `core.data.csv_counts`, the data type and its checks in
@@ -9,14 +10,11 @@ device itself, so that the transfer is timed on its own. Nothing is read or draw
 from __future__ import annotations
 
 import functools
-import importlib.util
-import os
 
 import numpy as np
-import pandas as pd
 
+from core.data import oaks_file
 from core.data.counts import CountData, DataError, content_hash
-from core.data.csv_counts import read_csv
 from core.spec import DatasetSpec
 
 # Rows per simulation chunk scale with p so that temporaries stay near 32 MB each.
@@ -35,6 +33,9 @@ def load(spec: DatasetSpec) -> CountData:
     if spec.kind == "simulated_on_device":
         raise DataError("simulated_on_device data are drawn directly on the devices by the sharded strategy "
                         "and never exist on the host; use dataset simulated for host data")
+    # Deferred: pandas reads CSV files and nothing else here; a fit of oaks starts faster without it.
+    from core.data.csv_counts import read_csv
+
     paths = [spec.counts_path] + ([spec.offsets_path] if spec.offsets_path else [])
     if spec.content_hash and not content_hash(*paths).startswith(spec.content_hash):
         raise DataError(
@@ -46,17 +47,9 @@ def load(spec: DatasetSpec) -> CountData:
 
 @functools.lru_cache(maxsize=1)
 def _oaks_base() -> tuple[np.ndarray, np.ndarray]:
-    # Locating the package instead of importing it skips pyPLNmodels' 3 s torch import.
-    found = importlib.util.find_spec("pyPLNmodels")
-    if found is None or not found.submodule_search_locations:
-        raise DataError(
-            "the oaks data ships with pyPLNmodels, which is not installed; "
-            "install it (pip install pyPLNmodels) or choose simulated or csv data"
-        )
-    folder = os.path.join(found.submodule_search_locations[0], "load_data", "data", "oaks")
-    counts = pd.read_csv(os.path.join(folder, "counts.csv")).to_numpy(np.float64)
-    # The csv holds raw read totals; pyPLNmodels' load_oaks() logs them once, as we do.
-    offsets = np.log(pd.read_csv(os.path.join(folder, "offsets.csv")).to_numpy(np.float64))
+    # The lab's own copy (`core.data.oaks_file`): pyPLNmodels, where the data come from,
+    # imports torch (seconds), and only its peers need it.
+    counts, offsets = oaks_file.read()
     counts.setflags(write=False), offsets.setflags(write=False)  # the cache is shared
     return counts, offsets
 

@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable, NamedTuple
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 
 from core.data import datasets
 from core.data.counts import CountData
@@ -207,7 +207,8 @@ def prepare(
     with jax.default_device(device):
         state = strategy.place_state(initial_state(data, spec.init, problem), device)
         state = jax.block_until_ready(state)
-        tol = strategy.place_scalar(jnp.asarray(spec.tol, dtype=spec.precision), device)
+        # NumPy, then placed: a `jnp` scalar is a small program compiled in every fresh process.
+        tol = strategy.place_scalar(np.asarray(spec.tol, dtype=spec.precision), device)
     key = (strategy.name, problem if strategy.static_iterations else dataclasses.replace(problem, iterations=0),
            device.platform, device.id, devices_used)
     cache = DEFAULT_CACHE if cache is None else cache

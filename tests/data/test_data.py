@@ -1,6 +1,5 @@
 """Tests for core.data.datasets: oaks matches pyPLNmodels, simulation is PLN, bad CSVs fail clearly."""
 
-import os
 import subprocess
 import sys
 
@@ -8,17 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.data import csv_counts
+from core.data import csv_counts, oaks_file
 from core.data import datasets as data
 from core.data.counts import DataError, content_hash, validate
 from core.spec import DatasetSpec, SpecError
 
 from project import ROOT
-
-
-def _oaks_csv(name):
-    folder = data.importlib.util.find_spec("pyPLNmodels").submodule_search_locations[0]
-    return pd.read_csv(os.path.join(folder, "load_data", "data", "oaks", name)).to_numpy(float)
 
 
 def test_import_is_light():
@@ -35,7 +29,7 @@ def test_oaks_facts():
     assert oaks.counts.dtype == oaks.offsets.dtype == np.float64
     assert (oaks.counts == 0).mean() == pytest.approx(0.344, abs=5e-4)
     assert oaks.counts.max() == 2228
-    np.testing.assert_array_equal(oaks.offsets, np.log(_oaks_csv("offsets.csv")))
+    np.testing.assert_array_equal(oaks.offsets, np.log(oaks_file.from_pyplnmodels()[1].astype(float)))
     np.testing.assert_array_equal(oaks.covariates, np.ones((116, 1)))
     assert oaks.name == "oaks x1"
 
@@ -50,6 +44,12 @@ def test_oaks_matches_pyplnmodels():
     ours = data.load_oaks()
     np.testing.assert_array_equal(ours.counts, theirs["endog"].to_numpy(float))
     np.testing.assert_array_equal(ours.offsets, np.asarray(theirs["offsets"], float))
+
+
+def test_the_oaks_file_made_again_from_pyplnmodels_is_the_shipped_one(tmp_path):
+    made = oaks_file.write(tmp_path / "oaks.npz")
+    for again, shipped in zip(oaks_file.read(made), oaks_file.read()):
+        np.testing.assert_array_equal(again, shipped)
 
 
 def test_oaks_replicate_is_np_repeat():
@@ -249,7 +249,7 @@ def test_validate(counts, offsets, covariates, message):
 HUGE_CELL = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
-from core.data import csv_counts
+from core.data import csv_counts, oaks_file
 from core.data.counts import DataError
 try:
     csv_counts.read_csv(sys.argv[1])

@@ -73,7 +73,7 @@ def _stored(store, strategy="scan", optimizer="preconditioned_lbfgs", run_s=0.05
 def test_solve_picks_the_fastest_stored_run_that_reached_the_best(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite3")
     given = {"strategy": None, "optimizer": None, "init": None, "tol": None, "iterations": None}
-    default = solve.choose(store.frame(), TINY, "float32", "cpu", given)
+    default = solve.choose(store.list(), TINY, "float32", "cpu", given)
     assert default.settings["optimizer"] == "preconditioned_lbfgs" and "default" in default.why
     assert default.settings["tol"] == DEFAULTS.tol_for("float32") == 1e-7
     _stored(store, "scan", run_s=0.05)
@@ -82,9 +82,9 @@ def test_solve_picks_the_fastest_stored_run_that_reached_the_best(tmp_path):
     _stored(store, "fori_loop", run_s=0.001, host="elsewhere")  # another machine's
     _stored(store, "scan", run_s=0.001, tol=0.0)  # a fixed number of iterations: no time to solution
     _stored(store, "scan", run_s=0.001, precision="float64")  # another problem
-    chosen = solve.choose(store.frame(), TINY, "float32", "cpu", given)
+    chosen = solve.choose(store.list(), TINY, "float32", "cpu", given)
     assert chosen.settings["strategy"] == "while_loop" and f"#{fastest.id}" in chosen.why
-    narrowed = solve.choose(store.frame(), TINY, "float32", "cpu", given | {"strategy": "scan"})
+    narrowed = solve.choose(store.list(), TINY, "float32", "cpu", given | {"strategy": "scan"})
     assert narrowed.settings["strategy"] == "scan" and "stored" in narrowed.why
     spec = solve.solve_spec(TINY, "float32", "cpu", 2, chosen)
     assert (spec.strategy, spec.optimizer.name, spec.tol, spec.repeats) == ("while_loop", "preconditioned_lbfgs",
@@ -100,9 +100,9 @@ def test_solve_trusts_an_imported_run_only_when_asked(tmp_path):
     assert store.import_file(tmp_path / "runs.json").added == 1
     measured = _stored(store, "scan", run_s=0.05)
     given = {"strategy": None, "optimizer": None, "init": None, "tol": None, "iterations": None}
-    chosen = solve.choose(store.frame(), TINY, "float32", "cpu", given)
+    chosen = solve.choose(store.list(), TINY, "float32", "cpu", given)
     assert chosen.settings["strategy"] == "scan" and f"#{measured.id}" in chosen.why
-    trusting = solve.choose(store.frame(), TINY, "float32", "cpu", given, any_host=True)
+    trusting = solve.choose(store.list(), TINY, "float32", "cpu", given, any_host=True)
     assert trusting.settings["strategy"] == "while_loop"
 
 
