@@ -86,10 +86,6 @@ class TaskChannel:
         self._watch = threading.Thread(target=self._watch_cancel, name=f"plnlab-cancel-{token[:8]}", daemon=True)
 
     def __enter__(self) -> TaskChannel:
-        # Deferred: a worker's own module (it imports this one).
-        from core.cluster import worker_setup
-
-        worker_setup.wait_warm()  # no start-up import beside a timed fit
         if self._started.is_set():
             raise RanBefore("the worker that started this run died before it finished; a timed run is not "
                             "started again")

@@ -16,8 +16,11 @@ after one died or was recycled. It
 3. starts JAX (`core.machine.runtime.configure`), notes its devices (`facts`) and offers one
    Dask resource per platform it serves ("plnlab-cpu", "plnlab-gpu"): a fit for the GPU asks
    for "plnlab-gpu", so it lands on a worker that has one, one at a time;
-4. imports the engine and the strategies now, and torch and pyPLNmodels in the background,
-   so that the first Run pays no start-up.
+4. imports the engine and the strategies now, so that the first Run pays no start-up.
+   Torch and pyPLNmodels wait for the first peer's run: importing them in the background
+   took seconds of a 2-core machine while the first JAX fits waited for it (the default
+   Run click went from 12.4 s to 9.3 s without it, under load). A peer's run imports them
+   in its own task, holding the device, before its timed sections.
 
 Recycling: after `PLNLAB_WORKER_MAX_RUNS` runs (default 100), or once its resident memory
 passes half its memory limit or its memory mappings pass half of vm.max_map_count, a
@@ -33,7 +36,6 @@ import asyncio
 import logging
 import os
 import socket
-import threading
 import time
 from typing import Any
 
@@ -54,7 +56,6 @@ NANNY_THREAD_LIMITS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _facts: dict[str, Any] = {}
 _runs = 0
 _retiring = False
-_warm = threading.Event()  # set once the background imports are done
 
 
 def resource(platform: str) -> str:
@@ -135,29 +136,10 @@ def _probe(wanted: list[str] | None) -> dict[str, Any]:
 
 
 def _warm_up() -> None:
-    """Imports what a fit needs now, and the peers' torch and pyPLNmodels in the background
-    (seconds, while the worker joins); `wait_warm` holds a task until they are in, so that no
-    import runs beside a timed fit."""
+    """Imports what a JAX fit needs, while the worker joins (see the module's docstring)."""
     # Deferred: the engine and every strategy, so that the first run finds them loaded.
     from core.fit import algorithms, strategies  # noqa: F401
     from core.run import engine, jax_timing  # noqa: F401
-
-    def peers() -> None:
-        try:
-            # Deferred: torch and pyPLNmodels, only ever on a worker.
-            from core.run import peer_timing  # noqa: F401
-        except Exception:  # noqa: BLE001 - a peer's run will report it
-            log.exception("warming up the peers failed")
-        finally:
-            _warm.set()
-
-    _warm.clear()
-    threading.Thread(target=peers, name="plnlab-warm-peers", daemon=True).start()
-
-
-def wait_warm(timeout_s: float = 300.0) -> None:
-    """Returns once this worker's start-up imports are done (at once, after the first seconds)."""
-    _warm.wait(timeout_s)
 
 
 def facts(dask_worker=None) -> dict[str, Any]:
