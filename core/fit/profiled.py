@@ -49,15 +49,22 @@ class Evaluation(NamedTuple):
 
 
 def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(Omega, log det Omega): Omega = W^T W with W = L^-1, L the Cholesky factor of Sigma.
+    """(Omega, log det Omega): Omega = W^T W with W = L^-1, L the Cholesky factor of Sigma;
+    Omega of Sigma's dtype, its log-determinant of `model.wide_dtype`.
 
     One right-sided triangular solve and one p x p product (see
-    `core.fit.strategies.scan_analytic` for why this beats `cho_solve(L, I)` on CPU).
+    `core.fit.strategies.scan_analytic` for why this beats `cho_solve(L, I)` on CPU). The
+    log-determinant is that of the Omega returned, factored again in float64 (p^3 / 3 work,
+    nothing beside the n p^2 of an evaluation): the ELBO is stationary in Omega only when
+    its log det and its trace term are of one matrix. -2 sum(log diag L) in float32 is of
+    the inverse of Sigma, which the rounding of W^T W departs from: at oaks x1000 that moved
+    the ELBO by 1.4 (5e-8 of it).
     """
     p = covariance.shape[0]
     chol = jnp.linalg.cholesky(covariance)
     inverse = jax.lax.linalg.triangular_solve(chol, jnp.eye(p, dtype=covariance.dtype), left_side=False, lower=True)
-    return inverse.T @ inverse, -2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
+    precision = inverse.T @ inverse
+    return precision, model._logdet_spd(precision.astype(model.wide_dtype(precision.dtype)))
 
 
 def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData | model.PaddedPLNData) -> Evaluation:
@@ -72,13 +79,20 @@ def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData |
     S2 = S * S
     column_variance = jnp.sum(keep(S2), axis=0)
     precision, logdet = precision_and_logdet((R.T @ R + jnp.diag(column_variance)) / n)
-    A = jnp.exp(O + M + 0.5 * S2)
     R_omega = R @ precision
     diagonal = jnp.diagonal(precision)
+    # Each cell's terms in float64 from the float32 numbers (converted in registers, in the
+    # loop that sums them): rounding O + M, exp and the products in float32 moved the ELBO
+    # of oaks x1000 by about 3 (1e-7 of it, a relative change a stopping test at 1e-7 must
+    # read), and by 0.3 so. The gradient takes A rounded to the fit's dtype.
+    Y_, O_, M_, S_ = (array.astype(wide) for array in (Y, O, M, S))
+    A_wide = jnp.exp(O_ + M_ + 0.5 * S_ * S_)
+    A = A_wide.astype(Y.dtype)
     # tr(Omega (R^T R + D)) split per cell: sum((R Omega) * R) + sum(S^2 * diag(Omega)).
-    terms = keep(Y * (O + M) - A + 0.5 * jnp.log(S2) - 0.5 * (R_omega * R) - 0.5 * S2 * diagonal)
+    terms = keep(Y_ * (O_ + M_) - A_wide + jnp.log(S_)
+                 - 0.5 * (R_omega.astype(wide) * R.astype(wide)) - 0.5 * S_ * S_ * diagonal.astype(wide))
     n_wide = jnp.asarray(n, wide)
-    value = (0.5 * n_wide * logdet.astype(wide) + model.wide_sum(terms)
+    value = (0.5 * n_wide * logdet + model.wide_sum(terms)
              - jnp.asarray(data.log_factorial_sum, wide) + 0.5 * n_wide * p)
     return Evaluation(
         elbo=value,
