@@ -50,6 +50,9 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
         output, first_call_s = timed(
             lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, between_steps))
     elbo = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
+    # The change the stopping test read (float64-accumulated), not the trace's, which a
+    # float32 trace may round to 0 (`core.results.outcome`).
+    tested_change = None if output.stop is None else float(output.stop.change)
     del output, start  # the final state is not needed: free its buffers before the repeats
 
     def repeat(r: int) -> tuple[float, bool]:
@@ -69,7 +72,8 @@ def measure(spec: FitSpec, counts: CountData | None, report: ProgressCallback,
     # Python loop's ELBOs, which the persistent cache may hold while the executables are new.
     cache_state = compilation.cache
     return Measurement(
-        elbo=elbo, times=times, shape=(problem.n, problem.p, problem.d),
+        elbo=elbo, final_change=tested_change if tested_change is not None and np.isfinite(tested_change) else None,
+        times=times, shape=(problem.n, problem.p, problem.d),
         transfer_s=prep.transfer_s, trace_lower_s=compilation.trace_lower_s, compile_s=compilation.compile_s,
         first_call_s=first_call_s,
         compile_count=compile_count, disk_cache_hits=disk_cache_hits,
