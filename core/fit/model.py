@@ -238,10 +238,11 @@ def wide_cross(left: jax.Array, right: jax.Array) -> jax.Array:
     """left^T right, (k, m) from (n, k) and (n, m), of `wide_dtype`: summed over the n rows
     in float32 blocks of `ROW_BLOCK` rows whose products add up in float64.
 
-    At oaks x1000 it gives X^T M to 2e-7 where the float32 product lost 2e-4, in about half
-    the time of a product with a float64 result (which converts both operands to float64
-    first: 4 to 7 times the float32 product's time there, shared 2-core CPU). Operands
-    already of the wide dtype take the plain product.
+    At oaks x1000 it gives X^T M to 3e-7 where the float32 product lost 2e-4 to 3e-4, in a
+    third to a half of the time of a product with a float64 result (which converts both
+    operands to float64 first: 4 to 10 times the float32 product's time there; shared 2-core
+    CPU, `benchmarks/float32_convergence.py`). Operands already of the wide dtype take the
+    plain product.
     """
     wide = wide_dtype(right.dtype)
     if right.dtype == wide:
