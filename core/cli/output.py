@@ -8,6 +8,7 @@ import math
 import sys
 from typing import Any
 
+from core.results import outcome
 from core.spec import FitSpec
 
 
@@ -86,6 +87,8 @@ def print_run(result, as_json: bool) -> None:
 
 
 def convergence(result) -> list[str]:
+    if result.stalled:
+        return [outcome.stall_note(result.final_change, result.precision)]
     if result.converged is False:
         return [f"not converged: the last relative ELBO change, {result.final_change:.1e}, is above "
                 f"--tol {result.tol:g}; run more iterations"]

@@ -203,7 +203,7 @@ def wide_elbo(params: PLNParams, precision: jax.Array, data: PLNData | PaddedPLN
         jnp.diagonal(precision) * jnp.sum(keep(S2), axis=0)).astype(wide)
     n = jnp.asarray(n, wide)
     return (
-        0.5 * n * _logdet_spd(precision).astype(wide)
+        0.5 * n * _logdet_spd(precision.astype(wide))
         + wide_sum(keep(Y * (O + M) - A + 0.5 * jnp.log(S2)))
         - 0.5 * trace
         - jnp.asarray(data.log_factorial_sum, wide)
@@ -217,9 +217,45 @@ def negative_elbo(params: PLNParams, precision: jax.Array, data: PLNData | Padde
 
 
 def closed_form_coef(latent_mean: jax.Array, covariates: jax.Array) -> jax.Array:
-    """B = (X^T X)^-1 X^T M, (d, p), by a Cholesky solve rather than an inverse."""
-    X = covariates
-    return jsl.cho_solve(jsl.cho_factor(X.T @ X), X.T @ latent_mean)
+    """B = (X^T X)^-1 X^T M, (d, p), by a Cholesky solve rather than an inverse.
+
+    X^T M and X^T X are sums over the n rows, added up in float64 (`wide_cross`) and solved
+    there; B is returned in M's dtype. In float32 those sums lose about 2e-4 of B at
+    oaks x1000 (116,000 rows), which shifts every row of R = M - X B by the same amount:
+    the profiled gradient R Omega then carries an error as large as the gradient itself
+    near the optimum, and L-BFGS stalls at 1e-5 of the optimum.
+    """
+    X, M = covariates, latent_mean
+    return jsl.cho_solve(jsl.cho_factor(wide_cross(X, X)), wide_cross(X, M)).astype(M.dtype)
+
+
+# Rows per block of `wide_cross`: short enough that a float32 sum over a block stays
+# within about 1e-7 of itself.
+ROW_BLOCK = 256
+
+
+def wide_cross(left: jax.Array, right: jax.Array) -> jax.Array:
+    """left^T right, (k, m) from (n, k) and (n, m), of `wide_dtype`: summed over the n rows
+    in float32 blocks of `ROW_BLOCK` rows whose products add up in float64.
+
+    At oaks x1000 it gives X^T M to 3e-7 where the float32 product lost 2e-4 to 3e-4, in a
+    third to a half of the time of a product with a float64 result (which converts both
+    operands to float64 first: 4 to 10 times the float32 product's time there; shared 2-core
+    CPU, `benchmarks/float32_convergence.py`). Operands already of the wide dtype take the
+    plain product.
+    """
+    wide = wide_dtype(right.dtype)
+    if right.dtype == wide:
+        return left.T @ right
+    n = left.shape[0]
+    blocks = n // ROW_BLOCK
+    head = blocks * ROW_BLOCK
+    tail = jax.lax.dot(left[head:].T, right[head:], preferred_element_type=wide)
+    if blocks < 2:
+        return tail
+    per_block = jnp.einsum("rbk,rbm->rkm", left[:head].reshape(blocks, ROW_BLOCK, -1),
+                           right[:head].reshape(blocks, ROW_BLOCK, -1))
+    return jnp.sum(per_block.astype(wide), axis=0) + tail
 
 
 def closed_form_covariance(params: PLNParams, data: PLNData | PaddedPLNData) -> jax.Array:

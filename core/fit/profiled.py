@@ -12,9 +12,12 @@ The value is the *full* ELBO at (B, M, S, Omega), trace term included, not the s
 profiled formula: the full ELBO is stationary in Omega, so the rounding of a float32
 Sigma (its Gram R^T R over n rows) enters only to second order, where the profiled
 formula's -n/2 logdet(Sigma) takes it to first order (up to 1.7e-6 of the ELBO at oaks
-x1000). The trace term's R Omega is the gradient's anyway. All (n, p) terms are summed in
-one `model.wide_sum` (float64 accumulation): near the optimum the line searches compare
-ELBOs that differ by 1e-7 of their size.
+x1000). The trace term's R Omega is the gradient's anyway. All (n, p) terms are formed in
+float64 from the fit's numbers and summed in one `model.wide_sum`, the log-determinant is
+that of the Omega the trace term uses, and B's sums over rows add up in float64
+(`model.closed_form_coef`): near the optimum the line searches and the stopping test compare
+ELBOs that differ by 1e-7 of their size, and at oaks x1000 in float32 this ELBO is within
+about 2e-8 of the float64 ELBO of the same parameters.
 """
 
 from __future__ import annotations
@@ -49,15 +52,22 @@ class Evaluation(NamedTuple):
 
 
 def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(Omega, log det Omega): Omega = W^T W with W = L^-1, L the Cholesky factor of Sigma.
+    """(Omega, log det Omega): Omega = W^T W with W = L^-1, L the Cholesky factor of Sigma;
+    Omega of Sigma's dtype, its log-determinant of `model.wide_dtype`.
 
     One right-sided triangular solve and one p x p product (see
-    `core.fit.strategies.scan_analytic` for why this beats `cho_solve(L, I)` on CPU).
+    `core.fit.strategies.scan_analytic` for why this beats `cho_solve(L, I)` on CPU). The
+    log-determinant is that of the Omega returned, factored again in float64 (p^3 / 3 work,
+    nothing beside the n p^2 of an evaluation): the ELBO is stationary in Omega only when
+    its log det and its trace term are of one matrix. -2 sum(log diag L) in float32 is of
+    the inverse of Sigma, which the rounding of W^T W departs from: at oaks x1000 that moved
+    the ELBO by 1.4 (5e-8 of it).
     """
     p = covariance.shape[0]
     chol = jnp.linalg.cholesky(covariance)
     inverse = jax.lax.linalg.triangular_solve(chol, jnp.eye(p, dtype=covariance.dtype), left_side=False, lower=True)
-    return inverse.T @ inverse, -2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
+    precision = inverse.T @ inverse
+    return precision, model._logdet_spd(precision.astype(model.wide_dtype(precision.dtype)))
 
 
 def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData | model.PaddedPLNData) -> Evaluation:
@@ -72,13 +82,25 @@ def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData |
     S2 = S * S
     column_variance = jnp.sum(keep(S2), axis=0)
     precision, logdet = precision_and_logdet((R.T @ R + jnp.diag(column_variance)) / n)
-    A = jnp.exp(O + M + 0.5 * S2)
     R_omega = R @ precision
     diagonal = jnp.diagonal(precision)
+    # Each cell's terms are formed in float64 from the fit's numbers (converted in registers,
+    # in the loop that sums them): rounding O + M + S^2 / 2 and the products in float32 moved
+    # the ELBO of oaks x1000 by about 3 (1e-7 of it, the relative change a stopping test at
+    # 1e-7 must read), and by under 0.7 (2e-8) so. exp runs in the fit's dtype at the rounded
+    # exponent and is corrected to first order by the exponent's rounding (exp(a + r) =
+    # exp(a) (1 + r)): a float64 exp, within 1e-8, cost 30% more per evaluation there. The
+    # gradient takes that A.
+    Y_, O_, M_, S_ = (array.astype(wide) for array in (Y, O, M, S))
+    exponent = O_ + M_ + 0.5 * S_ * S_
+    rounded = exponent.astype(Y.dtype)
+    A = jnp.exp(rounded)
+    A_wide = A.astype(wide) * (1.0 + (exponent - rounded.astype(wide)))
     # tr(Omega (R^T R + D)) split per cell: sum((R Omega) * R) + sum(S^2 * diag(Omega)).
-    terms = keep(Y * (O + M) - A + 0.5 * jnp.log(S2) - 0.5 * (R_omega * R) - 0.5 * S2 * diagonal)
+    terms = keep(Y_ * (O_ + M_) - A_wide + (0.5 * jnp.log(S2)).astype(wide)
+                 - 0.5 * (R_omega.astype(wide) * R.astype(wide)) - 0.5 * S_ * S_ * diagonal.astype(wide))
     n_wide = jnp.asarray(n, wide)
-    value = (0.5 * n_wide * logdet.astype(wide) + model.wide_sum(terms)
+    value = (0.5 * n_wide * logdet + model.wide_sum(terms)
              - jnp.asarray(data.log_factorial_sum, wide) + 0.5 * n_wide * p)
     return Evaluation(
         elbo=value,

@@ -12,8 +12,15 @@ while_loop's tolerance, or any stopping rule inside a compiled loop).
   first non-finite one, whichever comes first.
 - **Converged**: the fit stopped before its last iteration (the compiled loops stop only at
   `tol`, tested on a float64-accumulated ELBO that a float32 trace may round), or the last
-  relative change |ELBO_k - ELBO_k-1| / |ELBO_k| is under the spec's `tol`. With `tol = 0` the spec asked for a fixed number of
-  iterations, not for convergence, and `converged` is None; the last change is kept either way.
+  relative change |ELBO_k - ELBO_k-1| / |ELBO_k| is under the spec's `tol`, *and* that change
+  is above what the ELBO of the fit's precision resolves (`RESOLUTION`). With `tol = 0` the
+  spec asked for a fixed number of iterations, not for convergence, and `converged` is None;
+  the last change is kept either way. The last change is the one the stopping test read
+  where the runnable reports it (`Measurement.final_change`), else the trace's.
+- **Stalled**: a stop on a change at or under `RESOLUTION` (a tie: a step that changed
+  nothing, or a change the ELBO cannot tell from its rounding) says the optimizer stopped
+  moving, not that it arrived: at oaks x1000 in float32 such a stop came 2.5e-5 from the
+  optimum where tol promised 1e-5. `stalled` is True and `converged` False.
 """
 
 from __future__ import annotations
@@ -25,6 +32,32 @@ import numpy as np
 # How many times further from 0 than its start an ELBO must end to count as blown up.
 BLOW_UP_FACTOR = 1e3
 
+# The smallest relative ELBO change a fit of each precision can tell from none: what its
+# stopping test reads is no more accurate. float32: 3e-8. Along the default fit at oaks
+# x1000 the float64-accumulated ELBO it reads lies between -1.9e-8 and +2.2e-8 of the float64
+# ELBO of the same parameters (benchmarks/float32_convergence.py), so a smaller change may be
+# the difference of two such errors (the gradient optimizers' ELBO comes within about 5e-8
+# there). Not float32's own 6e-8: L-BFGS converges faster than linearly, and a float32 fit of
+# a small problem steps from a change of 1.07e-7 to a true one of 3.6e-8. float64: 2^-40 =
+# 9e-13, some thousand roundings of sums over millions of terms fifty times the ELBO. Both
+# lie under the default tolerances (1e-7, 1e-9).
+RESOLUTION = {"float32": 3e-8, "float64": 2.0**-40}
+
+
+def stalled(final_change: float | None, tol: float, precision: str, stopped_early: bool) -> bool:
+    """Whether a fit with tolerance `tol` that ended on relative change `final_change`
+    stopped because it stalled at its precision's resolution (module docstring)."""
+    if tol <= 0 or final_change is None:
+        return False
+    return (stopped_early or final_change < tol) and final_change <= RESOLUTION.get(precision, 0.0)
+
+
+def stall_note(final_change: float, precision: str) -> str:
+    """One line saying that a fit stalled (see `stalled`), and what to do."""
+    advice = "; run in float64 to converge further" if precision == "float32" else ""
+    return (f"stalled at {precision} resolution, not converged: the last relative ELBO change, {final_change:.1e}, "
+            f"is at or under the {RESOLUTION.get(precision, 0.0):.0e} a {precision} fit can tell from none{advice}")
+
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
@@ -35,8 +68,9 @@ class Outcome:
         diverged_at: the iteration where the fit went wrong, or None.
         error: for a diverged fit, what happened and where; else None.
         final_change: the last relative ELBO change, or None (diverged, or fewer than 2 values).
-        converged: when tol > 0, whether the fit stopped early or `final_change < tol`; None
-            when tol = 0 or the fit diverged.
+        converged: when tol > 0, whether the fit stopped early or `final_change < tol`, on a
+            change above `RESOLUTION`; None when tol = 0 or the fit diverged.
+        stalled: whether it stopped on a change at or under `RESOLUTION` (see `stalled`).
     """
 
     elbo: np.ndarray
@@ -44,6 +78,7 @@ class Outcome:
     error: str | None
     final_change: float | None
     converged: bool | None
+    stalled: bool = False
 
     @property
     def status(self) -> str:
@@ -64,9 +99,12 @@ def _blow_up_start(trace: np.ndarray) -> int | None:
     return int(above[-1]) + 1 if above.size else 0
 
 
-def judge(elbo, tol: float, iterations: int | None = None) -> Outcome:
-    """Judge an ELBO trace (one value per iteration run) against the spec's `tol` and its
-    iteration cap `iterations` (None: the trace ran them all)."""
+def judge(elbo, tol: float, iterations: int | None = None, precision: str = "float64",
+          tested_change: float | None = None) -> Outcome:
+    """Judge an ELBO trace (one value per iteration run) against the spec's `tol`, its
+    iteration cap `iterations` (None: the trace ran them all) and its `precision`;
+    `tested_change` is the last relative change as the stopping test read it, when the
+    runnable reports one (it then stands for the trace's)."""
     trace = np.asarray(elbo, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(trace))
     not_finite_at = int(bad[0]) if bad.size else None
@@ -81,9 +119,10 @@ def judge(elbo, tol: float, iterations: int | None = None) -> Outcome:
         return Outcome(trace, blow_up_at, error, None, None)
     if not_finite_at is not None:
         return Outcome(trace, not_finite_at, f"ELBO not finite at iteration {not_finite_at}", None, None)
-    final_change = None
-    if trace.size >= 2 and trace[-1] != 0.0:
+    final_change = tested_change
+    if final_change is None and trace.size >= 2 and trace[-1] != 0.0:
         final_change = float(abs(trace[-1] - trace[-2]) / abs(trace[-1]))
     stopped_early = iterations is not None and trace.size < iterations
-    converged = None if tol <= 0 or final_change is None else bool(final_change < tol or stopped_early)
-    return Outcome(trace, None, None, final_change, converged)
+    stall = stalled(final_change, tol, precision, stopped_early)
+    converged = None if tol <= 0 or final_change is None else bool(final_change < tol or stopped_early) and not stall
+    return Outcome(trace, None, None, final_change, converged, stall)

@@ -27,7 +27,7 @@ CACHE_STATES = ("compiled", "memory", "disk", "none")
 def met_tolerance(elbo: np.ndarray, spec: FitSpec) -> bool:
     """Whether a fit of `spec` whose ELBO curve is `elbo` stopped at its tolerance
     (`core.results.outcome.judge`'s `converged`)."""
-    return outcome.judge(elbo, spec.tol, spec.iterations).converged is True
+    return outcome.judge(elbo, spec.tol, spec.iterations, spec.precision).converged is True
 
 
 def cache_label(compiled: int, disk: int, memory: int) -> str:
@@ -76,6 +76,8 @@ class Measurement:
         timed_out: the run passed its time budget (`core.machine.budget`) and stopped early:
             `elbo` is the curve so far and `times` the repeats that finished (maybe none).
         warnings: what the runnable itself knows a reader of its numbers must be told.
+        final_change: the last relative ELBO change as the runnable's stopping test read it
+            (float64-accumulated), or None where it has no such test (the trace's is used).
     """
 
     elbo: np.ndarray
@@ -101,6 +103,7 @@ class Measurement:
     timed_out: bool = False
     from_scratch: bool = False
     warnings: list[str] = dataclasses.field(default_factory=list)
+    final_change: float | None = None
 
 
 @dataclasses.dataclass
@@ -152,8 +155,10 @@ class RunResult:
             iteration to the stop: `run_s`, whose repeats all stop there. None for a fit
             run for a fixed number of iterations (`tol` = 0), one that used them all
             before meeting `tol`, or one that did not finish.
-        final_change: the last relative ELBO change |ELBO_k - ELBO_k-1| / |ELBO_k|, or None
-            (diverged, or one iteration); `converged` compares it with `tol`.
+        final_change: the last relative ELBO change |ELBO_k - ELBO_k-1| / |ELBO_k| (as the
+            stopping test read it, float64-accumulated, for a fit that stops at `tol`), or
+            None (diverged, or one iteration); `converged` and `stalled` compare it with `tol`
+            and with what the precision resolves.
         warnings: what a reader of this run's numbers must know, one sentence each: the data
             were changed to be fitted (all-zero columns dropped), or float32 rounding may
             move the ELBO by more than the lab promises. Empty for most runs.
@@ -225,19 +230,28 @@ class RunResult:
     timed_with: str = ""
 
     @property
+    def stalled(self) -> bool:
+        """Whether the fit stopped on a relative ELBO change its precision cannot tell from
+        none (`core.results.outcome.stalled`): not converged, whatever `tol` says."""
+        return self.status == "ok" and outcome.stalled(self.final_change, self.tol, self.precision,
+                                                       self.iterations_run < self.iterations)
+
+    @property
     def converged(self) -> bool | None:
         """Whether the fit stopped at `tol`: before its last iteration (the strategies stop
         only there, on a float64-accumulated ELBO that the trace may round), or with its last
-        relative ELBO change under `tol`; None when `tol` is 0 (a fixed number of iterations
-        was asked for) or the fit did not finish well (see `core.results.outcome`)."""
+        relative ELBO change under `tol`, and not `stalled`; None when `tol` is 0 (a fixed
+        number of iterations was asked for) or the fit did not finish well (see
+        `core.results.outcome`)."""
         if self.tol <= 0 or self.final_change is None or self.status != "ok":
             return None
-        return self.iterations_run < self.iterations or self.final_change < self.tol
+        return (self.iterations_run < self.iterations or self.final_change < self.tol) and not self.stalled
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["timed_window"] = [self.timed_start, self.timed_end]
         out["converged"] = self.converged
+        out["stalled"] = self.stalled
         if not with_elbo:
             out.pop("elbo")
         return out
@@ -249,7 +263,8 @@ class RunResult:
         """The result of `spec`: its measurement, the time it queued, its timed window, for
         a run that timed out the budget it passed, and `warnings` (about the data and the
         precision) before the measurement's own."""
-        ended = outcome.judge(measurement.elbo, spec.tol, spec.iterations)
+        ended = outcome.judge(measurement.elbo, spec.tol, spec.iterations, spec.precision,
+                              measurement.final_change)
         trace = ended.elbo
         times = measurement.times or [0.0]  # a run stopped by its budget may have timed no repeat
         run_s = statistics.median(times)
@@ -283,6 +298,6 @@ class RunResult:
 
 # The fields a run keeps as its measurement measured them (same name, same meaning), and those
 # it takes from its spec as they are; `RunResult.measured` derives the others.
-_DERIVED = ("elbo", "times", "shape", "timed_out", "from_scratch", "warnings")
+_DERIVED = ("elbo", "times", "shape", "timed_out", "from_scratch", "warnings", "final_change")
 _KEPT_AS_MEASURED = tuple(f.name for f in dataclasses.fields(Measurement) if f.name not in _DERIVED)
 _FROM_SPEC = ("strategy", "precision", "device", "iterations", "repeats", "tol")

@@ -58,6 +58,10 @@ class Timing:
             output, self.first_call_s = timed(
                 lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, self._between_steps))
         self.elbo = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
+        # The change the stopping test read (float64-accumulated), not the trace's, which a
+        # float32 trace may round to 0 (`core.results.outcome`).
+        tested = None if output.stop is None else float(output.stop.change)
+        self.tested_change = tested if tested is not None and np.isfinite(tested) else None
         del output, start  # the final state is not needed: free its buffers before the repeats
 
     def repeat(self, r: int) -> tuple[float, bool]:
@@ -80,7 +84,7 @@ class Timing:
         # the counts add what the first call compiled besides, such as the op that stacks a
         # Python loop's ELBOs, which the persistent cache may hold while the executables are new.
         return Measurement(
-            elbo=self.elbo, times=times, shape=(problem.n, problem.p, problem.d),
+            elbo=self.elbo, final_change=self.tested_change, times=times, shape=(problem.n, problem.p, problem.d),
             transfer_s=prep.transfer_s, trace_lower_s=compilation.trace_lower_s, compile_s=compilation.compile_s,
             first_call_s=self.first_call_s,
             compile_count=compilation.compile_count + self._first_counter.compiles,

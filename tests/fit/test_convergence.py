@@ -6,7 +6,11 @@ that agree to 1e-11, checked by the independent NumPy reference (`reference_pln`
 evaluates the profiled ELBO there to the same value and finds its gradient vanishing.
 Each optimizer's tolerance is one its relative ELBO change meets near the optimum (the
 seed and adam optimizers do not come within 1e-5 in 10,000 iterations on oaks, so they
-are not here).
+are not here). A float32 tolerance under what a float32 fit's ELBO resolves
+(`outcome.RESOLUTION`, 3e-8) stops on a change that cannot be told from rounding: such a
+stop is judged stalled, never converged, and where it falls is chance (rprop at 1e-10 has
+stopped 3e-6 and 1.4e-5 from the optimum as the ELBO's rounding changed), so only the
+judgement is checked there.
 """
 
 import jax
@@ -17,6 +21,7 @@ import pytest
 from core.data.datasets import load_oaks
 from core.fit import model, strategies
 from core.machine.runtime import configure
+from core.results import outcome
 from core.spec import OptimizerSpec
 
 import reference_pln as ref
@@ -49,15 +54,17 @@ def _fit(optimizer, init, precision, tol, iterations):
     executables = scan.compile(scan.lower(problem, state, data, tolerance))
     output = jax.block_until_ready(scan.run(executables, problem, scan.fresh_state(state), data, tolerance))
     run = int(output.iterations_run)
-    return counts, np.asarray(output.elbo, dtype=np.float64)[:run], output.state.params
+    ended = outcome.judge(np.asarray(output.elbo, dtype=np.float64)[:run], tol, iterations, precision,
+                          float(output.stop.change) if output.stop is not None else None)
+    return counts, ended.elbo, output.state.params, ended
 
 
 @pytest.fixture(scope="module")
 def optimum():
     runs = [_fit(name, "log_rates", "float64", 1e-14, 3000) for name in ("lbfgs", "preconditioned_lbfgs")]
-    finals = [elbo[-1] for _, elbo, _ in runs]
+    finals = [elbo[-1] for _, elbo, _, _ in runs]
     assert abs(finals[0] - finals[1]) / abs(finals[1]) < 1e-11, finals
-    counts, elbo, params = runs[1]
+    counts, elbo, params, _ = runs[1]
     value, grad_M, grad_S = ref.profiled_elbo_and_grad(counts.counts, counts.offsets, counts.covariates,
                                                        np.asarray(params.latent_mean), np.asarray(params.latent_sd))
     assert abs(value - elbo[-1]) / abs(value) < 1e-11
@@ -69,8 +76,12 @@ def optimum():
 
 @pytest.mark.parametrize("optimizer, init, precision, tol, iterations", CLAIMS)
 def test_a_fit_that_stops_at_its_tolerance_is_at_the_optimum(optimum, optimizer, init, precision, tol, iterations):
-    counts, elbo, params = _fit(optimizer, init, precision, tol, iterations)
+    counts, elbo, params, ended = _fit(optimizer, init, precision, tol, iterations)
     assert 3 <= len(elbo) < iterations, f"{optimizer} did not stop at tol {tol:g} in {iterations} iterations"
+    if tol <= outcome.RESOLUTION[precision]:
+        assert ended.stalled and ended.converged is False, f"{optimizer} {precision}: a stop at tol {tol:g}"
+        return
+    assert ended.converged and not ended.stalled, f"{optimizer} {precision}: stalled at {ended.final_change:.1e}"
     # What it reports, and the float64 profiled ELBO of its parameters (B and Omega at their
     # closed forms, by the independent reference).
     at_params, _, _ = ref.profiled_elbo_and_grad(counts.counts, counts.offsets, counts.covariates,

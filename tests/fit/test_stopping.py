@@ -32,6 +32,14 @@ def _run(name, optimizer, tol, iterations=ITERATIONS, chunk=0, dtype="float64"):
     output = strategy.run(executables, problem, strategy.fresh_state(state), data, tolerance)
     run = int(output.iterations_run)
     assert output.elbo.dtype == np.dtype(dtype), "a trace is of the fit's dtype"
+    if tol > 0:  # the change the test read, which the run reports as its final change
+        changes = np.abs(np.diff(np.asarray(output.elbo[:run], np.float64))) / np.abs(np.asarray(output.elbo[1:run]))
+        tested = float(output.stop.change)
+        assert output.stop.change.dtype == np.float64
+        if dtype == "float64":
+            assert tested == pytest.approx(changes[-1], rel=1e-9), name
+        else:  # read on the float64-accumulated ELBO that the trace rounds
+            assert abs(tested - changes[-1]) <= 2 * np.finfo(np.float32).eps, name
     return run, np.asarray(jax.block_until_ready(output.elbo), dtype=np.float64)
 
 

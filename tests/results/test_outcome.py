@@ -89,3 +89,48 @@ def test_cache_labels_say_where_each_executable_came_from():
         assert is_cache_label(label), label
     for label in ("", "cached", "disk 3, compiled 1", "compiled 0, disk 3", "compiled 1", "none 1, disk 2"):
         assert not is_cache_label(label), label
+
+
+# oaks x1000 in float32: two ELBOs in a row rounded to one float32 value (a step that
+# changed nothing), after gains of 16 to 62 per iteration.
+X1000_TIE = [-32027000.0, -32026938.0, -32026890.0, -32026828.0, -32026828.0]
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_a_stop_on_a_tie_is_a_stall_never_convergence(precision):
+    ended = outcome.judge(X1000_TIE, tol=1e-7, iterations=500, precision=precision)
+    assert ended.final_change == 0.0
+    assert ended.stalled is True and ended.converged is False
+    assert "stalled at " + precision in outcome.stall_note(ended.final_change, precision)
+    assert ("run in float64" in outcome.stall_note(0.0, precision)) == (precision == "float32")
+
+
+def test_a_stop_reads_the_change_the_stopping_test_read_not_the_rounded_trace():
+    # The float64-accumulated ELBOs differed by 2.6 (8e-8 of the ELBO): under tol 1e-7 and
+    # above what a float32 fit's ELBO resolves (3e-8), so the fit converged though its
+    # trace shows a tie; so did one whose change fell faster (3.6e-8).
+    moved = outcome.judge(X1000_TIE, tol=1e-7, iterations=500, precision="float32", tested_change=8e-8)
+    assert moved.final_change == 8e-8 and moved.converged is True and moved.stalled is False
+    assert outcome.judge(X1000_TIE, tol=1e-7, iterations=500, precision="float32",
+                         tested_change=3.6e-8).converged is True
+    # A change under that is none: stalled, whatever tol says.
+    under = outcome.judge(X1000_TIE, tol=1e-7, iterations=500, precision="float32", tested_change=5e-9)
+    assert under.stalled is True and under.converged is False
+    # float64 resolves it.
+    assert outcome.judge(X1000_TIE, tol=1e-7, iterations=500, precision="float64",
+                         tested_change=5e-9).converged is True
+    # Without a tolerance there is no stop to judge.
+    assert outcome.judge(X1000_TIE, tol=0.0, precision="float32").stalled is False
+
+
+def test_a_stalled_run_reports_no_convergence_and_no_time_to_solution():
+    spec = FitSpec(tol=1e-7, precision="float32", iterations=500)
+    stalled = RunResult.measured(spec, _measurement(X1000_TIE), 0.0, (0.0, 1.0))
+    assert stalled.status == "ok" and stalled.stalled is True and stalled.converged is False
+    assert stalled.time_to_solution_s is None
+    assert stalled.to_dict()["stalled"] is True and stalled.to_dict()["converged"] is False
+    measured = _measurement(X1000_TIE)
+    measured.final_change = 8e-8
+    converged = RunResult.measured(spec, measured, 0.0, (0.0, 1.0))
+    assert converged.final_change == 8e-8 and converged.converged is True and converged.stalled is False
+    assert converged.time_to_solution_s == 1.0

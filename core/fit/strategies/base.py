@@ -69,12 +69,16 @@ class Stop(NamedTuple):
             iterations left).
         remaining: int32, iterations the fit may still run.
         ran: int32, iterations run.
+        change: the relative change of the last iteration as the test read it (NaN before
+            two), of `model.wide_dtype`: what a run reports as its `final_change`, since the
+            trace, in the fit's dtype, may round a float32 change under tol to 0.
     """
 
     previous: jax.Array
     done: jax.Array
     remaining: jax.Array
     ran: jax.Array
+    change: jax.Array
 
 
 # The first iteration whose change may stop a fit (see the module docstring).
@@ -86,8 +90,9 @@ def start_stop(iterations: int, dtype) -> Stop:
 
     NumPy scalars, which a compiled loop takes as they are: made with `jnp`, each was a
     small program compiled in every fresh process (tens of milliseconds of its start)."""
-    return Stop(np.asarray(np.inf, model.wide_dtype(dtype)), np.asarray(False), np.asarray(iterations, np.int32),
-                np.asarray(0, np.int32))
+    wide = model.wide_dtype(dtype)
+    return Stop(np.asarray(np.inf, wide), np.asarray(False), np.asarray(iterations, np.int32),
+                np.asarray(0, np.int32), np.asarray(np.nan, wide))
 
 
 def relative_change(value, previous):
@@ -101,8 +106,9 @@ def after(stop: Stop, value: jax.Array, tol: jax.Array) -> Stop:
     iterations are left."""
     value = value.astype(stop.previous.dtype)
     remaining, ran = stop.remaining - 1, stop.ran + 1
-    met = ~(relative_change(value, stop.previous) >= tol) & (ran >= FIRST_STOP)
-    return Stop(value, met | (remaining <= 0), remaining, ran)
+    change = relative_change(value, stop.previous)
+    met = ~(change >= tol) & (ran >= FIRST_STOP)
+    return Stop(value, met | (remaining <= 0), remaining, ran, jnp.where(ran >= 2, change, jnp.nan))
 
 
 def loop_until(step: Callable[[Any], tuple[Any, jax.Array]], carry: Any, iterations: int, tol: jax.Array,
@@ -337,6 +343,7 @@ class PythonLoopStrategy(Strategy):
         wide = model.wide_dtype(problem.dtype)
         tolerance = np.asarray(tol, problem.dtype).astype(wide)
         previous = np.asarray(np.inf, wide)
+        change = np.asarray(np.nan, wide)
         for i in range(problem.iterations):
             state, value = self.step(executables, problem, state, data)
             trace.append(value)
@@ -344,10 +351,15 @@ class PythonLoopStrategy(Strategy):
                 break
             if problem.stops:
                 current = np.asarray(value).astype(wide)  # a device sync: a loop that stops must know
-                if not relative_change(current, previous) >= tolerance and i + 1 >= FIRST_STOP:
+                change = relative_change(current, previous) if i >= 1 else change
+                if not change >= tolerance and i + 1 >= FIRST_STOP:
                     break
                 previous = current
-        return FitOutput(state, jnp.stack(trace).astype(problem.dtype), len(trace))
+        stop = None
+        if problem.stops:
+            stop = Stop(jnp.asarray(previous, wide), jnp.asarray(True), jnp.asarray(problem.iterations - len(trace)),
+                        jnp.asarray(len(trace)), jnp.asarray(change, wide))
+        return FitOutput(state, jnp.stack(trace).astype(problem.dtype), len(trace), stop)
 
 
 class CompiledLoopStrategy(Strategy):
