@@ -139,6 +139,12 @@ def stored_choice(candidates: Sequence[Sequence[RunResult]]) -> list[RunResult |
     return chosen
 
 
+def all_timed_together(runs: Sequence[RunResult | None]) -> bool:
+    """Whether every step has a run and all of them were timed together (one group)."""
+    marks = {run.timed_with if run is not None else "" for run in runs}
+    return bool(runs) and len(marks) == 1 and "" not in marks
+
+
 def outcomes(runs: Sequence[RunResult | None]) -> list[Outcome]:
     """Speed-ups per iteration step by step, from each step's run (None where a step has not run).
 

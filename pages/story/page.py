@@ -51,9 +51,7 @@ def stored_runs() -> list:
 
 runs = stored_runs()
 current = st.session_state[STEP]
-together = bool(runs) and all(r is not None for r in runs) and len({r.timed_with for r in runs}) == 1 \
-    and runs[0].timed_with != ""
-missing = [spec for spec, run in zip(specs, runs) if run is None]
+together = story.all_timed_together(runs)
 previous, following, warm = st.columns([1, 1, 2], vertical_alignment="center")
 previous.button("Previous", key="story_prev", icon=":material/arrow_back:", on_click=move, args=(-1,),
                 disabled=current == 0, width="stretch")

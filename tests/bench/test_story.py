@@ -101,6 +101,7 @@ def test_the_story_shows_the_runs_timed_together_over_newer_runs_timed_apart():
     candidates = [[smaller_group[0], group[0]], [smaller_group[1], group[1]], [later_alone, group[2]], []]
     chosen = story.stored_choice(candidates)
     assert chosen[:3] == group and chosen[3] is None
+    assert story.all_timed_together(group) and not story.all_timed_together(chosen)
     assert [o.timed_with_start for o in story.outcomes(chosen)[:3]] == [True, True, True]
     # Without a group covering it, a step shows its newest run, and says it was timed apart.
     chosen = story.stored_choice([[group[0]], [group[1]], [later_alone]])
