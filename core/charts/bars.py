@@ -309,7 +309,7 @@ def story_bars(rows: pd.DataFrame, steps: list[str],
     """
     title = "Milliseconds per iteration, step by step"
     if rows.empty:
-        return note_chart("Press Next to run the first step.", title).properties(height=height)
+        return note_chart("No step timed yet: Warm up, or Next.", title).properties(height=height)
     df = with_spread(rows, "per_iter_ms")
     low, high = milliseconds or (float(df["low"].min()), float(df["high"].max()))
     floor = low / 2  # a log axis has no zero: bars start at its left end

@@ -129,22 +129,23 @@ if not ok.empty:
     solved = ok[ok["time_to_solution_s"].notna()]
     if not solved.empty:
         fastest = solved.loc[solved["time_to_solution_s"].idxmin()]
-        metrics[0].metric("Fastest to solution", display.duration(fastest['time_to_solution_s']),
-                          f"{fastest['strategy']} · {int(fastest['iterations_run']):,} it · "
-                          + spread.Spread.of_run(fastest).range_label("s"),
+        metrics[0].metric("Fastest to solution", display.duration(fastest["time_to_solution_s"]),
+                          f"{fastest['strategy']} · {int(fastest['iterations_run']):,} it",
                           delta_color="off", delta_arrow="off",
-                          help="steady-state seconds from the first iteration to the stop at the tolerance: the "
-                               "median of the repeats, and the fastest to the slowest repeat")
+                          help="steady-state time from the first iteration to the stop at the tolerance: the median "
+                               "of the repeats; they ranged over " + display.duration_range(spread.Spread.of_run(fastest)))
     else:
         fastest = ok.loc[ok["run_s"].idxmin()]
         metrics[0].metric("Fastest fit", display.duration(fastest["run_s"]), "tolerance not met: no solution",
                           delta_color="off", delta_arrow="off",
-                          help="steady-state seconds of the fit; set a tolerance in the sidebar to stop at "
+                          help="steady-state time of the fit; set a tolerance in the sidebar to stop at "
                                "convergence and time the solution")
-    metrics[1].metric("Per iteration", f"{fastest['per_iter_ms']:.3g} ms",
-                      spread.Spread.of_run(fastest, "per_iter_ms").range_label("ms"), delta_color="off",
-                      delta_arrow="off", help=f"{fastest['strategy']}'s steady-state time per iteration: the median "
-                                              "of the repeats, and the fastest to the slowest repeat")
+    metrics[1].metric("Per iteration", display.duration(fastest["per_iter_ms"] / 1e3),
+                      f"{fastest['strategy']} · " + display.duration_range(spread.Spread.of_run(fastest, "run_s"),
+                                                                          scale=1 / max(1, fastest["iterations_run"])),
+                      delta_color="off", delta_arrow="off",
+                      help=f"{fastest['strategy']}'s steady-state time per iteration: the median of the repeats, and "
+                           "the fastest to the slowest repeat")
     compiled = ok[ok["cache"] != "none"]
     if not compiled.empty:
         cold_s = (cold_runs["trace_lower_s"] + cold_runs["compile_s"]).max() if not cold_runs.empty else None

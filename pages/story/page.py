@@ -99,9 +99,9 @@ with words:
                     else f"Over step {current}: {over.label}.")
 with number:
     if run is None:
-        st.info("Not run with these settings yet: " +
-                ("**Next** runs it with the next step." if current == 0 else
-                 "**Next** from the step before runs it."), icon=":material/hourglass_empty:")
+        st.info("Not timed with these settings yet: **Warm up** times every step" +
+                (", or **Next** times this one with step 2." if current == 0 else
+                 ", or **Next** from the step before times it."), icon=":material/hourglass_empty:")
     elif run.status != "ok":
         st.warning(f"{step.strategy} {run.status}: {md(run.error or '')}", icon=":material/warning:")
     elif outcome.since_start is None:  # timed, but step 1 has no finished run to compare with

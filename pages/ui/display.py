@@ -20,7 +20,7 @@ from core.spec import SpecError
 from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
-# Two tables of a few columns each, so that neither scrolls sideways in a 640 px column (a
+# Three tables of a few columns each, so that none scrolls sideways in a 640 px column (a
 # projector with the sidebar open). No fixed widths: a header wider than its column is cut.
 TIMING_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
@@ -30,12 +30,19 @@ TIMING_COLUMNS = {
              "ran a fixed number of iterations or did not meet it"),
     "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f",
                                                  help="steady-state time per iteration (ms)"),
-    "run_s": st.column_config.NumberColumn("run (s)", format="%.4f", help="steady state: median of the timed repeats"),
-    "run_s_min": st.column_config.NumberColumn("fastest", format="%.4f", help="the fastest timed repeat (s)"),
-    "run_s_max": st.column_config.NumberColumn("slowest", format="%.4f", help="the slowest timed repeat (s)"),
+    "run_s_min": st.column_config.NumberColumn("fastest (s)", format="%.4f", help="the fastest timed repeat"),
+    "run_s_max": st.column_config.NumberColumn("slowest (s)", format="%.4f", help="the slowest timed repeat"),
+}
+COMPILE_COLUMNS = {
+    "strategy": st.column_config.TextColumn("strategy"),
     "compile_total_s": st.column_config.NumberColumn("compile (s)", format="%.3f",
                                                      help="trace + lower + XLA compile: what a new shape costs once"),
-    "first_call_s": st.column_config.NumberColumn("first call", format="%.3f", help="the first execution (s)"),
+    "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f", help="the first execution"),
+    "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or loaded from disk, none "
+                                                       "(eager), or how many executables from each, e.g. "
+                                                       "'compiled 1, disk 3'"),
+    "compile_count": st.column_config.NumberColumn("compiles", help="XLA compilations during the run"),
+    "recompile_count": st.column_config.NumberColumn("recompiles", help="compilations during the steady-state repeats"),
 }
 FIT_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
@@ -44,15 +51,12 @@ FIT_COLUMNS = {
                                                 help="the ELBO itself, exact log Y! (gammaln)"),
     "final_change": st.column_config.NumberColumn("last change", format="%.1e",
                                                   help="relative ELBO change over the last iteration"),
-    "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or loaded from disk, none "
-                                                       "(eager), or how many executables from each, e.g. "
-                                                       "'compiled 1, disk 3'"),
-    "compile_count": st.column_config.NumberColumn("compiles", help="XLA compilations during the run"),
-    "recompile_count": st.column_config.NumberColumn("recompiles", help="compilations during the steady-state repeats"),
     "status": st.column_config.TextColumn("status", help="ok, diverged (not finite, or ending orders of magnitude "
                                                          "below its start), interrupted or timed_out"),
 }
-TABLE_COLUMNS = {**TIMING_COLUMNS, **FIT_COLUMNS}
+TABLE_COLUMNS = {**TIMING_COLUMNS, **COMPILE_COLUMNS, **FIT_COLUMNS,
+                 "run_s": st.column_config.NumberColumn("run (s)", format="%.4f",
+                                                       help="steady state: median of the timed repeats")}
 
 
 def runs_frame(results: list[RunResult]) -> pd.DataFrame:
@@ -96,9 +100,8 @@ def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, 
 
 
 def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:
-    """The results as two compact tables: the timings, then the fit (iterations, ELBO,
-    cache, compile counts, status)."""
-    for config in (TIMING_COLUMNS, FIT_COLUMNS):
+    """The results as three compact tables: the timings, the compilation, the fit."""
+    for config in (TIMING_COLUMNS, COMPILE_COLUMNS, FIT_COLUMNS):
         columns = [c for c in config if c in frame]
         st.dataframe(frame[columns], hide_index=True, column_config=config, **kwargs)
 
@@ -198,6 +201,16 @@ def duration(seconds: float) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds * 1e6:.3g} µs"
+
+
+def duration_range(spread, scale: float = 1.0) -> str:
+    """The fastest to the slowest repeat of `spread` (seconds, times `scale`), in one unit:
+    "39.1–41.2 ms", or "1 repeat"."""
+    if not spread.known:
+        return "1 repeat"
+    low, high = spread.low * scale, spread.high * scale
+    factor, unit = (1, "s") if high >= 1 else (1e3, "ms") if high >= 1e-3 else (1e6, "µs")
+    return f"{low * factor:.3g}–{high * factor:.3g} {unit}"
 
 
 def si(value: float | None, unit: str = "") -> str:

@@ -125,7 +125,9 @@ PAGES: dict[str, tuple[Param, ...]] = {
                 Param("ratio_timing", "cmp_metric_ratio", str),
                 Param("baseline", "cmp_baseline", int),
                 Param("ticked", "cmp_ticked", _ints, _joined, default=[])),
-    "story": (Param("step", "story_step", _whole(0, 1000), default=0),),
+    # Counted from 1 in the address, as the page says "Step 3 of 7" (from 0 in the session).
+    "story": (Param("step", "story_step", lambda text: _whole(1, 1000)(text) - 1, lambda step: str(int(step) + 1),
+                    default=0),),
 }
 
 

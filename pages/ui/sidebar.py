@@ -104,6 +104,7 @@ def _whole_number_input(container, label: str, low: int, high: int, key: str, st
     container.number_input(label, key=key, persist_state="session", step=float(step), format="%.0f", **options)
     if refused:
         st.warning(refused, icon=":material/block:")
+        st.toast(refused, icon=":material/block:")  # in view on a projector, where the sidebar's foot is not
 
 
 def _keep_in_range(label: str, key: str, low: int, high: int) -> str | None:

@@ -109,8 +109,9 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"]
     assert "no solution" in at.metric[0].delta
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
-    # Two narrow tables (neither scrolls sideways on a projector): the timings, then the fit.
-    table = pd.concat([at.dataframe[0].value, at.dataframe[1].value.drop(columns="strategy")], axis=1)
+    # Three narrow tables (none scrolls sideways on a projector): timings, compilation, fit.
+    table = pd.concat([at.dataframe[0].value] + [at.dataframe[i].value.drop(columns="strategy") for i in (1, 2)],
+                      axis=1)
     assert sorted(table["strategy"]) == ["jit_step", "scan"]
     assert {"compile_total_s", "per_iter_ms", "recompile_count", "final_elbo", "status"} <= set(table.columns)
     # The same spec again: the stored runs are shown at once, nothing runs.

@@ -3,7 +3,7 @@ sidebar open: after a run, no page cuts a metric, button, chart title, legend or
 no page logs a console error, fails a request or asks anything of another machine; a copied
 link opens the same view in a new browser; the story's arrow keys move it.
 
-One served app for the module; the run is tiny (simulated 60 x 6, 20 iterations, 2 repeats),
+One served app for the module; the run is tiny (simulated 60 x 6, 20 iterations, 5 repeats),
 set through a link, which is itself what a link must carry.
 """
 
@@ -29,7 +29,7 @@ sync_api = require_chromium()
 PROJECTOR = {"width": 1024, "height": 768}
 RUN_TIMEOUT_MS = 240_000
 # The tutorial's optimizer, to no tolerance: the story's first three steps, as the Run page runs them.
-TINY = ("dataset=simulated&n=60&p=6&iterations=20&repeats=2&optimizer=seed&init=seed&tol=0"
+TINY = ("dataset=simulated&n=60&p=6&iterations=20&repeats=5&optimizer=seed&init=seed&tol=0"
         "&strategies=eager,jit_per_function,scan")
 # Charts each page draws once the tiny run is stored (Under the hood and About draw none).
 CHARTS = {"Run": 4, "Story": 1, "Compare": 3, "Scaling": 0, "Under the hood": 0, "About": 0}
@@ -191,7 +191,7 @@ def test_the_story_moves_with_the_arrow_keys(after_a_run):
     wait_painted(page)
     page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=60_000)
     # The run's three strategies are the story's first three steps: stored, nothing ran.
-    assert "step=2" in page.url and page.locator(".story-speedup").inner_text().startswith(("×", "within"))
+    assert "step=3" in page.url and page.locator(".story-speedup").inner_text().startswith(("×", "within"))
     page.keyboard.press("ArrowLeft")
     page.get_by_text(re.compile(r"Step 2 of \d+")).wait_for(timeout=60_000)
     assert not after_a_run.problems, after_a_run.problems

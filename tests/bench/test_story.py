@@ -25,7 +25,7 @@ def test_steps_start_with_the_tutorial_levels_and_name_what_exists():
 
 
 def test_a_step_runs_the_problem_its_own_way():
-    problem = FitSpec(iterations=77, precision="float64")
+    problem = FitSpec(iterations=77, precision="float64", repeats=story.STORY_REPEATS)
     step = story.Step("while_loop", "stop when converged", "this project", "…", changes=(("tol", 1e-4),))
     spec = step.spec(problem)
     assert (spec.strategy, spec.iterations, spec.precision, spec.tol) == ("while_loop", 77, "float64", 1e-4)
@@ -44,6 +44,9 @@ def test_every_step_runs_one_algorithm_for_the_same_iterations_but_the_slow_firs
     # Eager's cost per iteration shows in a few iterations; the others run the problem's.
     assert [s.iterations for s in specs] == [story.SLOW_STEP_ITERATIONS] + [500] * (len(specs) - 1)
     assert story.specs(dataclasses.replace(profiled, iterations=20))[0].iterations == 20  # a cap, never more
+    # At least STORY_REPEATS repeats, so that steps running one program time alike on a busy machine.
+    assert {s.repeats for s in specs} == {story.STORY_REPEATS}
+    assert {s.repeats for s in story.specs(dataclasses.replace(profiled, repeats=9))} == {9}
     adam = story.specs(FitSpec(optimizer=OptimizerSpec("adam", 0.05), tol=1e-6))
     assert {(s.optimizer, s.tol) for s in adam} == {(OptimizerSpec("adam", 0.05), 0.0)}
 
