@@ -140,6 +140,21 @@ def show_cancelled() -> None:
                 icon=":material/stop_circle:")
 
 
+def _ready(specs: list[FitSpec]):
+    """(the run store, the cluster) once every spec's device is served; SpecError or
+    StoreError saying what is missing."""
+    for platform in {spec.device for spec in specs}:
+        resources.check_device(platform)
+    return resources.run_store(), resources.cluster()
+
+
+def _progress_slots(title: str, labels: list[str]):
+    """In a status box: (its Cancel button's slot, a progress bar per label, the live chart's slot)."""
+    cancel_slot = cancel_button(title)
+    bars = [st.progress(0.0, text=f"**{md(label)}**: waiting") for label in labels]
+    return cancel_slot, bars, st.empty()
+
+
 def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None,
               title: str = "Running", cold: bool = False) -> tuple[list[RunResult], str | None]:
     """Runs and stores `specs` in order, showing a status box with a progress bar per spec.
@@ -159,19 +174,14 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
     """
     labels = labels or [spec.strategy for spec in specs]
     try:
-        for platform in {spec.device for spec in specs}:
-            resources.check_device(platform)
-        store = resources.run_store()
-        cluster = resources.cluster()
+        store, cluster = _ready(specs)
     except (SpecError, StoreError) as exc:
         return [], public(exc)
     results: list[RunResult] = []
     error = None
     live_points: list[dict] = []
     with st.status(f"{title}…", expanded=True) as status:
-        cancel_slot = cancel_button(title)
-        bars = [st.progress(0.0, text=f"**{md(label)}**: waiting") for label in labels]
-        live = st.empty()
+        cancel_slot, bars, live = _progress_slots(title, labels)
         for index, (spec, label, bar) in enumerate(zip(specs, labels, bars)):
             # expanded must be repeated: an update without it can collapse the box.
             status.update(label=f"{md(title)}: {md(label)} ({index + 1} of {len(specs)})…", expanded=True)
@@ -209,19 +219,14 @@ def run_specs_together(specs: list[FitSpec], labels: list[str], title: str,
     stored results, an error message or None) as `run_specs` does. All or none: a failure
     stores none of them (a dead worker stores each as interrupted)."""
     try:
-        for platform in {spec.device for spec in specs}:
-            resources.check_device(platform)
-        store = resources.run_store()
-        cluster = resources.cluster()
+        store, cluster = _ready(specs)
     except (SpecError, StoreError) as exc:
         return [], public(exc)
     results: list[RunResult] = []
     error = None
     live_points: list[dict] = []
     with st.status(f"{title}…", expanded=True) as status:
-        cancel_slot = cancel_button(title)
-        bars = [st.progress(0.0, text=f"**{md(label)}**: waiting") for label in labels]
-        live = st.empty()
+        cancel_slot, bars, live = _progress_slots(title, labels)
         reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy)
                      for index, (spec, label, bar) in enumerate(zip(specs, labels, bars))]
         try:
