@@ -84,3 +84,28 @@ def test_the_recursions_direction_unless_uphill_then_minus_h0_g(problem, sign):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=0)
     assert float(slope) == pytest.approx(float(plbfgs._dot(own.gradient, expected)), rel=1e-12)
     assert float(slope) < 0
+
+
+def test_a_rejected_pair_empties_its_slot_and_leaves_the_others(problem):
+    data, params, precision = problem
+    algorithm = plbfgs.PreconditionedLbfgs()
+    state = algorithm.init(params, precision, data)
+    step = jax.jit(algorithm.step)
+    for _ in range(plbfgs.MEMORY + 1):
+        state, _ = step(state, data)
+    before = state.opt_state
+    assert bool(jnp.all(before.inverse_products > 0))  # the memory is full
+    # A held gradient 1e-3 of the true one: the step along -H0 g_held is short, the true
+    # gradient barely changes, so s . y = -t g_held H0 (g_new - g_held) < 0 and the pair fails.
+    held = jax.tree.map(lambda g: 1e-3 * g, before.gradient)
+    state = state._replace(opt_state=before._replace(gradient=held, inverse_products=jnp.zeros_like(
+        before.inverse_products)))
+    after, _ = step(state, data)
+    own, slot = after.opt_state, int(before.slot)
+    assert int(own.slot) == slot
+    assert float(own.inverse_products[slot]) == 0.0
+    for buffers, old in ((own.steps, before.steps), (own.gradient_changes, before.gradient_changes)):
+        for got, was in zip(buffers, old):
+            assert not np.any(np.asarray(got[slot]))
+            others = [i for i in range(plbfgs.MEMORY) if i != slot]
+            np.testing.assert_array_equal(np.asarray(got)[others], np.asarray(was)[others])

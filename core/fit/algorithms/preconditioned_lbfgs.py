@@ -12,7 +12,8 @@ Variables M and u = log S (two (n, p) arrays, kept apart). One iteration:
    and the loss has not risen by more than its rounding), which judges a step by its
    directional derivative once the loss changes by less than its own rounding. On oaks
    the unit step is taken in about 19 iterations of 20.
-3. the pair (s, y) = (t d, g_new - g) is kept if s.y > 1e-10 |s| |y| (curvature).
+3. the pair (s, y) = (t d, g_new - g) is kept if s.y > 1e-10 |s| |y| (curvature);
+   otherwise its slot, the oldest pair's, is emptied.
 
 What an iteration costs is passes over (n, p) arrays (at oaks x100 each takes about as long
 as a small matrix product), so none is made twice: the fallback to -H0 g runs only when the
@@ -207,11 +208,16 @@ class PreconditionedLbfgs(Algorithm):
         keep = product > 1e-10 * jnp.sqrt(t * t * _dot(direction, direction) * _dot(change, change))
         slot = own.slot
 
+        # A pair that fails the test empties its slot (zeros, 1 / (s . y) = 0: the recursion
+        # skips it) rather than leaving the old pair there: keeping the old one reads the
+        # slot it overwrites, which XLA cannot do in place, and cost four extra passes over
+        # the variables at every iteration. Only the oldest pair, which the next kept pair
+        # overwrites anyway, is lost, and only after a rejection.
         def remember(memory: Latent, pair: Latent) -> Latent:
             return jax.tree.map(lambda buffer, value: jax.lax.dynamic_update_index_in_dim(
-                buffer, jnp.where(keep, value, buffer[slot]), slot, 0), memory, pair)
+                buffer, jnp.where(keep, value, jnp.zeros_like(value)), slot, 0), memory, pair)
 
-        inverse = jnp.where(keep, 1.0 / jnp.where(keep, product, 1.0), own.inverse_products[slot])
+        inverse = jnp.where(keep, 1.0 / jnp.where(keep, product, 1.0), 0.0)
         new = PreconditionedLbfgsState(
             point.log_sd, point.loss, point.gradient, point.curvature, remember(own.steps, step),
             remember(own.gradient_changes, change), own.inverse_products.at[slot].set(inverse),
