@@ -12,7 +12,13 @@ Variables M and u = log S (two (n, p) arrays, kept apart). One iteration:
    and the loss has not risen by more than its rounding), which judges a step by its
    directional derivative once the loss changes by less than its own rounding. On oaks
    the unit step is taken in about 19 iterations of 20.
-3. the pair (s, y) = (t d, g_new - g) is kept if s.y > 1e-10 |s| |y| (curvature).
+3. the pair (s, y) = (t d, g_new - g) is kept if s.y > 1e-10 |s| |y| (curvature);
+   otherwise its slot, the oldest pair's, is emptied.
+
+What an iteration costs is passes over (n, p) arrays (at oaks x100 each takes about as long
+as a small matrix product), so none is made twice: the fallback to -H0 g runs only when the
+recursion's direction goes uphill (`lax.cond`, rare), and s.y = t (g_new.d - g.d) comes from
+the two slopes the line search has already summed.
 
 Why preconditioned: A spans 1e-7 to 2e3 on oaks, so one scalar scale (stock L-BFGS,
 `lbfgs`) fits no coordinate; with H0 = diag(1 / h) the fit comes within 1e-5 of the
@@ -122,30 +128,52 @@ def _direction(own: PreconditionedLbfgsState) -> Latent:
 # compiled once per shape; inside the compiled strategies it is inlined as before.
 @jax.jit
 def _line_search(start_mean, own: PreconditionedLbfgsState, direction: Latent, slope, data):
-    """t = 1, then halving (module docstring, step 2) -> (t, the point at t, halvings)."""
+    """t = 1, then halving (module docstring, step 2) -> (t, the point at t, its slope
+    g_new . d, halvings)."""
     dtype = start_mean.dtype
     slack = LOSS_SLACK * jnp.finfo(dtype).eps * jnp.abs(own.loss)
 
-    def trial(t) -> _Point:
-        return _evaluate(start_mean + t.astype(dtype) * direction.latent_mean,
-                         own.log_sd + t.astype(dtype) * direction.latent_sd, data)
+    def trial(t) -> tuple[_Point, jax.Array]:
+        point = _evaluate(start_mean + t.astype(dtype) * direction.latent_mean,
+                          own.log_sd + t.astype(dtype) * direction.latent_sd, data)
+        return point, _dot(point.gradient, direction)
 
-    def accepted(t, point: _Point):
+    def accepted(t, point: _Point, new_slope):
         finite = jnp.isfinite(point.loss)
         armijo = point.loss <= own.loss + ARMIJO * t * slope
-        wolfe = (point.loss <= own.loss + slack) & (_dot(point.gradient, direction) <= -(1 - 2 * WOLFE_DELTA) * slope)
+        wolfe = (point.loss <= own.loss + slack) & (new_slope <= -(1 - 2 * WOLFE_DELTA) * slope)
         return finite & (armijo | wolfe)
 
     def keep_halving(carry):
-        t, point, halvings = carry
-        return ~accepted(t, point) & (halvings < MAX_HALVINGS)
+        t, point, new_slope, halvings = carry
+        return ~accepted(t, point, new_slope) & (halvings < MAX_HALVINGS)
 
     def halve(carry):
-        t, _, halvings = carry
-        return t * 0.5, trial(t * 0.5), halvings + 1
+        t, _, _, halvings = carry
+        return (t * 0.5, *trial(t * 0.5), halvings + 1)
 
     one = jnp.ones((), slope.dtype)
-    return jax.lax.while_loop(keep_halving, halve, (one, trial(one), jnp.zeros((), jnp.int32)))
+    return jax.lax.while_loop(keep_halving, halve, (one, *trial(one), jnp.zeros((), jnp.int32)))
+
+
+def _steepest(own: PreconditionedLbfgsState) -> tuple[Latent, jax.Array]:
+    """(-H0 g, its slope g . d): the direction when the recursion's goes uphill."""
+    direction = jax.tree.map(lambda g, h: -g / h, own.gradient, own.curvature)
+    return direction, _dot(own.gradient, direction)
+
+
+# Jitted at module level for the reason `_line_search` is: the eager strategy would build
+# a new `lax.cond` program at every call.
+@jax.jit
+def _descent_direction(own: PreconditionedLbfgsState) -> tuple[Latent, jax.Array]:
+    """(d, g . d): the recursion's direction, or -H0 g when that is not downhill (or NaN).
+
+    A `lax.cond`, not a select between the two: a select makes -H0 g and its slope at
+    every iteration, two passes over the variables and two sums that are almost never used.
+    """
+    direction = _direction(own)
+    slope = _dot(own.gradient, direction)
+    return jax.lax.cond(slope < 0, lambda: (direction, slope), lambda: _steepest(own))
 
 
 class PreconditionedLbfgs(Algorithm):
@@ -170,25 +198,26 @@ class PreconditionedLbfgs(Algorithm):
     def step(self, state, data):
         own = state.opt_state
         start_mean = state.params.latent_mean
-        direction = _direction(own)
-        slope = _dot(own.gradient, direction)
-        steepest = jax.tree.map(lambda g, h: -g / h, own.gradient, own.curvature)
-        uphill = ~(slope < 0)
-        direction = jax.tree.map(lambda a, b: jnp.where(uphill, a, b), steepest, direction)
-        slope = jnp.where(uphill, _dot(own.gradient, direction), slope)
+        direction, slope = _descent_direction(own)
         dtype = start_mean.dtype
-        t, point, halvings = _line_search(start_mean, own, direction, slope, data)
+        t, point, new_slope, halvings = _line_search(start_mean, own, direction, slope, data)
         step = jax.tree.map(lambda d: t.astype(dtype) * d, direction)
         change = jax.tree.map(jnp.subtract, point.gradient, own.gradient)
-        product = _dot(step, change)
-        keep = product > 1e-10 * jnp.sqrt(_dot(step, step) * _dot(change, change))
+        # s . y = t d . (g_new - g), from the slopes already summed: one sum fewer.
+        product = t * (new_slope - slope)
+        keep = product > 1e-10 * jnp.sqrt(t * t * _dot(direction, direction) * _dot(change, change))
         slot = own.slot
 
+        # A pair that fails the test empties its slot (zeros, 1 / (s . y) = 0: the recursion
+        # skips it) rather than leaving the old pair there: keeping the old one reads the
+        # slot it overwrites, which XLA cannot do in place, and cost four extra passes over
+        # the variables at every iteration. Only the oldest pair, which the next kept pair
+        # overwrites anyway, is lost, and only after a rejection.
         def remember(memory: Latent, pair: Latent) -> Latent:
             return jax.tree.map(lambda buffer, value: jax.lax.dynamic_update_index_in_dim(
-                buffer, jnp.where(keep, value, buffer[slot]), slot, 0), memory, pair)
+                buffer, jnp.where(keep, value, jnp.zeros_like(value)), slot, 0), memory, pair)
 
-        inverse = jnp.where(keep, 1.0 / jnp.where(keep, product, 1.0), own.inverse_products[slot])
+        inverse = jnp.where(keep, 1.0 / jnp.where(keep, product, 1.0), 0.0)
         new = PreconditionedLbfgsState(
             point.log_sd, point.loss, point.gradient, point.curvature, remember(own.steps, step),
             remember(own.gradient_changes, change), own.inverse_products.at[slot].set(inverse),

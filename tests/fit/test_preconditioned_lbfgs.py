@@ -1,0 +1,111 @@
+"""preconditioned_lbfgs's shortcuts compute what the textbook iteration computes.
+
+Each iteration avoids passes over the (n, p) variables: s . y is taken from the two slopes
+the line search summed, and -H0 g is made only when the recursion's direction goes uphill.
+These tests check both against the direct computation, in float64.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from core.data.datasets import simulate
+from core.fit import model
+from core.fit.algorithms import preconditioned_lbfgs as plbfgs
+from core.fit.algorithms.base import Latent
+from core.machine.runtime import configure
+
+
+@pytest.fixture(scope="module")
+def problem():
+    configure()
+    counts = simulate(40, 6, d=2, seed=5)
+    data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, "float64"))
+    params, precision = model.init_params(data, "log_rates")
+    return data, params, precision
+
+
+def test_each_kept_pair_has_the_inverse_of_its_own_curvature_product(problem):
+    data, params, precision = problem
+    algorithm = plbfgs.PreconditionedLbfgs()
+    state = algorithm.init(params, precision, data)
+    step = jax.jit(algorithm.step)
+    checked = 0
+    for _ in range(8):
+        slot = int(state.opt_state.slot)
+        state, _ = step(state, data)
+        own = state.opt_state
+        if int(own.slot) == slot:
+            continue  # the pair was not kept
+        pair = [jax.tree.map(lambda memory: memory[slot], buffers) for buffers in (own.steps, own.gradient_changes)]
+        direct = float(plbfgs._dot(*pair))
+        assert direct > 0
+        assert float(own.inverse_products[slot]) == pytest.approx(1.0 / direct, rel=1e-9)
+        checked += 1
+    assert checked >= 6
+
+
+def _state_with_one_pair(problem, inverse_product):
+    """A state at the start with one remembered pair (s, y) = (g, g) and the given 1 / (s . y)."""
+    data, params, precision = problem
+    own = plbfgs.PreconditionedLbfgs().init(params, precision, data).opt_state
+    gradient = own.gradient
+    steps = jax.tree.map(lambda memory, g: memory.at[0].set(g), own.steps, gradient)
+    changes = jax.tree.map(lambda memory, g: memory.at[0].set(g), own.gradient_changes, gradient)
+    return own._replace(steps=steps, gradient_changes=changes,
+                        inverse_products=own.inverse_products.at[0].set(inverse_product),
+                        slot=jnp.ones((), jnp.int32))
+
+
+def _steepest(own):
+    return Latent(-own.gradient.latent_mean / own.curvature.latent_mean,
+                  -own.gradient.latent_sd / own.curvature.latent_sd)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_the_recursions_direction_unless_uphill_then_minus_h0_g(problem, sign):
+    own = _state_with_one_pair(problem, 0.0)
+    norm = float(plbfgs._dot(own.gradient, own.gradient))
+    # With s = y = g and 1 / (s . y) = c / |g|^2 the recursion gives g . d =
+    # -|g|^2 ((1 - c)^2 k + c), k = g H0 g / |g|^2: downhill for c = 1, uphill for
+    # c = 1 - 1 / (2k) when k < 1/4 (a pair no step would have kept).
+    k = float(plbfgs._dot(own.gradient, jax.tree.map(jnp.divide, own.gradient, own.curvature))) / norm
+    assert k < 0.25
+    c = 1.0 if sign > 0 else 1.0 - 1.0 / (2.0 * k)
+    own = own._replace(inverse_products=own.inverse_products.at[0].set(c / norm))
+    recursion = plbfgs._direction(own)
+    recursion_slope = float(plbfgs._dot(own.gradient, recursion))
+    assert (recursion_slope < 0) == (sign > 0)
+
+    direction, slope = plbfgs._descent_direction(own)
+    expected = recursion if sign > 0 else _steepest(own)
+    for got, want in zip(direction, expected):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=0)
+    assert float(slope) == pytest.approx(float(plbfgs._dot(own.gradient, expected)), rel=1e-12)
+    assert float(slope) < 0
+
+
+def test_a_rejected_pair_empties_its_slot_and_leaves_the_others(problem):
+    data, params, precision = problem
+    algorithm = plbfgs.PreconditionedLbfgs()
+    state = algorithm.init(params, precision, data)
+    step = jax.jit(algorithm.step)
+    for _ in range(plbfgs.MEMORY + 1):
+        state, _ = step(state, data)
+    before = state.opt_state
+    assert bool(jnp.all(before.inverse_products > 0))  # the memory is full
+    # A held gradient 1e-3 of the true one: the step along -H0 g_held is short, the true
+    # gradient barely changes, so s . y = -t g_held H0 (g_new - g_held) < 0 and the pair fails.
+    held = jax.tree.map(lambda g: 1e-3 * g, before.gradient)
+    state = state._replace(opt_state=before._replace(gradient=held, inverse_products=jnp.zeros_like(
+        before.inverse_products)))
+    after, _ = step(state, data)
+    own, slot = after.opt_state, int(before.slot)
+    assert int(own.slot) == slot
+    assert float(own.inverse_products[slot]) == 0.0
+    for buffers, old in ((own.steps, before.steps), (own.gradient_changes, before.gradient_changes)):
+        for got, was in zip(buffers, old):
+            assert not np.any(np.asarray(got[slot]))
+            others = [i for i in range(plbfgs.MEMORY) if i != slot]
+            np.testing.assert_array_equal(np.asarray(got)[others], np.asarray(was)[others])
