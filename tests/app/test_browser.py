@@ -23,7 +23,8 @@ def served(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("served")
     env = {"PLNLAB_DB": str(scratch / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(scratch / "jax"),
            "PLNLAB_QUEUE_DIR": str(scratch / "queue")}
-    with served_app(env) as (base, _):
+    # The server's output goes to a file: an unread pipe would block the server once full.
+    with served_app(env, log_path=str(scratch / "server.log")) as (base, _):
         yield base, env
 
 
@@ -87,7 +88,9 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
     base, env = served
     store = RunStore(env["PLNLAB_DB"])
     before = len(store.list())
-    page.goto(f"{base}/?strategies=eager,scan")  # eager is not ticked by default
+    # Eager is not ticked by default; tol=0 runs every iteration (the default fit converges in
+    # about 60, under a second, whatever the iteration count).
+    page.goto(f"{base}/?strategies=eager,scan&tol=0")
     wait_painted(page)
     iterations = page.get_by_role("spinbutton", name="Iterations")
     iterations.fill("50000")  # eager first: minutes of work
