@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -44,8 +45,9 @@ def served_app(env: dict[str, str], timeout_s: float = 60.0, log_path: str | Non
                as_readme: bool = False, port: int | None = None, options: tuple[str, ...] = ()):
     """Yield (base_url, process) of `streamlit run app.py`, stopped on exit.
 
-    The server's output goes to `log_path` when given: a long session must write it
-    somewhere that is read, or the server blocks once the pipe's buffer is full. With
+    The server's output goes to `log_path` when given, else to a temporary file: never to a
+    pipe, which nobody reads while the tests run and which blocks the server (and its
+    workers, which share its output) once its buffer is full. With
     `as_readme` the server is started as the README's command starts it (every interface,
     the project's own settings alone), on a free port (or `port`); `options` are more of
     Streamlit's command-line options.
@@ -56,12 +58,12 @@ def served_app(env: dict[str, str], timeout_s: float = 60.0, log_path: str | Non
         command += ["--server.address", "127.0.0.1", "--server.headless", "true",
                     "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
     with contextlib.ExitStack() as stack:
-        output = stack.enter_context(open(log_path, "w")) if log_path else subprocess.PIPE
+        output = stack.enter_context(open(log_path, "w+") if log_path else tempfile.TemporaryFile("w+"))
         process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env},
                                    stdout=output, stderr=subprocess.STDOUT, text=True)
         base = f"http://127.0.0.1:{port}"
         try:
-            wait_healthy(base, process, timeout_s)
+            wait_healthy(base, process, timeout_s, output)
             yield base, process
         finally:
             process.terminate()
@@ -71,12 +73,16 @@ def served_app(env: dict[str, str], timeout_s: float = 60.0, log_path: str | Non
                 process.kill()
 
 
-def wait_healthy(base: str, process: subprocess.Popen, timeout_s: float) -> float:
-    """Seconds until the server answers its health check."""
+def wait_healthy(base: str, process: subprocess.Popen, timeout_s: float, output=None) -> float:
+    """Seconds until the server answers its health check; `output`, the file its output
+    goes to, is shown if it exits first."""
     start = time.perf_counter()
     while time.perf_counter() - start < timeout_s:
         if process.poll() is not None:
-            said = process.stdout.read() if process.stdout else "(its output is in the log file)"
+            said = "(its output was not kept)"
+            if output is not None:
+                output.seek(0)
+                said = output.read()
             raise RuntimeError(f"streamlit exited early:\n{said}")
         with contextlib.suppress(OSError):
             with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as answer:

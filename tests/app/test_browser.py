@@ -23,7 +23,6 @@ def served(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("served")
     env = {"PLNLAB_DB": str(scratch / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(scratch / "jax"),
            "PLNLAB_QUEUE_DIR": str(scratch / "queue")}
-    # The server's output goes to a file: an unread pipe would block the server once full.
     with served_app(env, log_path=str(scratch / "server.log")) as (base, _):
         yield base, env
 
