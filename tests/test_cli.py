@@ -119,6 +119,7 @@ BAD_INPUTS = [
     (["export", "runs.json", "--ids", "999"], "no run with id 999"),
     (["bench", "--sizes", "0"], "replicate must be between"),
     (["bench", "--repeats", "0"], "repeats must be between"),
+    (["bench", "--trajectory-cap", "0"], "--trajectory-cap must be at least 1"),
 ]
 
 

@@ -26,6 +26,8 @@ class Bench:
         cold: compile every grid run from scratch.
         tables: which tables to make: "per-iteration", "time-to-solution".
         solve_strategies, solve_optimizers: the time-to-solution contenders.
+        trajectory_cap: every contender's trajectory length, or None for each optimizer's own
+            (`time_to_solution.CAPS`).
     """
 
     sizes: tuple[int, ...]
@@ -38,11 +40,14 @@ class Bench:
     tables: tuple[str, ...] = ("per-iteration", "time-to-solution")
     solve_strategies: tuple[str, ...] = (DEFAULTS.strategy,)
     solve_optimizers: tuple[str, ...] = tts.DEFAULT_OPTIMIZERS
+    trajectory_cap: int | None = None
 
     def check(self) -> None:
         """SpecError for a benchmark that cannot run (before anything runs)."""
         if len(self.iterations) != len(self.sizes):
             raise SpecError(f"--iterations needs one value per size ({len(self.sizes)}); got {len(self.iterations)}")
+        if self.trajectory_cap is not None and self.trajectory_cap < 1:
+            raise SpecError(f"--trajectory-cap must be at least 1; got {self.trajectory_cap}")
         self.grid()
         for contender in self.contenders():  # refused pairs are refused before anything runs
             contender.spec(DatasetSpec(), 1, self.precision, self.repeats, self.device)
@@ -63,8 +68,8 @@ def run(bench: Bench, store, on_result: Callable[[RunResult], None] | None = Non
         out.append(grid.table(grid.run_grid(bench.grid(), store, on_result, cold=bench.cold)))
     if "time-to-solution" in bench.tables:
         solutions = tts.run(bench.sizes, bench.contenders(), store, bench.precision, bench.repeats, bench.device,
-                            on_result)
-        out.append(f"\nTime to solution: steady-state seconds to within 1e-5 (relative) of the best ELBO any "
-                   f"contender reached ({bench.precision}, median of {bench.repeats} repeats)\n"
+                            on_result, bench.trajectory_cap)
+        out.append(f"\nTime to solution: steady-state seconds to within 1e-5 (relative) of the best ELBO this "
+                   f"project's contenders reached ({bench.precision}, median of {bench.repeats} repeats)\n"
                    + tts.table(solutions))
     return out

@@ -154,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="time-to-solution: the strategies to run each optimizer under")
     bench.add_argument("--solve-optimizers", nargs="+", choices=OPTIMIZERS, default=None,
                        help="time-to-solution: default pyplnmodels_rprop lbfgs diagonal_newton preconditioned_lbfgs")
+    bench.add_argument("--trajectory-cap", type=int, default=None, metavar="N",
+                       help="time-to-solution: iterations of every contender's first pass, which finds the optimum "
+                            "(default: a few times what each optimizer needs on oaks; pyPLNmodels 1000)")
     add_db(bench)
     add_scheduler(bench)
 

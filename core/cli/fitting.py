@@ -130,7 +130,7 @@ def command_bench(args) -> int:
         iterations=tuple(args.iterations or [400 if size == 1 else 100 for size in args.sizes]),
         precision=args.precision, repeats=args.repeats, device=args.device, cold=args.cold, tables=tuple(args.tables),
         solve_strategies=tuple(args.solve_strategies),
-        solve_optimizers=tuple(args.solve_optimizers or tts.DEFAULT_OPTIMIZERS))
+        solve_optimizers=tuple(args.solve_optimizers or tts.DEFAULT_OPTIMIZERS), trajectory_cap=args.trajectory_cap)
     bench.check()
     store = RunStore(args.db)
 

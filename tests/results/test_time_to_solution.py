@@ -133,3 +133,11 @@ def test_the_benchmark_table_gives_ratios_to_pyplnmodels_on_the_same_problem(tmp
     assert "not within 1e-5" in lines[4]
     with pytest.raises(SpecError, match="runs only the optimizers"):
         tts.contenders(["scan_analytic"], ["lbfgs"])[1].spec(TINY, 5, "float32", 1, "cpu")
+
+
+def test_the_optimum_is_set_by_this_projects_float64_summed_elbos_not_the_peers_float32(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    peer, ours = _stored(store, final=-99.9995), _stored(store, final=-100.0)  # the peer 5e-6 above
+    chosen = tts.contenders(["scan"], ["preconditioned_lbfgs"])
+    assert tts.optimum(list(zip(chosen, [peer, ours]))) == -100.0
+    assert tts.optimum([(chosen[0], peer)]) == -99.9995  # alone, it is all there is
