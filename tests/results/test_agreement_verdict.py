@@ -43,3 +43,17 @@ def test_mixed_algorithms_and_too_few_runs():
     assert one.state == "unknown" and math.isnan(one.spread)
     diverged = _runs([-100.0, -1e30]).assign(status=["ok", "diverged"])
     assert agreement.verdict(diverged).state == "unknown"
+
+
+def test_runs_that_stalled_short_of_the_optimum_are_not_two_optima():
+    # float32 ties (final change 0) 2e-5 apart: each stopped where its steps stopped changing
+    # the ELBO, as oaks x1000 did before its sums were widened.
+    stalled = _runs([-32026828.0, -32026828.0 * (1 - 2e-5)], optimizer="preconditioned_lbfgs", precision="float32",
+                    final_change=0.0)
+    found = agreement.verdict(stalled)
+    assert found.state == "drift" and "stalled" in found.reason and found.limit == agreement.STALLED_GAP["float32"]
+    # The same spread between runs that converged is a disagreement.
+    at_rest = stalled.assign(final_change=1e-7 / 2)
+    assert agreement.verdict(at_rest).state == "differ"
+    # Stalled far apart is still a disagreement.
+    assert agreement.verdict(stalled.assign(final_elbo=[-100.0, -101.0])).state == "differ"
