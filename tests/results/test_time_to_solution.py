@@ -124,8 +124,8 @@ def test_the_benchmark_table_gives_ratios_to_pyplnmodels_on_the_same_problem(tmp
     contenders = tts.contenders(["scan"], ["preconditioned_lbfgs", "diagonal_newton"])
     assert [c.label for c in contenders] == ["pyPLNmodels Pln.fit", "scan · preconditioned_lbfgs · log_rates",
                                              "scan · diagonal_newton · log_rates"]
-    solutions = [tts.Solution(contenders[0], peer, -100.0, 3, peer), tts.Solution(contenders[1], ours, -100.0, 3, ours),
-                 tts.Solution(contenders[2], far, -100.0, None, None)]
+    solutions = [tts.Solution(contenders[0], peer, -100.0, 3, (peer,)),
+                 tts.Solution(contenders[1], ours, -100.0, 3, (ours,)), tts.Solution(contenders[2], far, -100.0, None)]
     text = tts.table(solutions)
     lines = text.splitlines()
     assert "x pyPLN" in lines[0]
@@ -141,3 +141,19 @@ def test_the_optimum_is_set_by_this_projects_float64_summed_elbos_not_the_peers_
     chosen = tts.contenders(["scan"], ["preconditioned_lbfgs"])
     assert tts.optimum(list(zip(chosen, [peer, ours]))) == -100.0
     assert tts.optimum([(chosen[0], peer)]) == -99.9995  # alone, it is all there is
+
+
+def test_the_timing_rounds_take_the_contenders_in_turn_and_report_the_median(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    chosen = tts.contenders(["scan", "scan_namedtuple"], ["preconditioned_lbfgs"], with_peer=False)
+    order = []
+    solutions = tts.run([1], chosen, store, repeats=3, cap=100,
+                        on_result=lambda run: order.append((run.strategy, run.iterations)))
+    trajectories, timed = order[:2], order[2:]
+    assert [iterations for _, iterations in trajectories] == [100, 100]
+    assert [strategy for strategy, _ in timed] == ["scan", "scan_namedtuple"] * 3  # in turn, not one after the other
+    for solution in solutions:
+        assert len(solution.rounds) == 3 and all(run.repeats == 1 for run in solution.rounds)
+        times = sorted(run.run_s for run in solution.rounds)
+        assert solution.timed.run_s == times[1] and solution.spread_s == (times[0], times[2])
+    assert len(store.list()) == 2 + 6  # every run stored
