@@ -147,7 +147,9 @@ def run(replicates: Iterable[int], chosen: list[Contender], store, precision: st
         trajectories = [fit(spec) for spec in specs]
         finished = [(c, r) for c, r in zip(chosen, trajectories) if r.status == "ok" and r.elbo]
         if not finished:
-            raise SpecError(f"no contender finished on {dataset.label}")
+            ended = "; ".join(f"{c.label}: {r.status}" + (f" ({r.error})" if r.error else "")
+                              for c, r in zip(chosen, trajectories))
+            raise SpecError(f"no contender finished on {dataset.label}: {ended}")
         best = optimum(finished)
         counts_to = [reach.iterations_to(t.elbo, best) if t.status == "ok" else None for t in trajectories]
         rounds: list[list[RunResult]] = [[] for _ in chosen]
