@@ -112,7 +112,7 @@ with n_tab:
             st.error(error, icon=":material/error:")
             frame = store.frame()
         else:  # redraw, so that the button counts what is left to run
-            st.session_state["scl_flash"] = f"Sweep done: {len(results)} runs stored."
+            st.session_state["scl_flash"] = f"Sweep done: {len(results)} run{'s' * (len(results) != 1)} stored."
             st.rerun()
     if flash := st.session_state.pop("scl_flash", None):
         st.toast(flash, icon=":material/check_circle:")

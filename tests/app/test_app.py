@@ -105,6 +105,8 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert sorted(r.strategy for r in runs) == ["jit_step", "scan"]
     assert all(r.dataset == "simulated 40x5 d=1 (seed 0)" and r.iterations == 10 for r in runs)
     assert len(at.get(CHART)) >= 4  # timing bars, speed-up, two ELBO curves
+    # The speed-up's baseline is the least compiled strategy run, whichever was slower this time.
+    assert any("faster than jit_step one full fit" in c.value for c in at.caption)
     # 10 iterations do not meet the sidebar's tolerance: a fit, not a solution, says so.
     assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"]
     assert "no solution" in at.metric[0].delta
