@@ -168,12 +168,16 @@ newest = one_problem.sort_values("created_at", ascending=False).head(MAX_CURVES)
 # Rows of the frame and the curves as arrays: a long curve costs one read, not a Python
 # float per point, and is thinned before it is drawn.
 results = sorted(newest.itertuples(), key=lambda r: r.id)  # legends in run order
-labels = [f"#{r.id} {r.strategy}" for r in results]
+optimizers = sorted({str(r.optimizer) for r in results})
+# Curves of different optimizers are different algorithms: they meet only at the optimum.
+labels = [f"#{r.id} {r.strategy}" + (f" · {r.optimizer}" if len(optimizers) > 1 else "") for r in results]
 curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in newest["id"]]))
 by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
 with by_iteration:
     display.chart(lines.elbo_curves(curves, x="iteration", height=340),
-                  "log(-ELBO) per iteration; runs of the same problem should overlap."
+                  "log(-ELBO) per iteration; runs of one problem and one optimizer should overlap."
+                  + (f" {len(optimizers)} optimizers here ({', '.join(map(md, optimizers))}): different algorithms, "
+                     "whose curves meet only at the optimum." if len(optimizers) > 1 else "")
                   + (f" The {MAX_CURVES} newest of {len(one_problem)} runs." if len(one_problem) > MAX_CURVES else "")
                   + (f" {len(problem_labels) - 1} other problem{'s' * (len(problem_labels) > 2)} in the box above."
                      if len(problem_labels) > 1 else ""),

@@ -7,11 +7,14 @@ test_app's; fits are tiny.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pyarrow as pa
 from test_app import CHART, fake_run, open_app, tiny_problem
 
 from core.bench import story
+from core.spec import DatasetSpec, OptimizerSpec
 from pages.ui import settings
 from pages.ui.text import plain
 
@@ -160,6 +163,18 @@ def test_compare_draws_the_elbo_curves_of_one_problem_at_a_time(store):
     at.selectbox(key="cmp_elbo_problem").set_value(x1[0]).run()
     drawn = curves_drawn(at)
     assert all(f"#{i} " in drawn for i in x1) and f"#{x100[0]} " not in drawn
+
+
+def test_compare_names_the_optimizer_of_each_curve_when_several_are_drawn(store):
+    store.add(fake_run("scan"))
+    seeded = settings.DEFAULTS.fit_spec("scan", dataset=DatasetSpec(kind="oaks", replicate=1))
+    seeded = dataclasses.replace(seeded, optimizer=OptimizerSpec("seed"), init="seed")
+    store.add(fake_run("scan", spec=seeded))
+    at = open_app("pages/compare/page.py")
+    drawn = pd.concat([pa.ipc.open_stream(named.data.data).read_all().to_pandas()
+                       for named in at.get(CHART)[0].proto.datasets]).to_string()
+    assert "scan · seed" in drawn and "scan · preconditioned_lbfgs" in drawn
+    assert any("2 optimizers here" in c.value and "meet only at the optimum" in c.value for c in at.caption)
 
 
 def test_deleting_others_runs_can_be_turned_off_while_own_runs_stay_deletable(store, monkeypatch):
