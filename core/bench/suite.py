@@ -70,6 +70,7 @@ def run(bench: Bench, store, on_result: Callable[[RunResult], None] | None = Non
         solutions = tts.run(bench.sizes, bench.contenders(), store, bench.precision, bench.repeats, bench.device,
                             on_result, bench.trajectory_cap)
         out.append(f"\nTime to solution: steady-state seconds to within 1e-5 (relative) of the best ELBO this "
-                   f"project's contenders reached ({bench.precision}, median of {bench.repeats} rounds, contenders in turn)\n"
+                   f"project's contenders reached ({bench.precision}, median of {bench.repeats} rounds, "
+                   "contenders in turn)\n"
                    + tts.table(solutions))
     return out

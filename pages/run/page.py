@@ -139,7 +139,8 @@ if not ok.empty:
         metrics[0].metric("Fastest to solution", display.duration(fastest["time_to_solution_s"]), who,
                           delta_color="off", delta_arrow="off",
                           help="steady-state time from the first iteration to the stop at the tolerance: the median "
-                               "of the repeats; they ranged over " + display.duration_range(spread.Spread.of_run(fastest)))
+                               "of the repeats; they ranged over "
+                               + display.duration_range(spread.Spread.of_run(fastest)))
     else:
         fastest = ok.loc[ok["run_s"].idxmin()]
         metrics[0].metric("Fastest fit", display.duration(fastest["run_s"]), "tolerance not met: no solution",

@@ -154,7 +154,8 @@ def show() -> None:
             st.error(error, icon=":material/error:")
             frame = store.frame()
         else:  # redraw, so that the button counts what is left to run
-            st.session_state["scl_dev_flash"] = f"Device sweep done: {len(results)} run{'s' * (len(results) != 1)} stored."
+            done = len(results)
+            st.session_state["scl_dev_flash"] = f"Device sweep done: {done} run{'s' * (done != 1)} stored."
             st.rerun()
     if flash := st.session_state.pop("scl_dev_flash", None):
         st.toast(flash, icon=":material/check_circle:")
