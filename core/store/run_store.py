@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import pathlib
+import random
 import sqlite3
 import threading
 import time
@@ -49,6 +50,24 @@ def default_db_path() -> pathlib.Path:
         data_home = "~/.local/share"
     return pathlib.Path(data_home).expanduser() / "plnlab" / "runs.sqlite3"
 
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Puts the file in WAL mode (persistent: once per file), waiting out other processes.
+
+    Switching a new file to WAL needs its exclusive lock, and when several processes open a
+    new store at once (a server and its workers) SQLite refuses some of them at once rather
+    than call the busy handler, since waiting could deadlock: they retry here instead.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))  # jittered, so the racers do not meet again
 
 
 class RunStore:
@@ -100,7 +119,7 @@ class RunStore:
 
     def _migrate(self) -> None:
         with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode = WAL")  # persistent: set once per file
+            _use_wal(conn)
             store_schema.migrate(conn)
         self.recover_interrupted()
 

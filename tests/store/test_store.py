@@ -420,6 +420,28 @@ def _add_runs(path: str, worker: int, count: int) -> None:
         store.add(make_run(created_at=worker * 1000.0 + i, iterations=3))
 
 
+def _open_together(path: str, start) -> None:
+    start.wait(timeout=60)  # every opener has imported the store: they open it at once
+    RunStore(path)
+
+
+def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path):
+    # A server and its workers open a fresh store together. Switching the new file to WAL
+    # takes its exclusive lock, and SQLite turns some racers away at once without waiting:
+    # before the store retried, about one round in two lost a process to "database is locked".
+    context = multiprocessing.get_context("spawn")
+    for round_ in range(3):
+        path = str(tmp_path / f"new{round_}.sqlite3")
+        start = context.Barrier(8)
+        openers = [context.Process(target=_open_together, args=(path, start)) for _ in range(8)]
+        for opener in openers:
+            opener.start()
+        for opener in openers:
+            opener.join(timeout=60)
+        assert [o.exitcode for o in openers] == [0] * 8
+        assert RunStore(path).schema_version == SCHEMA_VERSION
+
+
 def test_concurrent_writers(tmp_path):
     path = str(tmp_path / "shared.sqlite3")
     context = multiprocessing.get_context("spawn")
