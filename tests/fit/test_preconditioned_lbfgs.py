@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from core.data.datasets import simulate
-from core.fit import model
+from core.fit import model, profiled
 from core.fit.algorithms import preconditioned_lbfgs as plbfgs
 from core.fit.algorithms.base import Latent
 from core.machine.runtime import configure
@@ -109,3 +109,17 @@ def test_a_rejected_pair_empties_its_slot_and_leaves_the_others(problem):
             assert not np.any(np.asarray(got[slot]))
             others = [i for i in range(plbfgs.MEMORY) if i != slot]
             np.testing.assert_array_equal(np.asarray(got)[others], np.asarray(was)[others])
+
+
+def test_the_log_sd_gradient_is_the_chain_rule_of_the_sd_gradient(problem):
+    # The evaluation makes dF/du (u = log S) without dividing by S; it must still be S dF/dS,
+    # and the gradient autodiff finds for the ELBO at the closed forms.
+    data, params, _ = problem
+    found = profiled.evaluate(params.latent_mean, params.latent_sd, data)
+    np.testing.assert_allclose(found.grad_log_sd, found.grad_sd * params.latent_sd, rtol=1e-12, atol=1e-12)
+
+    def profiled_elbo(log_sd):
+        return profiled.evaluate(params.latent_mean, jnp.exp(log_sd), data).elbo
+
+    autodiff = jax.grad(profiled_elbo)(jnp.log(params.latent_sd))
+    np.testing.assert_allclose(found.grad_log_sd, autodiff, rtol=1e-6, atol=1e-8)

@@ -97,12 +97,13 @@ def _axpy(scale, x: Latent, y: Latent) -> Latent:
 
 
 def _evaluate(latent_mean, log_sd, data) -> _Point:
-    latent_sd = jnp.exp(log_sd)
+    # Materialized once: XLA otherwise rewrites S * S as exp(2 u), one more exp over (n, p).
+    latent_sd = jax.lax.optimization_barrier(jnp.exp(log_sd))
     found = profiled.evaluate(latent_mean, latent_sd, data)
     variance = latent_sd * latent_sd
     spread = found.rate + jnp.diagonal(found.precision)
     curvature = Latent(spread, 2.0 * variance * spread + variance * variance * found.rate)
-    gradient = Latent(-found.grad_mean, -found.grad_sd * latent_sd)
+    gradient = Latent(-found.grad_mean, -found.grad_log_sd)
     return _Point(latent_mean, log_sd, latent_sd, -found.elbo, gradient, curvature, found.coef, found.precision)
 
 
