@@ -26,9 +26,10 @@ the two slopes the line search has already summed.
 Why preconditioned: A spans 1e-7 to 2e3 on oaks, so one scalar scale (stock L-BFGS,
 `lbfgs`) fits no coordinate. With the diagonal of the model alone the fit came within 1e-5
 of the optimum in 43 iterations on oaks, at any replication; with the model's correction
-along X in 31, at about 5% more per iteration (the error left after 40 diagonal
-iterations lay half along X: 180 times the gap in the diagonal's norm). Every evaluation is
-`core.fit.profiled.evaluate` (value, gradient, A and Omega in one pass, sums in float64).
+along X in 30 (31 with 5 pairs), at about 5% more per iteration (the error left after 40
+diagonal iterations lay half along X: 180 times the gap in the diagonal's norm). Every
+evaluation is `core.fit.profiled.evaluate` (value, gradient, A and Omega in one pass, sums
+in float64).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ import jax.numpy as jnp
 from core.fit import model, profiled
 from core.fit.algorithms.base import Algorithm, FitState, Latent
 
-MEMORY = 5  # pairs kept: 3 takes a third more iterations on oaks, 10 a costlier recursion for as many
+# Pairs kept. On oaks (log_rates start) 2 and 3 take more iterations (68 and 77 to 1e-7 of the
+# optimum, against 62), 5 and 10 as many as 4 at a costlier recursion (a fifth more at 5).
+MEMORY = 4
 ARMIJO = 1e-4
 MAX_HALVINGS = 30
 # The approximate Wolfe test's slack on the loss, in units of the parameters' epsilon times
@@ -130,7 +133,7 @@ def _inverse_h0(own: PreconditionedLbfgsState, q: Latent, covariates: jax.Array)
     C_j = X^T diag(A_j / (w_j (A_j + w_j))) X, a d x d matrix (1 / w - 1 / (A + w), formed
     without the cancellation). Where A is small next to w (rare species, and on oaks A
     reaches 1e-7), the diagonal alone sees a curvature w where it is A: its steps along X
-    were up to w / A too short, and L-BFGS took 43 iterations instead of 31 to 1e-5.
+    were up to w / A too short, and L-BFGS took 43 iterations instead of 30 to 1e-5.
     """
     X = covariates
     n, d = X.shape
