@@ -213,8 +213,8 @@ class OptimizerSpec:
             moves B by gradient). On M and S with B and Sigma profiled: "pyplnmodels_rprop"
             (pyPLNmodels' own algorithm: torch's Rprop), "lbfgs" (optax.lbfgs and its line
             search), "diagonal_newton" (variational EM, a Newton step per cell) and
-            "preconditioned_lbfgs" (L-BFGS with a diagonal curvature, the fastest to
-            converge).
+            "preconditioned_lbfgs" (L-BFGS started from a model of the curvature, the
+            fastest to converge).
         lr: learning rate (the initial step size for the two Rprops), for the optimizers of
             `LEARNING_RATE_OPTIMIZERS`; the others ignore it.
     """

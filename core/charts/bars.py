@@ -20,6 +20,7 @@ from core.charts.style import (
     CHART_CHAR_PX,
     PHASE_COLORS,
     color_by_strategy,
+    log_axis,
     not_diverged,
     note_chart,
     strategy_rank,
@@ -141,7 +142,8 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
     if broken:
         df["text"] = df["text"].str.replace(TEXT_BREAK, "\n" + TEXT_BREAK.strip(), n=1, regex=False)
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False), title=x_title), x2="one:Q", y=y,
+        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False), axis=log_axis(*domain, x_title)),
+        x2="one:Q", y=y,
         color=color_by_strategy(df, legend=False), tooltip=tips)
     ranged = df[df["high"] > df["low"]]
     # Vega draws a text's first line on its row: one on two lines moves up half a line.
@@ -316,7 +318,7 @@ def story_bars(rows: pd.DataFrame, steps: list[str],
     df["floor"] = floor
     y = alt.Y("step:N", sort=steps, scale=alt.Scale(domain=steps), title=None)
     # The right end leaves room for the speed-up's label beside the longest bar.
-    x = alt.X("per_iter_ms:Q", title="ms per iteration, steady state (log scale)",
+    x = alt.X("per_iter_ms:Q", axis=log_axis(floor, high * 8, "ms per iteration, steady state (log scale)"),
               scale=alt.Scale(type="log", domain=[floor, high * 8], nice=False))
     tips = ["step:N", "strategy:N", alt.Tooltip("per_iter_ms:Q", format=".4g", title="median (ms/iteration)"),
             alt.Tooltip("low:Q", format=".4g", title="fastest repeat (ms/iteration)"),

@@ -27,6 +27,7 @@ from core.charts.style import (
     LABELS,
     PROJECTOR_CHART_PX,
     color_by_strategy,
+    log_axis,
     natural_key,
     not_diverged,
     note_chart,
@@ -121,10 +122,11 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
         share = text_share(out["text"], row_lines) if out["text"].str.len().any() else 0.0
         domain = log_domain_with_room(values, out["text_x"], share, from_one=False)
         scale = alt.Scale(type="log", nice=False, domain=domain)
+        axis = log_axis(*domain, x_title)
     else:
-        scale = alt.Scale(zero=False)
+        scale, axis = alt.Scale(zero=False), alt.Axis(title=x_title)
     rule = base.mark_rule(strokeWidth=3).encode(
-        x=alt.X("min:Q", title=x_title, scale=scale), x2="max:Q", y=y, tooltip=tips, **color)
+        x=alt.X("min:Q", axis=axis, scale=scale), x2="max:Q", y=y, tooltip=tips, **color)
     point = base.mark_point(filled=True, size=110).encode(x="median:Q", y=y, tooltip=tips, **color)
     text = base.mark_text(align="left", dx=6).encode(x="text_x:Q", y=y, text="text:N")
     return alt.layer(rule, point, text, title=title).properties(height=alt.Step(LINE_PX * lines + 12 if broken else 30))
@@ -178,6 +180,13 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
                           f"{_without_unit(metric)} ÷ that of run #{baseline_id} (×, log scale)", title, tips)
 
 
+def reach_labels(reached: pd.DataFrame) -> pd.Series:
+    """Each run's name on `reach_bars`: its `label` column, else "#id strategy · optimizer"."""
+    if "label" in reached:
+        return reached["label"]
+    return "#" + reached["id"].astype(str) + " " + reached["strategy"] + " · " + reached["optimizer"]
+
+
 def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerChart:
     """Seconds each run took to come within `relative` of its problem's best ELBO.
 
@@ -187,24 +196,25 @@ def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerC
         relative: the distance, for the title.
 
     Returns:
-        Horizontal bars (log x) labelled with the iterations; a run that never came that
-        close reads "not within" at the axis start, so it is listed rather than dropped.
+        Horizontal bars (log x) labelled with the iterations, for the runs that came that
+        close; the others have no bar to draw (the page names them in its caption).
     """
     title = f"Seconds to within {relative:g} of the best ELBO stored (estimated)"
     if reached.empty:
         return note_chart("No runs to show.", title)
-    df = reached.assign(label=reached.get("label", "#" + reached["id"].astype(str) + " " + reached["strategy"]
-                                          + " · " + reached["optimizer"]))
+    df = reached.assign(label=reach_labels(reached))
+    df = df[df["iterations_to"].notna()]
+    if df.empty:
+        return note_chart(f"No run came within {relative:g} of the best ELBO stored for its data.", title)
     df = df.assign(_r=strategy_rank(df["strategy"])).sort_values(["_r", "id"]).drop(columns="_r")
     seconds = df["seconds_to"].astype(float)
-    known = seconds.notna().any()
-    floor = seconds.min() / 2 if known else 1e-3
-    high = seconds.max() * 3 if known else 1.0  # room for the labels right of the longest bar
+    floor = seconds.min() / 2
+    high = seconds.max() * 3  # room for the labels right of the longest bar
     df["floor"] = floor  # a log axis has no zero: bars start at its left end
-    df["text"] = df["iterations_to"].map(lambda k: f"{int(k):,} it" if k == k and k is not None else "not within")
-    df["text_x"] = seconds.fillna(floor)
+    df["text"] = df["iterations_to"].map(lambda k: f"{int(k):,} it")
+    df["text_x"] = seconds
     y = alt.Y("label:N", sort=list(df["label"]), title=None)
-    x = alt.X("seconds_to:Q", title="seconds (log scale)",
+    x = alt.X("seconds_to:Q", axis=log_axis(floor, high, "seconds (log scale)"),
               scale=alt.Scale(type="log", domain=[floor, high], nice=False))
     tips = ["label:N", alt.Tooltip("iterations_to:Q", title="iterations"),
             alt.Tooltip("seconds_to:Q", format=".4g", title="seconds (estimated)")]

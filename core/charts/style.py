@@ -117,6 +117,23 @@ def note_chart(text: str, title: str) -> alt.Chart:
         text="note:N").properties(height=60)
 
 
+def log_axis(low: float, high: float, title: str) -> alt.Axis:
+    """An axis for a log scale over [low, high] whose ticks are 1, 2 and 5 times the powers
+    of ten inside it (the powers alone past two decades), labelled as plain numbers.
+
+    Vega's own log ticks on a domain that does not start at a power of ten label whichever
+    multiples fit, so that 1 (no speed-up) can go unlabelled and the labels' spacing jumps.
+    """
+    low, high = float(low), float(high)
+    if not (0 < low < high and np.isfinite(high)):
+        return alt.Axis(title=title, format="~g")
+    steps = (1, 2, 5) if high / low <= 100 else (1,)
+    powers = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    values = [float(step * 10.0 ** power) for power in powers for step in steps
+              if low * (1 - 1e-9) <= step * 10.0 ** power <= high * (1 + 1e-9)]
+    return alt.Axis(title=title, values=values, format="~g")
+
+
 def median_by(runs: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
     """Median of `cols` over non-diverged runs per `keys`, with a `runs` count."""
     grouped = runs[not_diverged(runs)].groupby(keys)

@@ -225,10 +225,13 @@ within = st.select_slider("Within (relative)", [1e-3, 1e-4, 1e-5, 1e-6, 1e-7], k
                           help="how close to the best ELBO stored for the same data counts as solved")
 reached = reach.reach_frame(picked.head(40), store.curves([int(i) for i in picked["id"].head(40)]),
                             reach.best_by_problem(frame), within)
+never = comparisons.reach_labels(reached[reached["iterations_to"].isna()]).tolist()
+shown = ", ".join(never[:6]) + (", …" if len(never) > 6 else "")
+never_note = f" Never within {within:g}: {md(shown)}." if never else ""
 display.chart(comparisons.reach_bars(reached, within),
               f"Iterations until each run's ELBO came within {within:g} of the best final ELBO stored for its data "
               "(any strategy, optimizer or precision), at its steady-state time per iteration: an estimate from "
-              "one timed run, not a timing of its own.", legend=None)
+              f"one timed run, not a timing of its own.{never_note}", legend=None)
 
 st.header("Relative to a baseline run")
 ids = sorted(int(i) for i in picked["id"])

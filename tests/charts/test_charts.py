@@ -326,7 +326,7 @@ def test_agreement():
     assert math.isnan(agreement.spread(pd.Series([], dtype=float)))
 
 
-def test_reach_bars_start_at_the_log_axis_end_and_list_runs_that_never_came_close():
+def test_reach_bars_start_at_the_log_axis_end_and_draw_only_runs_that_came_close():
     reached = pd.DataFrame({"id": [1, 2, 3], "strategy": ["eager", "scan", "scan"],
                             "optimizer": ["preconditioned_lbfgs", "preconditioned_lbfgs", "seed"],
                             "iterations_to": [42, 45, None], "seconds_to": [0.5, 0.01, None]})
@@ -337,11 +337,24 @@ def test_reach_bars_start_at_the_log_axis_end_and_list_runs_that_never_came_clos
     low, high = bars_layer["encoding"]["x"]["scale"]["domain"]
     assert bars_layer["encoding"]["x"]["scale"]["type"] == "log" and 0 < low < 0.01 and high > 0.5
     rows = pd.concat(_datasets(spec))
-    assert sorted(rows["text"]) == ["42 it", "45 it", "not within"]
+    assert sorted(rows["text"]) == ["42 it", "45 it"]
+    assert list(comparisons.reach_labels(reached.iloc[2:])) == ["#3 scan · seed"]  # named by the page instead
     assert "No runs" in str(comparisons.reach_bars(reached.iloc[:0], 1e-5).to_dict())
+    assert "No run came within 1e-05" in str(comparisons.reach_bars(reached.iloc[2:], 1e-5).to_dict())
 
 
 def test_a_ratio_to_a_baseline_without_that_timing_says_so():
     runs = pd.DataFrame([_run(1, "eager", run_s=2.0), _run(2, "scan", run_s=0.5)]).assign(time_to_solution_s=None)
     note = str(comparisons.ratio_bars(runs, 1, "time_to_solution_s").to_dict())
     assert "Run #1 has no time to solution" in note
+
+
+def test_log_axes_tick_at_one_two_five_and_label_one():
+    # A speed-up axis from 0.5 to 40: 1 (no speed-up) must carry a tick and a plain label.
+    axis = style.log_axis(0.5, 40.0, "speed-up").to_dict()
+    assert axis["values"] == [0.5, 1.0, 2.0, 5.0, 10.0, 20.0] and axis["format"] == "~g"
+    assert style.log_axis(0.01, 900.0, "ms").to_dict()["values"] == [0.01, 0.1, 1.0, 10.0, 100.0]
+    spec = bars.bars_from_one(pd.DataFrame({"strategy": ["scan"], "speedup": [8.0], "low": [7.0], "high": [9.0],
+                                            "text": ["8×"]}), "speedup", alt.Y("strategy:N"), "x", "t", []).to_dict()
+    bar = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "bar")
+    assert 1.0 in bar["encoding"]["x"]["axis"]["values"]
