@@ -35,7 +35,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.special import gammaln
+
+from core.fit.log_factorial import count_frequencies, log_gamma
 
 UNIT_ROUNDOFF_FLOAT32 = 2.0**-24
 # float32 holds every whole number up to 2^24 = 16,777,216 exactly, and not all above it.
@@ -63,25 +64,6 @@ class Float32Check:
     warning: str | None
 
 
-def _count_frequencies(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct positive counts, how often each occurs), float64.
-
-    Whole-number counts up to 2^24 are tallied with `bincount`, so that gammaln and log run
-    once per distinct count, not once per cell (oaks x1000 has 13 million cells and 1,800
-    distinct counts).
-    """
-    flat = np.asarray(counts, dtype=np.float64).ravel()
-    positive = flat[flat > 0]
-    if positive.size and positive.max() <= EXACT_INTEGERS_FLOAT32:
-        whole = positive.astype(np.int64)
-        if np.array_equal(whole, positive):
-            tally = np.bincount(whole)
-            values = np.flatnonzero(tally)
-            return values.astype(np.float64), tally[values].astype(np.float64)
-    values, times = np.unique(positive, return_counts=True)
-    return values, times.astype(np.float64)
-
-
 def check_float32(counts: np.ndarray) -> Float32Check:
     """Whether a float32 fit of `counts` can report an ELBO the lab stands by.
 
@@ -91,12 +73,12 @@ def check_float32(counts: np.ndarray) -> Float32Check:
     Returns:
         The estimate and, when it applies, the refusal or the warning.
     """
-    values, times = _count_frequencies(counts)
+    values, times = count_frequencies(counts)
     if values.size == 0:
         return Float32Check(0.0, 0.0, None, None)
     log_values = np.log(values)
     # log Y! - Y log Y + Y is about log(2 pi Y) / 2 > 0.9 for every Y >= 1: L > 0.
-    elbo_floor = float(np.sum(times * (gammaln(values + 1.0) - values * log_values + values)))
+    elbo_floor = float(np.sum(times * (log_gamma(values + 1.0) - values * log_values + values)))
     sizes = values * (1.0 + np.abs(log_values))
     estimate = UNIT_ROUNDOFF_FLOAT32 * float(np.sqrt(np.sum(times * sizes * sizes))) / elbo_floor
     max_count = float(values[-1])

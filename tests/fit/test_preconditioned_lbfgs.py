@@ -74,11 +74,15 @@ def _steepest(own, covariates):
     return jax.tree.map(np.negative, _h0_times(own, own.gradient, covariates))
 
 
-def test_h0_is_the_inverse_of_the_curvature_model(problem):
-    # Woodbury's d x d solves per column give what the dense n x n inverse gives.
-    data = problem[0]
+@pytest.mark.parametrize("d", [1, 2])
+def test_h0_is_the_inverse_of_the_curvature_model(d):
+    # Woodbury's d x d inverses per column (a division for an intercept alone) give what the
+    # dense n x n inverse gives.
+    counts = simulate(40, 6, d=d, seed=5)
+    data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, "float64"))
+    problem = (data, *model.init_params(data, "log_rates"))
     own = _state_with_one_pair(problem, 0.0)
-    got = plbfgs._inverse_h0(own, own.gradient, data.covariates)
+    got = plbfgs._inverse_h0(own, own.gradient, data.covariates, plbfgs._along_x(own, data.covariates))
     for mine, dense in zip(got, _h0_times(own, own.gradient, data.covariates)):
         np.testing.assert_allclose(np.asarray(mine), dense, rtol=1e-9)
 
@@ -95,7 +99,7 @@ def test_the_recursions_direction_unless_uphill_then_minus_h0_g(problem, sign):
     assert k < 0.25
     c = 1.0 if sign > 0 else 1.0 - 1.0 / (2.0 * k)
     own = own._replace(inverse_products=own.inverse_products.at[0].set(c / norm))
-    recursion = plbfgs._direction(own, covariates)
+    recursion = plbfgs._direction(own, covariates, plbfgs._along_x(own, covariates))
     recursion_slope = float(plbfgs._dot(own.gradient, recursion))
     assert (recursion_slope < 0) == (sign > 0)
 
