@@ -19,14 +19,3 @@ def test_log_factorial_sum_of_oaks_and_of_counts_that_are_not_tallied():
     big = np.array([[0.0, 3.0, 2.0**25 + 2.0], [7.0, 0.0, 1e9]])  # past bincount's range: sorted instead
     assert log_factorial.log_factorial_sum(big) == pytest.approx(float(np.sum(gammaln(big + 1.0))), rel=1e-14)
     assert log_factorial.log_factorial_sum(np.zeros((2, 3))) == 0.0
-
-
-def test_nothing_on_the_fit_path_imports_scipy():
-    # scipy.special took 140 ms of a fresh `solve`'s start.
-    import subprocess
-    import sys
-
-    code = ("import sys; import core.fit.model, core.fit.precision_guard, core.run.engine; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
