@@ -134,8 +134,7 @@ def _along_x(own: PreconditionedLbfgsState, covariates: jax.Array) -> jax.Array:
     cross = (pairs.T @ weight).T.reshape(-1, d, d).astype(wide)  # (p, d, d): C_j
     # C_j + ALONG_X_FLOOR X^T X / w_j is exactly C_j of the model with w_j / (1 + ALONG_X_FLOOR) P_X.
     cross = cross + ALONG_X_FLOOR * model.wide_cross(X, X)[None] / own.column_precision.astype(wide)[:, None, None]
-    # An intercept alone (d = 1, the usual design) divides: no batch of LU factorizations to
-    # compile, which cost the cold start 0.3 s.
+    # An intercept alone (d = 1, the usual design) divides rather than factor p 1 x 1 matrices.
     return 1.0 / cross if d == 1 else jnp.linalg.inv(cross)
 
 
