@@ -21,6 +21,8 @@ from core.charts.style import (
     PHASE_COLORS,
     color_by_strategy,
     log_axis,
+    log_grid_above,
+    log_grid_below,
     not_diverged,
     note_chart,
     strategy_rank,
@@ -116,7 +118,8 @@ def log_domain_with_room(values: pd.Series, text_ends: pd.Series, share: float,
     if finite.empty:
         return [0.1, 10.0]
     starts = text_ends[np.isfinite(text_ends) & (text_ends > 0)]
-    low = np.floor(np.log10(finite.min()))  # in decades from here on
+    # In decades from here on; the start is a labelled tick a little below the smallest value.
+    low = np.log10(log_grid_below(0.9 * finite.min()))
     start = np.log10(starts.max()) if not starts.empty else np.log10(finite.max())
     share = min(share, MOST_TEXT_SHARE)
     # The text, from `start` to the axis's end, takes `share` of the axis: (high - start) = share (high - low).
@@ -314,12 +317,12 @@ def story_bars(rows: pd.DataFrame, steps: list[str],
         return note_chart("No step timed yet: Warm up, or Next.", title).properties(height=height)
     df = with_spread(rows, "per_iter_ms")
     low, high = milliseconds or (float(df["low"].min()), float(df["high"].max()))
-    floor = low / 2  # a log axis has no zero: bars start at its left end
+    floor = log_grid_below(low / 2)  # a log axis has no zero: bars start at its left end
+    end = log_grid_above(high * 8)  # room for the speed-up's label beside the longest bar
     df["floor"] = floor
     y = alt.Y("step:N", sort=steps, scale=alt.Scale(domain=steps), title=None)
-    # The right end leaves room for the speed-up's label beside the longest bar.
-    x = alt.X("per_iter_ms:Q", axis=log_axis(floor, high * 8, "ms per iteration, steady state (log scale)"),
-              scale=alt.Scale(type="log", domain=[floor, high * 8], nice=False))
+    x = alt.X("per_iter_ms:Q", axis=log_axis(floor, end, "ms per iteration, steady state (log scale)"),
+              scale=alt.Scale(type="log", domain=[floor, end], nice=False))
     tips = ["step:N", "strategy:N", alt.Tooltip("per_iter_ms:Q", format=".4g", title="median (ms/iteration)"),
             alt.Tooltip("low:Q", format=".4g", title="fastest repeat (ms/iteration)"),
             alt.Tooltip("high:Q", format=".4g", title="slowest repeat (ms/iteration)"),

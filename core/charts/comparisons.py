@@ -28,6 +28,8 @@ from core.charts.style import (
     PROJECTOR_CHART_PX,
     color_by_strategy,
     log_axis,
+    log_grid_above,
+    log_grid_below,
     natural_key,
     not_diverged,
     note_chart,
@@ -208,8 +210,8 @@ def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerC
         return note_chart(f"No run came within {relative:g} of the best ELBO stored for its data.", title)
     df = df.assign(_r=strategy_rank(df["strategy"])).sort_values(["_r", "id"]).drop(columns="_r")
     seconds = df["seconds_to"].astype(float)
-    floor = seconds.min() / 2
-    high = seconds.max() * 3  # room for the labels right of the longest bar
+    floor = log_grid_below(seconds.min() / 2)
+    high = log_grid_above(seconds.max() * 3)  # room for the labels right of the longest bar
     df["floor"] = floor  # a log axis has no zero: bars start at its left end
     df["text"] = df["iterations_to"].map(lambda k: f"{int(k):,} it")
     df["text_x"] = seconds

@@ -17,6 +17,9 @@ from core.charts.style import (
     UNKNOWN_COLOR,
     color_by_strategy,
     legend_for,
+    log_axis,
+    log_grid_above,
+    log_grid_below,
     median_by,
     natural_order,
     not_diverged,
@@ -58,8 +61,13 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
     df = df.sort_values(["run_id", x]).assign(strategy=lambda d: d["strategy"].astype(str))
     pos, size = df.groupby("run_id").cumcount(), df.groupby("run_id")["elbo"].transform("size")
     df = df[(pos % np.ceil(size / max_points_per_run).astype(int) == 0) | (pos == size - 1)]
-    x_enc = (alt.X("iteration:Q", title="iteration") if x == "iteration" else
-             alt.X("wall_s:Q", scale=alt.Scale(type="log"), title="wall-clock time (s, log scale)"))
+    if x == "iteration":
+        x_enc = alt.X("iteration:Q", title="iteration")
+    else:  # from and to labelled ticks, 1, 2 and 5 times powers of ten between
+        start = log_grid_below(float(df["wall_s"].min()))
+        end = log_grid_above(max(float(df["wall_s"].max()), 1.5 * start))
+        x_enc = alt.X("wall_s:Q", scale=alt.Scale(type="log", domain=[start, end], nice=False),
+                      axis=log_axis(start, end, "wall-clock time (s, log scale)"))
     tips = ["label:N", "strategy:N", "iteration:Q",
             alt.Tooltip("elbo:Q", format=",.1f", title="ELBO"),
             alt.Tooltip("log_neg_elbo:Q", format=".5f", title="log(-ELBO)")]

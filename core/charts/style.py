@@ -117,6 +117,22 @@ def note_chart(text: str, title: str) -> alt.Chart:
         text="note:N").properties(height=60)
 
 
+_GRID_STEPS = (1.0, 2.0, 5.0)
+
+
+def log_grid_below(value: float) -> float:
+    """The largest 1, 2 or 5 times a power of ten at most `value` (> 0): a log axis's start
+    that carries a labelled tick (`log_axis`)."""
+    power = 10.0 ** np.floor(np.log10(value))
+    return float(max(step * power for step in _GRID_STEPS if step * power <= value * (1 + 1e-9)))
+
+
+def log_grid_above(value: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten at least `value` (> 0): a log axis's end."""
+    power = 10.0 ** np.floor(np.log10(value))
+    return float(min(step * power for step in (*_GRID_STEPS, 10.0) if step * power >= value * (1 - 1e-9)))
+
+
 def log_axis(low: float, high: float, title: str) -> alt.Axis:
     """An axis for a log scale over [low, high] whose ticks are 1, 2 and 5 times the powers
     of ten inside it (the powers alone past two decades), labelled as plain numbers.
@@ -127,7 +143,7 @@ def log_axis(low: float, high: float, title: str) -> alt.Axis:
     low, high = float(low), float(high)
     if not (0 < low < high and np.isfinite(high)):
         return alt.Axis(title=title, format="~g")
-    steps = (1, 2, 5) if high / low <= 100 else (1,)
+    steps = _GRID_STEPS if high / low <= 100 else (1.0,)
     powers = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
     values = [float(step * 10.0 ** power) for power in powers for step in steps
               if low * (1 - 1e-9) <= step * 10.0 ** power <= high * (1 + 1e-9)]

@@ -226,7 +226,7 @@ within = st.select_slider("Within (relative)", [1e-3, 1e-4, 1e-5, 1e-6, 1e-7], k
 reached = reach.reach_frame(picked.head(40), store.curves([int(i) for i in picked["id"].head(40)]),
                             reach.best_by_problem(frame), within)
 never = comparisons.reach_labels(reached[reached["iterations_to"].isna()]).tolist()
-shown = ", ".join(never[:6]) + (", …" if len(never) > 6 else "")
+shown = ", ".join(never[:6]) + (f" and {len(never) - 6} more" if len(never) > 6 else "")
 never_note = f" Never within {within:g}: {md(shown)}." if never else ""
 display.chart(comparisons.reach_bars(reached, within),
               f"Iterations until each run's ELBO came within {within:g} of the best final ELBO stored for its data "

@@ -358,3 +358,14 @@ def test_log_axes_tick_at_one_two_five_and_label_one():
                                             "text": ["8×"]}), "speedup", alt.Y("strategy:N"), "x", "t", []).to_dict()
     bar = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "bar")
     assert 1.0 in bar["encoding"]["x"]["axis"]["values"]
+
+
+def test_log_axes_start_and_end_on_labelled_ticks():
+    assert [style.log_grid_below(v) for v in (0.7, 0.0102, 3.0, 1.0, 19.9)] == [0.5, 0.01, 2.0, 1.0, 10.0]
+    assert [style.log_grid_above(v) for v in (0.087, 0.7, 3.0, 6.0, 1.0)] == [0.1, 1.0, 5.0, 10.0, 1.0]
+    reached = pd.DataFrame({"id": [1, 2], "strategy": ["scan", "scan"], "optimizer": ["preconditioned_lbfgs"] * 2,
+                            "iterations_to": [31, 31], "seconds_to": [0.0205, 0.029]})
+    bar = next(layer for layer in comparisons.reach_bars(reached, 1e-5).to_dict()["layer"]
+               if layer["mark"]["type"] == "bar")
+    low, high = bar["encoding"]["x"]["scale"]["domain"]
+    assert (low, high) == (0.01, 0.1) and bar["encoding"]["x"]["axis"]["values"] == [0.01, 0.02, 0.05, 0.1]
