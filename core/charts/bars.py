@@ -123,7 +123,9 @@ def log_domain_with_room(values: pd.Series, text_ends: pd.Series, share: float,
     start = np.log10(starts.max()) if not starts.empty else np.log10(finite.max())
     share = min(share, MOST_TEXT_SHARE)
     # The text, from `start` to the axis's end, takes `share` of the axis: (high - start) = share (high - low).
-    high = max((start - share * low) / (1 - share), np.log10(finite.max()), low + 1)
+    # At least from a labelled start to 4 times it (0.5 to 2, say): no wider than the data and
+    # the text need, so that bars near 1 are not squeezed into a corner.
+    high = max((start - share * low) / (1 - share), np.log10(finite.max()), low + np.log10(4.0))
     return [float(10.0 ** low), float(10.0 ** high)]
 
 

@@ -211,7 +211,7 @@ def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerC
     df = df.assign(_r=strategy_rank(df["strategy"])).sort_values(["_r", "id"]).drop(columns="_r")
     seconds = df["seconds_to"].astype(float)
     floor = log_grid_below(seconds.min() / 2)
-    high = log_grid_above(seconds.max() * 3)  # room for the labels right of the longest bar
+    high = log_grid_above(seconds.max() * 2)  # room for the labels right of the longest bar
     df["floor"] = floor  # a log axis has no zero: bars start at its left end
     df["text"] = df["iterations_to"].map(lambda k: f"{int(k):,} it")
     df["text_x"] = seconds

@@ -150,9 +150,10 @@ if not ok.empty:
                           delta_color="off", delta_arrow="off",
                           help="steady-state time of the fit; set a tolerance in the sidebar to stop at "
                                "convergence and time the solution")
+    # The range alone under it (the help names the strategy): with the name it wrapped at 1024 px.
     metrics[1].metric("Per iteration", display.duration(fastest["per_iter_ms"] / 1e3),
-                      f"{fastest['strategy']} · " + display.duration_range(spread.Spread.of_run(fastest, "run_s"),
-                                                                          scale=1 / max(1, fastest["iterations_run"])),
+                      "repeats " + display.duration_range(spread.Spread.of_run(fastest, "run_s"),
+                                                          scale=1 / max(1, fastest["iterations_run"])),
                       delta_color="off", delta_arrow="off",
                       help=f"{fastest['strategy']}'s steady-state time per iteration: the median of the repeats, and "
                            "the fastest to the slowest repeat")
