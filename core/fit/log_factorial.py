@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-# Whole numbers up to this are tallied with `bincount` (float32 holds each one exactly).
+# Whole numbers up to this are tallied with `bincount`, whose table then takes at most 128 MB.
 TALLIED_UP_TO = 2**24
 # log-gamma's argument is shifted up to here before Stirling's series, whose first omitted
 # term, 691 / (360360 z^11), is then under 1e-16 of the result.

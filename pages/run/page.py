@@ -134,7 +134,7 @@ if not ok.empty:
         # read the name as the answer, and it changes from one click to the next.
         tied = [row["strategy"] for _, row in solved.iterrows() if row["strategy"] != fastest["strategy"]
                 and spread.Spread.of_run(row).overlaps(spread.Spread.of_run(fastest))]
-        # Short, as the metric's column is at 1024 px: the help names the tied strategies.
+        # Short, as the metric's column is narrow at 1024 px: the help names the tied strategies.
         who = (f"{fastest['strategy']} · {int(fastest['iterations_run']):,} it" if not tied
                else f"tied with {len(tied)}")
         metrics[0].metric("Fastest to solution", display.duration(fastest["time_to_solution_s"]), who,
