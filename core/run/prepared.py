@@ -156,12 +156,27 @@ def _timed_host(fn: Callable[[], Any]) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
-@functools.partial(jax.jit, static_argnames=("init", "problem"))
-def initial_state(data, init: str, problem: strategies.Problem):
+def _initial_state(data, init: str, problem: strategies.Problem):
     """The fit's starting state as one compiled program: built op by op it was about 70
     tiny executables, each compiled (about 40 ms) or loaded from the persistent cache on
     its own, a few seconds of a fresh process's start and a mapping each."""
     return strategies.init_state(data, init, problem.algorithm)
+
+
+# XLA's CPU fusion emitters make faster loops but take longer to build: this program runs
+# once per fit, and with the older emitters it compiled in 0.19 s instead of 0.33-0.46 s
+# (oaks x1) and ran as fast (0.41 s either way at oaks x1000). The fit's own loop keeps them:
+# without, its iterations were 15-20% slower.
+_ONCE_CPU_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+_initial_state_cpu = jax.jit(_initial_state, static_argnames=("init", "problem"),
+                             compiler_options=_ONCE_CPU_OPTIONS)
+_initial_state_jit = jax.jit(_initial_state, static_argnames=("init", "problem"))
+
+
+def initial_state(data, init: str, problem: strategies.Problem, platform: str = "cpu"):
+    """The fit's starting state, compiled for `platform` (the device the data is on)."""
+    compiled = _initial_state_cpu if platform == "cpu" else _initial_state_jit
+    return compiled(data, init, problem)
 
 
 def prepare(
@@ -205,7 +220,7 @@ def prepare(
         chunk=chunk if strategy.chunkable else 0, stops=stops,
     )
     with jax.default_device(device):
-        state = strategy.place_state(initial_state(data, spec.init, problem), device)
+        state = strategy.place_state(initial_state(data, spec.init, problem, device.platform), device)
         state = jax.block_until_ready(state)
         # NumPy, then placed: a `jnp` scalar is a small program compiled in every fresh process.
         tol = strategy.place_scalar(np.asarray(spec.tol, dtype=spec.precision), device)
