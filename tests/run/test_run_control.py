@@ -164,6 +164,17 @@ def test_large_compiled_loops_are_split_into_equal_calls():
     assert prepared.chunk_iterations(10**9, 10) == 1
 
 
+def test_a_count_with_few_divisors_is_not_cut_into_calls_of_one():
+    x100 = 11_600 * 114  # 22 iterations within CHUNK_WORK
+    assert prepared.chunk_iterations(x100, 31) == 0  # prime, within twice the work: one call
+    assert prepared.chunk_iterations(x100, 62) == 31  # 2 calls of 31, not 31 calls of 2
+    assert prepared.chunk_iterations(x100, 400) == 20  # a divisor near the work: as before
+    assert prepared.chunk_iterations(x100, 47) == 1  # prime, beyond twice the work: calls of one
+    for iterations in range(23, 400):
+        chunk = prepared.chunk_iterations(x100, iterations)
+        assert iterations % (chunk or iterations) == 0 and (chunk or iterations) <= 2 * 22
+
+
 def test_a_split_loop_follows_the_same_trajectory_and_reports_per_call(monkeypatch):
     whole = engine.run(_spec(strategy="scan_analytic", iterations=40), cache=prepared.ExecutableCache())
     assert whole.chunk_iterations == 0
