@@ -28,10 +28,9 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from core.machine.host import keep_freed_memory, native_settings
+    from core.machine.host import native_settings
 
     native_settings()  # before anything loads numpy, scipy or jax
-    keep_freed_memory()
     from core.cluster.errors import RunInterrupted
     from core.run.progress import Cancelled
     from core.store.run_store import StoreError

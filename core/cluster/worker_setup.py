@@ -67,10 +67,9 @@ def dask_setup(worker) -> None:
     """Dask's preload hook: see the module docstring."""
     _undo_nanny_thread_limits()
     # Deferred: the native libraries' environment must be set before numpy or JAX loads.
-    from core.machine.host import keep_freed_memory, native_settings
+    from core.machine.host import native_settings
 
     native_settings()
-    keep_freed_memory()
     wanted = _platforms_wanted(worker)
     if wanted == ["cpu"]:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")

@@ -70,8 +70,12 @@ DEFAULT_CACHE = ExecutableCache()
 # Work (n x p x iterations) one call of a compiled loop may hold on a CPU before the loop is
 # split into calls: 0.3 s (the seed's optimizer) to 1 s (preconditioned L-BFGS) on a 2-core
 # CPU, so that a cancel, and the end of a run's time budget, land within about a second.
-# Splitting costs one dispatch and one device sync per call (tens of microseconds), nothing
-# next to that. An accelerator does the same work in far less time: its calls hold
+# Splitting costs one dispatch and one device sync per call (tens of microseconds), and the
+# call's scratch buffer: XLA's CPU runtime allocates it afresh at every call, and malloc maps
+# a block that large anew, so its pages fault in again (13,000 faults, about 35 ms a call at
+# oaks x100, where an iteration takes 22-25 ms). Having malloc keep freed memory instead
+# (mallopt: no mmap, no trim) took that away but let a process running pyPLNmodels at oaks
+# x1000 grow to 24 GB, so calls stay long instead. An accelerator does the same work in far less time: its calls hold
 # `ACCELERATOR_CHUNK_FACTOR` times as much, so that the dispatch stays negligible there too.
 CHUNK_WORK = 30_000_000
 ACCELERATOR_CHUNK_FACTOR = 100

@@ -99,9 +99,8 @@ with words:
                     else f"Over step {current}: {over.label}.")
 with number:
     if run is None:
-        st.info("Not timed with these settings yet: **Warm up** times every step" +
-                (", or **Next** times this one with step 2." if current == 0 else
-                 ", or **Next** from the step before times it."), icon=":material/hourglass_empty:")
+        # Short: this column is a third of the page at 1024 px; the caption below says what Next does.
+        st.info("Not timed yet: **Warm up** times every step.", icon=":material/hourglass_empty:")
     elif run.status != "ok":
         st.warning(f"{step.strategy} {run.status}: {md(run.error or '')}", icon=":material/warning:")
     elif outcome.since_start is None:  # timed, but step 1 has no finished run to compare with
@@ -143,7 +142,8 @@ st.caption(
     "The seed tutorial's levels one at a time, then this project's faster ones, on the sidebar's problem. Every "
     f"step runs one algorithm and is compared by its time per iteration; step 1 runs at most "
     f"{story.SLOW_STEP_ITERATIONS} iterations, which show its cost per iteration as well as more would. "
-    "**Next** (→, Page Down) adds a step; **Previous** (←, Page Up) goes back.")
+    "**Next** (→, Page Down) adds a step and times it, with any step before it not timed yet; **Previous** "
+    "(←, Page Up) goes back.")
 st.caption(settings.spec_summary(specs[1]))
 if specs[0].optimizer.name != problem.optimizer:  # names from the catalog: code spans need no escaping
     refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))

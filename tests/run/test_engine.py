@@ -213,3 +213,20 @@ def test_a_namedtuple_state_is_the_same_compiled_program_as_a_dict(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     # jit_step is another program: it compiles.
     assert json.loads(done.stdout.strip().splitlines()[-1]) == ["compiled", "disk", "compiled"]
+
+
+def test_the_start_is_the_same_whichever_emitters_compile_it():
+    """On a CPU the starting state compiles with XLA's quicker emitters (`prepared.initial_state`);
+    elsewhere with the defaults. Both programs give the same state, to rounding."""
+    import jax
+
+    from core.fit import model, strategies
+
+    counts = simulate(60, 8, seed=3)
+    for dtype, close in (("float32", 1e-6), ("float64", 1e-13)):
+        data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, dtype))
+        problem = strategies.Problem(60, 8, 1, dtype, 10, OptimizerSpec("preconditioned_lbfgs"))
+        quick = prepared.initial_state(data, "log_rates", problem, "cpu")
+        default = prepared.initial_state(data, "log_rates", problem, "gpu")  # the accelerators' program, on the CPU
+        for a, b in zip(jax.tree.leaves(quick), jax.tree.leaves(default)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=close, atol=close)
