@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import threading
 import time
 from typing import Any, Callable, NamedTuple
@@ -74,9 +73,10 @@ DEFAULT_CACHE = ExecutableCache()
 # call's scratch buffer: XLA's CPU runtime allocates it afresh at every call, and malloc maps
 # a block that large anew, so its pages fault in again (13,000 faults, about 35 ms a call at
 # oaks x100, where an iteration takes 22-25 ms). Having malloc keep freed memory instead
-# (mallopt: no mmap, no trim) took that away but let a process running pyPLNmodels at oaks
-# x1000 grow to 24 GB, so calls stay long instead. An accelerator does the same work in far less time: its calls hold
-# `ACCELERATOR_CHUNK_FACTOR` times as much, so that the dispatch stays negligible there too.
+# (mallopt: no mmap, no trim) took that away, but let a process running pyPLNmodels at oaks
+# x1000 grow to 24 GB; fewer calls are the remedy (`chunk_iterations`). An accelerator does
+# the same work in far less time: its calls hold `ACCELERATOR_CHUNK_FACTOR` times as much,
+# so that the dispatch stays negligible there too.
 CHUNK_WORK = 30_000_000
 ACCELERATOR_CHUNK_FACTOR = 100
 
@@ -94,8 +94,8 @@ def chunk_iterations(cells: int, iterations: int, work: int | None = None) -> in
 
     The second choice keeps a count with few divisors from being cut into many small
     calls: 31 iterations at oaks x100 (`work` allows 22) ran as 31 calls of one, where one
-    call of 31 holds the device 0.8 s. A call of one iteration there took 10-15% longer than
-    an iteration inside a call of 16 (its dispatch, its device sync, its loop's entry)."""
+    call of 31 holds the device 0.8 s: the calls of one took 40-60 ms an iteration, where
+    one call takes 22-25 ms (each call's scratch buffer faults its pages in again)."""
     work = CHUNK_WORK if work is None else work
     if cells * iterations <= work:
         return 0
