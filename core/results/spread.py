@@ -159,11 +159,15 @@ def _significant(baseline: Spread, other: Spread, low: float, high: float) -> bo
 
 
 def times(value: float, short: bool = False) -> str:
-    """A ratio as "×23.5", "×1.04", "×0.25"; `short` keeps two significant digits ("×21")."""
+    """A ratio as "×23.5", "×1.04", "×0.25"; `short` keeps two significant digits ("×21"), three
+    within 5% of 1 ("×1.02")."""
     if not math.isfinite(value):
         return "n/a"
     if short:
-        return f"×{value:,.0f}" if value >= 10 else f"×{value:.2g}"
+        if value >= 10:
+            return f"×{value:,.0f}"
+        # Near 1 two digits read "×1", i.e. no gain, for a bound that is 1.02 or 0.97.
+        return f"×{value:.3g}" if 0.95 <= value < 1.05 else f"×{value:.2g}"
     if value >= 100:
         return f"×{value:,.0f}"
     return f"×{value:.1f}" if value >= 10 else f"×{value:.3g}"

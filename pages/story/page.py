@@ -55,8 +55,12 @@ together = story.all_timed_together(runs)
 previous, following, warm = st.columns([1, 1, 2], vertical_alignment="center")
 previous.button("Previous", key="story_prev", icon=":material/arrow_back:", on_click=move, args=(-1,),
                 disabled=current == 0, width="stretch")
-following.button("Next", key="story_next", icon=":material/arrow_forward:", on_click=move, args=(1,),
-                 type="primary", disabled=current == len(steps) - 1, width="stretch")
+if current < len(steps) - 1:
+    following.button("Next", key="story_next", icon=":material/arrow_forward:", on_click=move, args=(1,),
+                     type="primary", width="stretch")
+else:  # the talk's end: a way back to its start rather than a greyed-out Next (→ stays put here)
+    following.button("Step 1", key="story_restart", icon=":material/first_page:", on_click=move,
+                     args=(-len(steps),), width="stretch", help="back to the first step")
 warm_label = (f"Warm up: time the {len(steps)} steps together" if not together
               else "Warmed up: every step timed together")
 warm_up = warm.button(warm_label, key="story_warm", icon=":material/local_fire_department:", disabled=together,
@@ -126,9 +130,11 @@ if run is not None and run.status == "ok":
     if current > 0 and outcome.since_start is not None and not outcome.timed_with_start:
         notes.append("Timed apart from step 1, so the machine's load may differ between them: **Warm up** "
                      "times every step together")
+    # Eager compiles nothing ahead: "compile 0.00 s (none), paid once" read as a free compile.
+    compiled = ("nothing compiled ahead" if run.cache == "none" else
+                f"compile {run.trace_lower_s + run.compile_s:.2f} s ({run.cache}), paid once")
     notes.append(f"One iteration {spread.value_range(spread.Spread.of_run(run, 'per_iter_ms'), 'ms')} over "
-                 f"{run.iterations_run:,} iterations; compile {run.trace_lower_s + run.compile_s:.2f} s "
-                 f"({run.cache}), paid once")
+                 f"{run.iterations_run:,} iterations; {compiled}")
     st.caption(". ".join(notes) + ".")
 st.markdown(step.fixes)
 for key in step.pitfalls:

@@ -50,6 +50,17 @@ def test_the_story_walks_stored_steps_one_click_at_a_time(store):
     assert any("ArrowRight" in html.proto.body for html in at.get("html"))  # the keys are bound
 
 
+def test_the_last_step_leads_back_to_the_first(store):
+    at = open_app("pages/story/page.py")
+    at.session_state["story_step"] = len(story.STEPS) - 1
+    at.run()
+    assert not at.exception and at.subheader[0].value.startswith(f"Step {len(story.STEPS)} of")
+    assert [b.key for b in at.button] == ["story_prev", "story_restart", "story_warm"]  # no dead, greyed Next
+    at.button(key="story_restart").click().run()
+    assert at.session_state["story_step"] == 0 and at.subheader[0].value.startswith("Step 1 of")
+    assert len(store.list()) == 0  # going back runs nothing
+
+
 def test_a_step_timed_before_step_1_says_what_its_speed_up_waits_for(store):
     specs = story.specs(settings.DEFAULTS.fit_spec("eager"))
     store.add(fake_run("scan", run_s=0.05, spec=specs[2]))

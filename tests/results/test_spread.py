@@ -63,6 +63,8 @@ def test_a_zero_or_missing_timing_gives_no_ratio_rather_than_an_error():
 def test_times_formats_for_a_projector():
     assert [times(v) for v in (250.0, 23.54, 4.0, 1.044, 0.25)] == ["×250", "×23.5", "×4", "×1.04", "×0.25"]
     assert [times(v, short=True) for v in (26.4, 1.1, 0.97)] == ["×26", "×1.1", "×0.97"]
+    # A bound near 1 keeps the digit that tells it from 1 ("×1" read as no gain at all).
+    assert [times(v, short=True) for v in (1.0213, 0.9612, 1.0)] == ["×1.02", "×0.961", "×1"]
     assert value_range(Spread(3.474, 3.41, 3.6, 3), "ms") == "3.47 ms (3.41–3.6)"
 
 
