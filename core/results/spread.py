@@ -100,8 +100,11 @@ class Ratio:
 
     @property
     def span(self) -> str:
-        """The range alone: "×21–×26"."""
-        return f"{times(self.low, short=True)}–{times(self.high, short=True)}"
+        """The range alone: "×21–×26"; "×1.16–×1.21" where two digits would read "×1.2–×1.2"."""
+        low, high = times(self.low, short=True), times(self.high, short=True)
+        if low == high and self.low != self.high and self.high < 10:
+            low, high = f"×{self.low:.3g}", f"×{self.high:.3g}"
+        return f"{low}–{high}"
 
     @property
     def label(self) -> str:

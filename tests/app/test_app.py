@@ -7,6 +7,8 @@ use tiny problems (simulated 40 x 5, 10 iterations, 1 repeat).
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 
 import pandas as pd
@@ -142,6 +144,26 @@ def test_the_run_pages_default_fit_converges_and_heads_with_its_time_to_solution
     assert headline.label == "Fastest to solution" and f"{run.iterations_run:,} it" in headline.delta
 
 
+def test_a_tie_for_fastest_is_named_under_the_headline(store):
+    def solved(strategy, seconds, low, high):
+        return dataclasses.replace(fake_run(strategy, run_s=seconds), time_to_solution_s=seconds, run_s_min=low,
+                                   run_s_max=high)
+
+    store.add(solved("scan", 0.050, 0.048, 0.053))
+    store.add(solved("scan_namedtuple", 0.049, 0.047, 0.052))  # overlaps: tied with the fastest
+    store.add(solved("scan_pytree_class", 0.080, 0.079, 0.081))
+    at = open_app()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.metric[0].label == "Fastest to solution" and at.metric[0].delta == "tied with 1"
+    named = [c.value for c in at.caption if c.value.startswith("Fastest to solution:")]
+    assert named == ["Fastest to solution: **scan_namedtuple**, 500 iterations; tied with scan: their repeats "
+                     "overlap, so the order among them is noise."]
+    store.add(solved("scan", 0.060, 0.058, 0.061))  # no longer overlapping: a winner, named in the metric
+    at = open_app()
+    assert at.metric[0].delta.startswith("scan_namedtuple · ")
+    assert not any(c.value.startswith("Fastest to solution:") for c in at.caption)
+
+
 def test_stored_run_appears_on_compare_and_can_be_deleted(store):
     kept, dropped = fake_run("scan"), fake_run("jit_step")
     store.add(kept), store.add(dropped)
@@ -210,7 +232,7 @@ def test_scaling_page_uses_stored_runs_without_running(store):
     assert len(at.get(CHART)) == 3
     text = " ".join(m.value for m in at.markdown)
     # compile 0.45 s; run 0.2 s at n = 1,160 and 2 s at 11,600: log-log crossing near 2,600.
-    assert "compilation stops mattering beyond n ≈ 2,6" in text and "between 1,160 and 11,600" in text
+    assert "compilation stops mattering beyond n ≈ 2,600 " in text and "between 1,160 and 11,600" in text
     assert len(store.list()) == 3
 
 

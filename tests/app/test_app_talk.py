@@ -50,6 +50,16 @@ def test_the_story_walks_stored_steps_one_click_at_a_time(store):
     assert any("ArrowRight" in html.proto.body for html in at.get("html"))  # the keys are bound
 
 
+def test_a_step_that_compiles_nothing_ahead_says_so(store):
+    specs = story.specs(settings.DEFAULTS.fit_spec("eager"))
+    store.add(dataclasses.replace(fake_run("eager", run_s=2.0, spec=specs[0]), cache="none", compile_s=0.0,
+                                  trace_lower_s=0.0))
+    at = open_app("pages/story/page.py")
+    assert not at.exception
+    notes = " ".join(caption.value for caption in at.caption)
+    assert "nothing compiled ahead" in notes and "paid once" not in notes
+
+
 def test_the_last_step_leads_back_to_the_first(store):
     at = open_app("pages/story/page.py")
     at.session_state["story_step"] = len(story.STEPS) - 1

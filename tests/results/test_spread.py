@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from core.results.spread import NOT_SIGNIFICANT, Spread, ratio, speedup, times, value_range
+from core.results.spread import NOT_SIGNIFICANT, Ratio, Spread, ratio, speedup, times, value_range
 
 
 def test_a_speedup_spans_the_extremes_of_both_ranges():
@@ -65,6 +65,9 @@ def test_times_formats_for_a_projector():
     assert [times(v, short=True) for v in (26.4, 1.1, 0.97)] == ["×26", "×1.1", "×0.97"]
     # A bound near 1 keeps the digit that tells it from 1 ("×1" read as no gain at all).
     assert [times(v, short=True) for v in (1.0213, 0.9612, 1.0)] == ["×1.02", "×0.961", "×1"]
+    # A range whose two bounds would read alike gets the digit that tells them apart.
+    assert Ratio(1.18, 1.16, 1.21, True).span == "×1.16–×1.21"
+    assert Ratio(23.5, 21.2, 26.4, True).span == "×21–×26"
     assert value_range(Spread(3.474, 3.41, 3.6, 3), "ms") == "3.47 ms (3.41–3.6)"
 
 
