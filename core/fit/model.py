@@ -250,10 +250,11 @@ def wide_cross(left: jax.Array, right: jax.Array) -> jax.Array:
         return left.T @ right
     n = left.shape[0]
     blocks = n // ROW_BLOCK
+    if blocks < 2:
+        # One block or less: the whole sum is one float32 block's.
+        return jax.lax.dot(left.T, right, preferred_element_type=wide)
     head = blocks * ROW_BLOCK
     tail = jax.lax.dot(left[head:].T, right[head:], preferred_element_type=wide)
-    if blocks < 2:
-        return tail
     per_block = jnp.einsum("rbk,rbm->rkm", left[:head].reshape(blocks, ROW_BLOCK, -1),
                            right[:head].reshape(blocks, ROW_BLOCK, -1))
     return jnp.sum(per_block.astype(wide), axis=0) + tail
