@@ -2,13 +2,16 @@
 
     .venv/bin/python benchmarks/iteration_profile.py                   # oaks x100, float32
     .venv/bin/python benchmarks/iteration_profile.py --replicate 1000 --iterations 20
+    .venv/bin/python benchmarks/iteration_profile.py --corpus "scrna 2000x3000" --iterations 5
 
 Runs `--iterations` iterations as the scan strategy does (one compiled `lax.scan` over the
 algorithm's step, from log_rates), once to compile and once under JAX's profiler, and adds
 up the time of every compiled kernel by the part of the step its operation comes from:
 the descent direction (the L-BFGS recursion, `_descent_direction`), the line search (one
 evaluation of the profiled ELBO and its gradient per iteration, and the acceptance test,
-`_line_search`) and the rest (the step, the curvature pair and the memory update). Prints
+`_safe_search`) less its p x p work, that p x p work (Sigma's Cholesky factor, Omega and
+its log-determinant: what grows as p^3, timed apart for big p) and the rest (the step, the
+curvature pair and the memory update). Prints
 milliseconds per iteration for each part, the heaviest kernels, and the wall time per
 iteration of an unprofiled run. On a shared CPU the kernels' times include waits for a
 core: compare parts within one run, not figures across runs. Benchmarks print figures;
@@ -38,13 +41,15 @@ native_settings()
 
 import jax  # noqa: E402
 
+from core.data import corpus  # noqa: E402
 from core.data.datasets import load_oaks  # noqa: E402
-from core.fit import model  # noqa: E402
+from core.fit import model, profiled  # noqa: E402
 from core.fit.algorithms import preconditioned_lbfgs  # noqa: E402
 from core.machine.runtime import configure  # noqa: E402
 
 # The part of the iteration an operation belongs to, by the jitted function its name is under.
-PARTS = (("jit(_descent_direction)", "direction"), ("jit(_line_search)", "line search"))
+PARTS = ((profiled.P_BY_P_SCOPE, "p x p (factor, inverse, log-det)"), ("jit(_descent_direction)", "direction"),
+         ("jit(_safe_search)", "line search"))
 OPERATION = re.compile(r'^\s*(?:ROOT )?%([\w.-]+) = .*?op_name="([^"]*)"')
 
 
@@ -74,12 +79,13 @@ def _kernel_times(trace_dir: str) -> tuple[collections.Counter, collections.Coun
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicate", type=int, default=100)
+    parser.add_argument("--corpus", default=None, metavar="SET", help="a corpus set instead of oaks (core.data.corpus)")
     parser.add_argument("--iterations", type=int, default=40)
     parser.add_argument("--precision", choices=("float32", "float64"), default="float32")
     parser.add_argument("--kernels", type=int, default=12, help="how many of the heaviest kernels to list")
     args = parser.parse_args()
     configure()
-    counts = load_oaks(args.replicate)
+    counts = corpus.load(args.corpus) if args.corpus else load_oaks(args.replicate)
     data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, args.precision))
     params, precision = model.init_params(data, "log_rates")
     algorithm = preconditioned_lbfgs.PreconditionedLbfgs()
@@ -103,7 +109,8 @@ def main() -> None:
             by_part[parts[name]] += microseconds
     per_iteration = 1e-3 / args.iterations
     kernels = sum(by_part.values())
-    print(f"oaks x{args.replicate} ({counts.n} x {counts.p}), {args.precision}, {args.iterations} iterations: "
+    problem = args.corpus or f"oaks x{args.replicate}"
+    print(f"{problem} ({counts.n} x {counts.p}), {args.precision}, {args.iterations} iterations: "
           f"{wall * 1e3:.2f} ms per iteration (wall, unprofiled); {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'part':20s} {'ms/iter':>8s} {'share':>6s}")

@@ -29,6 +29,10 @@ import jax.numpy as jnp
 
 from core.fit import model
 
+# The name of the p x p work of an evaluation (Sigma's factor, Omega, its log-determinant) in
+# compiled programs' operation names.
+P_BY_P_SCOPE = "p_by_p"
+
 
 class Evaluation(NamedTuple):
     """The profiled ELBO at (M, S) and what its evaluation made on the way.
@@ -43,6 +47,8 @@ class Evaluation(NamedTuple):
         precision: Omega at its closed form, (p, p).
         grad_log_sd: dF/d(log S) = S dF/dS = 1 - S^2 (A + diag Omega), (n, p), for optimizers
             that move log S: made without 1 / S, which XLA turns into one more exp.
+        residual: R = M - X B, (n, p) (0 on padded rows), for optimizers that model the
+            curvature along it (one pass over M fewer than making it again).
     """
 
     elbo: jax.Array
@@ -52,6 +58,7 @@ class Evaluation(NamedTuple):
     coef: jax.Array
     precision: jax.Array
     grad_log_sd: jax.Array | None = None
+    residual: jax.Array | None = None
 
 
 def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -67,10 +74,13 @@ def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
     the ELBO by 1.4 (5e-8 of it).
     """
     p = covariance.shape[0]
-    chol = jnp.linalg.cholesky(covariance)
-    inverse = jax.lax.linalg.triangular_solve(chol, jnp.eye(p, dtype=covariance.dtype), left_side=False, lower=True)
-    precision = inverse.T @ inverse
-    return precision, model._logdet_spd(precision.astype(model.wide_dtype(precision.dtype)))
+    # Named, so that a profile tells the p x p work from the n x p work (benchmarks/iteration_profile.py).
+    with jax.named_scope(P_BY_P_SCOPE):
+        chol = jnp.linalg.cholesky(covariance)
+        inverse = jax.lax.linalg.triangular_solve(chol, jnp.eye(p, dtype=covariance.dtype), left_side=False,
+                                                  lower=True)
+        precision = inverse.T @ inverse
+        return precision, model._logdet_spd(precision.astype(model.wide_dtype(precision.dtype)))
 
 
 def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData | model.PaddedPLNData) -> Evaluation:
@@ -116,4 +126,5 @@ def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData |
         coef=B,
         precision=precision,
         grad_log_sd=keep(1.0 - S2 * (A + diagonal)),
+        residual=R,
     )

@@ -9,10 +9,13 @@ compares the two), with a margin:
   each (4), and the temporaries of one iteration (the rate matrix, gradients and their
   products: XLA keeps 6 to 9 alive) -> 18 for the fits that write the new state over the
   old (compiled loops, jit_step); the others keep both states and, op by op, more
-  temporaries -> 24;
+  temporaries -> 6 more. The quasi-Newton optimizers remember pairs of steps and gradient
+  changes in M and S: preconditioned_lbfgs 4 pairs and a line search's trial point (XLA
+  keeps 46 to 48) -> 50; optax's lbfgs 10 pairs (72 to 76) -> 80;
 - p x p arrays: Omega, and Sigma, its Cholesky factor, the inverse and their products
   in one iteration (XLA keeps 3.5 to 4.9 alive; the ELBO's trace term is summed row-wise,
-  without a p x p Gram) -> 5;
+  without a p x p Gram) -> 5; the optimizers that evaluate the ELBO at more than one
+  point an iteration keep more (diagonal_newton 6.2, preconditioned_lbfgs 7.5) -> 8;
 - n x d: X and its products (2); d x p: B, its moments and gradient (6).
 
 On the CPU the host is the device, so the data's host copies count too: Y and O in
@@ -29,10 +32,12 @@ from core.fit import catalog
 from core.machine import runtime
 from core.spec import FitSpec, SpecError
 
-# Arrays alive at the peak, by shape (see the module docstring).
+# Arrays alive at the peak, by shape (see the module docstring), and the optimizers that keep more.
 N_P_ARRAYS_DONATING = 18
-N_P_ARRAYS_NOT_DONATING = 24
+NOT_DONATING_EXTRA = 6
+N_P_ARRAYS_BY_OPTIMIZER = {"preconditioned_lbfgs": 50, "lbfgs": 80}
 P_P_ARRAYS = 5
+P_P_ARRAYS_BY_OPTIMIZER = {"preconditioned_lbfgs": 8, "diagonal_newton": 8}
 N_D_ARRAYS = 2
 D_P_ARRAYS = 6
 # Bytes per cell of the data's host copies (Y and O as float64, then in the fit's precision).
@@ -62,8 +67,11 @@ def _itemsize(spec: FitSpec) -> int:
 def device_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
     """The estimated peak bytes of `spec`'s fit on the device, for data of `shape`."""
     n, p, d = shape
-    arrays = N_P_ARRAYS_DONATING if catalog.runnable(spec.strategy).donates_state else N_P_ARRAYS_NOT_DONATING
-    return _itemsize(spec) * (arrays * n * p + P_P_ARRAYS * p * p + N_D_ARRAYS * n * d + D_P_ARRAYS * d * p)
+    optimizer = spec.optimizer.name
+    arrays = N_P_ARRAYS_BY_OPTIMIZER.get(optimizer, N_P_ARRAYS_DONATING)
+    arrays += 0 if catalog.runnable(spec.strategy).donates_state else NOT_DONATING_EXTRA
+    square = P_P_ARRAYS_BY_OPTIMIZER.get(optimizer, P_P_ARRAYS)
+    return _itemsize(spec) * (arrays * n * p + square * p * p + N_D_ARRAYS * n * d + D_P_ARRAYS * d * p)
 
 
 def host_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:

@@ -37,7 +37,7 @@ CLAIMS = [
     ("diagonal_newton", "log_rates", "float64", 1e-9, 1500),
     ("pyplnmodels_rprop", "log_counts", "float32", 1e-9, 3000),
     ("pyplnmodels_rprop", "log_counts", "float64", 1e-10, 3000),
-    ("rprop", "log_counts", "float32", 1e-10, 6000),
+    ("rprop", "log_counts", "float32", 1e-9, 6000),
     ("rprop", "log_counts", "float64", 1e-10, 6000),
 ]
 

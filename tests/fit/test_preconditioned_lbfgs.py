@@ -1,8 +1,11 @@
-"""preconditioned_lbfgs's shortcuts compute what the textbook iteration computes.
+"""preconditioned_lbfgs's shortcuts compute what the textbook iteration computes, and its
+safeguards hold.
 
 Each iteration avoids passes over the (n, p) variables: s . y is taken from the two slopes
-the line search summed, and -H0 g is made only when the recursion's direction goes uphill.
-These tests check both against the direct computation, in float64.
+the line search summed, -H0 g is made only when the recursion's direction goes uphill, and
+H0 is applied by Woodbury and Sherman-Morrison rather than by a dense solve. These tests
+check each against the direct computation, in float64; and that no step lowers the ELBO or
+makes it non-finite, the line search falling back when it finds none.
 """
 
 import jax
@@ -58,53 +61,79 @@ def _state_with_one_pair(problem, inverse_product):
                         slot=jnp.ones((), jnp.int32))
 
 
-def _h0_times(own, q, covariates):
-    """H0 q from its definition: per column j of M the inverse of the dense n x n matrix
-    diag(A_j + w_j) - w_j / (1 + floor) X (X^T X)^-1 X^T, and diag(1 / h_u) on log S."""
-    X = np.asarray(covariates)
-    A, w = np.asarray(own.rate), np.asarray(own.column_precision)
+def _h0_times(own, q, h0):
+    """H0 q from its definition, per column j a dense 2n x 2n solve: the curvature model
+    blockdiag(diag(A_j + w_j) - w_j / (1 + floor) X (X^T X)^-1 X^T, diag(h_u)), lowered along
+    the ridge v_j = (R_j, 1) to kappa_j by the rank-one change along H v_j (kappa_j as
+    `ridge_gain` says: c_j = 1 / kappa_j - 1 / m_j)."""
+    X, R = np.asarray(h0.covariates), np.asarray(own.residual)
+    A, w, h_u = np.asarray(own.rate), np.asarray(own.column_precision), np.asarray(own.sd_curvature)
+    A = np.maximum(A + w, np.abs(np.asarray(own.gradient.latent_mean))) - w  # damped as H0's M block is
+    n, p = A.shape
     projection = X @ np.linalg.solve(X.T @ X, X.T)
     kept = w / (1.0 + plbfgs.ALONG_X_FLOOR)
-    mean = np.stack([np.linalg.solve(np.diag(A[:, j] + w[j]) - kept[j] * projection, np.asarray(q.latent_mean)[:, j])
-                     for j in range(A.shape[1])], axis=1)
-    return Latent(mean, np.asarray(q.latent_sd) / np.asarray(own.sd_curvature))
+    mean, sd = np.empty((n, p)), np.empty((n, p))
+    for j in range(p):
+        model = np.zeros((2 * n, 2 * n))
+        model[:n, :n] = np.diag(A[:, j] + w[j]) - kept[j] * projection
+        model[n:, n:] = np.diag(h_u[:, j])
+        v = np.concatenate([R[:, j], np.ones(n)])
+        bent = model @ v
+        m = v @ bent
+        gain = float(own.ridge_gain[j])
+        if gain > 0:
+            kappa = 1.0 / (gain + 1.0 / m)
+            model -= (1.0 - kappa / m) / m * np.outer(bent, bent)
+        column = np.concatenate([np.asarray(q.latent_mean)[:, j], np.asarray(q.latent_sd)[:, j]])
+        solved = np.linalg.solve(model, column)
+        mean[:, j], sd[:, j] = solved[:n], solved[n:]
+    return Latent(mean, sd)
 
 
-def _steepest(own, covariates):
-    return jax.tree.map(np.negative, _h0_times(own, own.gradient, covariates))
+def _steepest(own, h0):
+    return jax.tree.map(np.negative, _h0_times(own, own.gradient, h0))
+
+
+def _context(problem, own):
+    data, _, _ = problem
+    return plbfgs._h0(own, data)
 
 
 @pytest.mark.parametrize("d", [1, 2])
 def test_h0_is_the_inverse_of_the_curvature_model(d):
-    # Woodbury's d x d inverses per column (a division for an intercept alone) give what the
-    # dense n x n inverse gives.
+    # Woodbury's d x d inverses per column (a division for an intercept alone) and Sherman and
+    # Morrison's along each ridge give what the dense solve gives.
     counts = simulate(40, 6, d=d, seed=5)
     data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, "float64"))
     problem = (data, *model.init_params(data, "log_rates"))
     own = _state_with_one_pair(problem, 0.0)
-    got = plbfgs._inverse_h0(own, own.gradient, data.covariates, plbfgs._along_x(own, data.covariates))
-    for mine, dense in zip(got, _h0_times(own, own.gradient, data.covariates)):
-        np.testing.assert_allclose(np.asarray(mine), dense, rtol=1e-9)
+    # Whatever the ridge's gain (at this start the data leave it at 0 in some columns).
+    own = own._replace(ridge_gain=own.ridge_gain + jnp.linspace(0.0, 0.05, own.ridge_gain.size))
+    h0 = _context(problem, own)
+    got = plbfgs._inverse_h0(own, own.gradient, h0)
+    for mine, dense in zip(got, _h0_times(own, own.gradient, h0)):
+        np.testing.assert_allclose(np.asarray(mine), dense, rtol=1e-8, atol=1e-12)
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_the_recursions_direction_unless_uphill_then_minus_h0_g(problem, sign):
-    covariates = problem[0].covariates
+    data, params, _ = problem
     own = _state_with_one_pair(problem, 0.0)
+    h0 = _context(problem, own)
     norm = float(plbfgs._dot(own.gradient, own.gradient))
     # With s = y = g and 1 / (s . y) = c / |g|^2 the recursion gives g . d =
     # -|g|^2 ((1 - c)^2 k + c), k = g H0 g / |g|^2: downhill for c = 1, uphill for
     # c = 1 - 1 / (2k) when k < 1/4 (a pair no step would have kept).
-    k = float(plbfgs._dot(own.gradient, _h0_times(own, own.gradient, covariates))) / norm
+    k = float(plbfgs._dot(own.gradient, _h0_times(own, own.gradient, h0))) / norm
     assert k < 0.25
     c = 1.0 if sign > 0 else 1.0 - 1.0 / (2.0 * k)
     own = own._replace(inverse_products=own.inverse_products.at[0].set(c / norm))
-    recursion = plbfgs._direction(own, covariates, plbfgs._along_x(own, covariates))
+    recursion = plbfgs._direction(own, h0)
     recursion_slope = float(plbfgs._dot(own.gradient, recursion))
     assert (recursion_slope < 0) == (sign > 0)
 
-    direction, slope = plbfgs._descent_direction(own, covariates)
-    expected = recursion if sign > 0 else _steepest(own, covariates)
+    direction, slope = plbfgs._descent_direction(own, data)
+    expected = recursion if sign > 0 else _steepest(own, h0)
     for got, want in zip(direction, expected):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-9, atol=0)
     assert float(slope) == pytest.approx(float(plbfgs._dot(own.gradient, expected)), rel=1e-9)
@@ -148,3 +177,58 @@ def test_the_log_sd_gradient_is_the_chain_rule_of_the_sd_gradient(problem):
 
     autodiff = jax.grad(profiled_elbo)(jnp.log(params.latent_sd))
     np.testing.assert_allclose(found.grad_log_sd, autodiff, rtol=1e-6, atol=1e-8)
+
+
+def test_h0_moves_no_cell_by_more_than_about_one_unit():
+    # Far below its optimum in log S the ELBO is -u + (A + w) e^(2u) / 2: the curvature vanishes
+    # while the gradient stays near 1, and an undamped step sent S from 1e-3 to e^55 on
+    # microcosm. Damped, -H0 g moves each cell by at most 1 (before the ridge's correction).
+    counts = simulate(30, 4, seed=2)
+    data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, "float64"))
+    params, precision = model.init_params(data, "log_rates")
+    tiny = params._replace(latent_sd=jnp.full_like(params.latent_sd, 1e-4))
+    own = plbfgs.PreconditionedLbfgs().init(tiny, precision, data).opt_state
+    move = plbfgs._inverse_h0(own._replace(ridge_gain=jnp.zeros_like(own.ridge_gain)), own.gradient,
+                              plbfgs._h0(own, data))
+    assert float(jnp.max(jnp.abs(move.latent_sd))) <= 1.0 + 1e-12
+    # In M the move along X (a column's mean, which B takes up) comes on top of the cell's own.
+    assert float(jnp.max(jnp.abs(move.latent_mean))) <= 2.0
+
+
+def test_a_search_that_finds_no_step_takes_none_and_forgets_its_pairs(problem):
+    # A direction along which the ELBO only falls: both the search along it and the one along
+    # -H0 g are given no way up (the gradient's sign flipped), so the iteration stays put.
+    data, params, precision = problem
+    algorithm = plbfgs.PreconditionedLbfgs()
+    state = algorithm.init(params, precision, data)
+    step = jax.jit(algorithm.step)
+    for _ in range(3):
+        state, _ = step(state, data)
+    own = state.opt_state
+    uphill = jax.tree.map(jnp.negative, own.gradient)
+    held = state._replace(opt_state=own._replace(gradient=uphill))
+    after, value = step(held, data)
+    assert float(value) == pytest.approx(-float(own.loss))
+    np.testing.assert_array_equal(np.asarray(after.params.latent_mean), np.asarray(state.params.latent_mean))
+    assert float(after.opt_state.loss) == float(own.loss)
+    assert not np.any(np.asarray(after.opt_state.inverse_products))
+
+
+def test_no_accepted_step_lowers_the_elbo_on_microcosm():
+    # The data whose fit once blew up (S to e^55, then NaN): every step keeps a finite ELBO
+    # and never lowers the ELBO the fit reads, in float32 and in float64.
+    from core.data import corpus
+
+    counts = corpus.load("microcosm 400x100")
+    for dtype in ("float32", "float64"):
+        data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, dtype))
+        params, precision = model.init_params(data, "log_rates")
+        algorithm = plbfgs.PreconditionedLbfgs()
+        state = algorithm.init(params, precision, data)
+        step = jax.jit(algorithm.step)
+        losses = [float(state.opt_state.loss)]
+        for _ in range(25):
+            state, _ = step(state, data)
+            losses.append(float(state.opt_state.loss))
+        assert np.all(np.isfinite(losses)), dtype
+        assert np.all(np.diff(losses) <= 0), dtype

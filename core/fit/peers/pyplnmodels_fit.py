@@ -41,7 +41,7 @@ from pyPLNmodels import Pln
 from pyPLNmodels.models import base
 
 from core.fit.model import exact_log_factorial_sum, stirling_log_factorial_sum
-from core.fit.strategies.base import FIRST_STOP
+from core.fit.strategies.base import met_after, quiet_after, relative_change
 
 # pyPLNmodels' fixed choices (models/base.py `_handle_optimizer`, `fit` defaults).
 LEARNING_RATE = 0.01
@@ -85,6 +85,7 @@ def model_class() -> type:
             self._to_exact = exact_log_factorial_sum(counts) - stirling_log_factorial_sum(counts)
             self._previous = np.asarray(np.inf, self._numpy_dtype)
             self._ran = 0
+            self._quiet = 0
             # Re-made from the host arrays, not cast from pyPLNmodels' float32 copies:
             # float32 offsets are off by ~4e-7, which moves the ELBO by ~16 on oaks.
             placed = [torch.as_tensor(np.asarray(a, dtype=np.float64)).to(**self._placement)
@@ -114,7 +115,9 @@ def model_class() -> type:
             if self._tol > 0:
                 exact = np.asarray(float(elbo) - self._to_exact, self._numpy_dtype)
                 self._ran += 1
-                if not abs(exact - self._previous) / abs(exact) >= self._tol and self._ran >= FIRST_STOP:
+                change = relative_change(exact, self._previous)
+                self._quiet = int(quiet_after(self._quiet, change, self._tol))
+                if met_after(self._quiet, change, self._ran):
                     self._elbo_criterion_monitor.update_criterion(elbo)  # as its loop would have
                     raise Converged()
                 self._previous = exact

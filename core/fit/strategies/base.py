@@ -11,13 +11,16 @@ The ELBO recorded for iteration i is the one of the state iteration i starts fro
 Strategies differ only in what they hand to XLA: nothing, each function, one iteration,
 or the whole loop.
 
-Stopping: with `tol` > 0 (`Problem.stops`) every strategy stops after the first
-iteration whose relative ELBO change |ELBO_i - ELBO_i-1| / |ELBO_i| is under `tol` (or
-not a number), from the third iteration on (optax's rprop makes no move in its first:
-its step lags the gradient by one iteration), inside its compiled loop, and a loop run in several calls (`run_calls`)
-ends at the call that stopped. A `lax.scan` cannot end early, so a compiled loop that
-stops runs its body under `lax.while_loop` (`loop_until`): XLA compiles both to one While
-loop, with the trip count or the count and the test as its condition. (Holding the state
+Stopping: with `tol` > 0 (`Problem.stops`) every strategy stops after the second
+iteration in a row whose relative ELBO change |ELBO_i - ELBO_i-1| / |ELBO_i| is under
+`tol` (or the first that is not a number), from the third iteration on (optax's rprop
+makes no move in its first: its step lags the gradient by one iteration), inside its
+compiled loop, and a loop run in several calls (`run_calls`) ends at the call that
+stopped. One iteration under tol is not enough: a float32 line search that finds only a
+step its rounding hides made one such change 5e-6 below the optimum, then went on to it.
+A `lax.scan` cannot end early, so a compiled loop that stops runs its body under
+`lax.while_loop` (`loop_until`): XLA compiles both to one While loop, with the trip count
+or the count and the test as its condition. (Holding the state
 with a `lax.cond` once stopped would cost a copy of the carry per held iteration, about
 as much as an iteration.) Python loops apply the same test, in the fit's dtype, on the
 host.
@@ -72,6 +75,7 @@ class Stop(NamedTuple):
         change: the relative change of the last iteration as the test read it (NaN before
             two), of `model.wide_dtype`: what a run reports as its `final_change`, since the
             trace, in the fit's dtype, may round a float32 change under tol to 0.
+        quiet: int32, how many iterations in a row have changed the ELBO by less than tol.
     """
 
     previous: jax.Array
@@ -79,10 +83,13 @@ class Stop(NamedTuple):
     remaining: jax.Array
     ran: jax.Array
     change: jax.Array
+    quiet: jax.Array
 
 
 # The first iteration whose change may stop a fit (see the module docstring).
 FIRST_STOP = 3
+# Iterations in a row whose change must be under tol (see the module docstring).
+QUIET_ITERATIONS = 2
 
 
 def start_stop(iterations: int, dtype) -> Stop:
@@ -92,7 +99,7 @@ def start_stop(iterations: int, dtype) -> Stop:
     small program compiled in every fresh process (tens of milliseconds of its start)."""
     wide = model.wide_dtype(dtype)
     return Stop(np.asarray(np.inf, wide), np.asarray(False), np.asarray(iterations, np.int32),
-                np.asarray(0, np.int32), np.asarray(np.nan, wide))
+                np.asarray(0, np.int32), np.asarray(np.nan, wide), np.asarray(0, np.int32))
 
 
 def relative_change(value, previous):
@@ -100,15 +107,28 @@ def relative_change(value, previous):
     return abs(value - previous) / abs(value)
 
 
+def quiet_after(quiet, change, tol):
+    """The count of iterations in a row under `tol` after one that changed the ELBO by
+    `change` (jnp or NumPy alike)."""
+    return (quiet + 1) * (~(change >= tol))
+
+
+def met_after(quiet, change, ran):
+    """Whether a fit stops: `QUIET_ITERATIONS` in a row under tol, or a change that is
+    not a number (a diverged fit stops too), from iteration `FIRST_STOP` on."""
+    not_a_number = change != change  # noqa: PLR0124 (NaN's test, for jnp and NumPy alike)
+    return ((quiet >= QUIET_ITERATIONS) | not_a_number) & (ran >= FIRST_STOP)
+
+
 def after(stop: Stop, value: jax.Array, tol: jax.Array) -> Stop:
-    """`stop` after an iteration whose ELBO is `value`: done once the change is under `tol`
-    or not a number (a diverged fit stops too) from iteration `FIRST_STOP` on, or once no
-    iterations are left."""
+    """`stop` after an iteration whose ELBO is `value`: done once it stops (`met_after`)
+    or once no iterations are left."""
     value = value.astype(stop.previous.dtype)
     remaining, ran = stop.remaining - 1, stop.ran + 1
     change = relative_change(value, stop.previous)
-    met = ~(change >= tol) & (ran >= FIRST_STOP)
-    return Stop(value, met | (remaining <= 0), remaining, ran, jnp.where(ran >= 2, change, jnp.nan))
+    quiet = quiet_after(stop.quiet, change, tol).astype(stop.quiet.dtype)
+    met = met_after(quiet, change, ran)
+    return Stop(value, met | (remaining <= 0), remaining, ran, jnp.where(ran >= 2, change, jnp.nan), quiet)
 
 
 def loop_until(step: Callable[[Any], tuple[Any, jax.Array]], carry: Any, iterations: int, tol: jax.Array,
@@ -344,6 +364,7 @@ class PythonLoopStrategy(Strategy):
         tolerance = np.asarray(tol, problem.dtype).astype(wide)
         previous = np.asarray(np.inf, wide)
         change = np.asarray(np.nan, wide)
+        quiet = 0
         for i in range(problem.iterations):
             state, value = self.step(executables, problem, state, data)
             trace.append(value)
@@ -351,14 +372,16 @@ class PythonLoopStrategy(Strategy):
                 break
             if problem.stops:
                 current = np.asarray(value).astype(wide)  # a device sync: a loop that stops must know
-                change = relative_change(current, previous) if i >= 1 else change
-                if not change >= tolerance and i + 1 >= FIRST_STOP:
+                step_change = relative_change(current, previous)
+                change = step_change if i >= 1 else change
+                quiet = int(quiet_after(quiet, step_change, tolerance))
+                if met_after(quiet, step_change, i + 1):
                     break
                 previous = current
         stop = None
         if problem.stops:
             stop = Stop(jnp.asarray(previous, wide), jnp.asarray(True), jnp.asarray(problem.iterations - len(trace)),
-                        jnp.asarray(len(trace)), jnp.asarray(change, wide))
+                        jnp.asarray(len(trace)), jnp.asarray(change, wide), jnp.asarray(quiet, jnp.int32))
         return FitOutput(state, jnp.stack(trace).astype(problem.dtype), len(trace), stop)
 
 
