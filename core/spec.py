@@ -37,6 +37,9 @@ HEADER_CHOICES = ("auto", "yes", "no")
 OAKS_ROWS, OAKS_COLUMNS = 116, 114
 # The sizes the dashboard offers (K above); the command line takes any K up to the cap.
 OAKS_REPLICATES = (1, 10, 100, 1000)
+# The covariates the dashboard offers for oaks, from its samples' table ("" for an intercept
+# alone); the command line's --formula takes any formula over tree, dist2ground and orientation.
+OAKS_FORMULAS = ("", "~ 1 + tree", "~ 1 + orientation", "~ 1 + dist2ground", "~ 1 + tree + orientation + dist2ground")
 
 # Caps keep a mistyped number from taking a shared server down; they are generous
 # enough for the benchmarks (oaks x1000 is n = 116,000). Each can be lowered (or raised)
@@ -49,6 +52,8 @@ MAX_ITERATIONS = 1_000_000
 MAX_REPEATS = 100
 # Devices one sharded run may span; 0 means every device of the platform.
 MAX_DEVICES = 4096
+# A formula is one short line ("~ 1 + tree + dist2ground").
+MAX_FORMULA_CHARACTERS = 200
 # A learning rate and a tolerance any front door accepts (the sidebar's boxes, links, the
 # command line all read these).
 LR_RANGE = (1e-6, 10.0)
@@ -151,6 +156,14 @@ class DatasetSpec:
             not a path whose content may change. Filled in by `core.data.datasets`.
         header: csv only: whether line 1 of the files names the columns, one of
             `HEADER_CHOICES` ("auto" decides and says why; see `core.data.csv_layout`).
+        covariates_path: csv only: a covariates table (a column per covariate, a header
+            line; `core.data.covariates`), or "" for an intercept alone. Its bytes are in
+            `content_hash`.
+        formula: oaks and csv: which covariates, as pyPLNmodels' formulas say it
+            ("~ 1 + tree"), over oaks' sample table or the covariates file; "" for every
+            column of the file (csv) or an intercept alone (oaks).
+        intercept: csv with a covariates file and no formula: add a constant column (a
+            formula says it itself: "~ 0 + ...").
     """
 
     kind: str = "oaks"
@@ -163,12 +176,25 @@ class DatasetSpec:
     offsets_path: str = ""
     content_hash: str = ""
     header: str = "auto"
+    covariates_path: str = ""
+    formula: str = ""
+    intercept: bool = True
 
     def __post_init__(self) -> None:
         _check_choice("dataset", self.kind, DATASET_KINDS)
         _check_choice("header", self.header, HEADER_CHOICES)
         if self.kind != "csv" and self.header != "auto":
             raise SpecError(f"header applies to csv data only; got header {self.header!r} with dataset {self.kind}")
+        if not isinstance(self.formula, str) or len(self.formula) > MAX_FORMULA_CHARACTERS or "\n" in self.formula:
+            raise SpecError(f"formula must be one line of at most {MAX_FORMULA_CHARACTERS} characters")
+        object.__setattr__(self, "formula", " ".join(self.formula.split()))  # frozen; one spelling, one key
+        if self.kind in SIMULATED_KINDS and self.formula:
+            raise SpecError("a formula applies to oaks and csv data; simulated data have d covariates (--d)")
+        if self.kind != "csv" and (self.covariates_path or not self.intercept):
+            raise SpecError("a covariates file (and --no-intercept) applies to csv data; oaks takes a formula "
+                            "over its sample table (tree, dist2ground, orientation)")
+        if self.kind == "csv" and not self.covariates_path and (self.formula or not self.intercept):
+            raise SpecError("a formula or --no-intercept needs a covariates file (--covariates FILE)")
         if self.kind == "oaks":
             _check_int("replicate", self.replicate, 1, cap("replicate"))
         elif self.kind in SIMULATED_KINDS:
@@ -183,9 +209,10 @@ class DatasetSpec:
 
     @property
     def shape(self) -> tuple[int, int, int] | None:
-        """(n, p, d) known without loading the data; None for CSV files (only reading tells)."""
+        """(n, p, d) known without loading the counts; None for CSV files (only reading tells)
+        and for oaks with a formula (d is known once its sample table is coded)."""
         if self.kind == "oaks":
-            return OAKS_ROWS * self.replicate, OAKS_COLUMNS, 1
+            return (OAKS_ROWS * self.replicate, OAKS_COLUMNS, 1) if not self.formula else None
         if self.kind in SIMULATED_KINDS:
             return self.n, self.p, self.d
         return None
@@ -194,12 +221,15 @@ class DatasetSpec:
     def label(self) -> str:
         """A short human name: "oaks x100", "simulated 1000x50 (seed 0)", "csv counts.csv"."""
         if self.kind == "oaks":
-            return f"oaks x{self.replicate}"
+            return f"oaks x{self.replicate}" + (f" {self.formula}" if self.formula else "")
         if self.kind == "simulated":
             return f"simulated {self.n}x{self.p} d={self.d} (seed {self.seed})"
         if self.kind == "simulated_on_device":
             return f"simulated on device {self.n}x{self.p} d={self.d} (seed {self.seed})"
-        return f"csv {self.counts_path.rsplit('/', 1)[-1]}"
+        label = f"csv {self.counts_path.rsplit('/', 1)[-1]}"
+        if self.covariates_path:
+            label += " " + (self.formula or f"+ {self.covariates_path.rsplit('/', 1)[-1]}")
+        return label
 
 
 @dataclasses.dataclass(frozen=True)
@@ -305,8 +335,9 @@ class FitSpec:
         # Left out at their defaults so that specs from before the fields existed keep their key.
         if values["devices"] == 0:
             del values["devices"]
-        if values["dataset"]["header"] == "auto":
-            del values["dataset"]["header"]
+        for name, default in (("header", "auto"), ("covariates_path", ""), ("formula", ""), ("intercept", True)):
+            if values["dataset"][name] == default:
+                del values["dataset"][name]
         return values
 
     @classmethod

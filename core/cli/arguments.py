@@ -60,6 +60,14 @@ def add_data(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--offsets", default="", help="csv: log-offsets file (optional)")
     parser.add_argument("--header", choices=HEADER_CHOICES, default="auto",
                         help="csv: whether line 1 names the columns; auto decides and says why (default)")
+    parser.add_argument("--covariates", default="", metavar="FILE",
+                        help="csv: covariates, a column each with a header line; text columns are one-hot coded "
+                             "and a constant column is added (default: an intercept alone)")
+    parser.add_argument("--formula", default="", metavar="'~ 1 + tree'",
+                        help="oaks: covariates from its sample table (tree, dist2ground, orientation); csv: which "
+                             "columns of --covariates; '~ 0 + ...' drops the constant")
+    parser.add_argument("--no-intercept", action="store_true",
+                        help="csv with --covariates and no --formula: add no constant column")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,18 +197,25 @@ def dataset_spec(args: argparse.Namespace) -> DatasetSpec:
 
     if args.dataset != "csv" and args.header != "auto":
         raise SpecError(f"--header applies to --dataset csv only; got --dataset {args.dataset}")
+    if args.dataset != "csv" and (args.covariates or args.no_intercept):
+        raise SpecError(f"--covariates and --no-intercept apply to --dataset csv only; got --dataset {args.dataset}"
+                        + (" (oaks takes --formula over its sample table)" if args.dataset == "oaks" else ""))
     if args.dataset == "oaks":
-        dataset = DatasetSpec(kind="oaks", replicate=args.replicate)
+        dataset = DatasetSpec(kind="oaks", replicate=args.replicate, formula=args.formula)
     elif args.dataset in SIMULATED_KINDS:
+        if args.formula:
+            raise SpecError(f"--formula applies to --dataset oaks and csv; {args.dataset} data have --d covariates")
         dataset = DatasetSpec(kind=args.dataset, n=args.n, p=args.p, d=args.d, seed=args.seed)
     else:
         if not args.counts:
             raise SpecError("--dataset csv needs --counts FILE")
-        paths = [args.counts] + ([args.offsets] if args.offsets else [])
+        paths = [path for path in (args.counts, args.offsets, args.covariates) if path]
         for path in paths:
             if not os.path.isfile(path):
                 raise SpecError(f"no such file: {path}")
         dataset = DatasetSpec(kind="csv", counts_path=os.path.abspath(args.counts),
                               offsets_path=os.path.abspath(args.offsets) if args.offsets else "",
-                              content_hash=content_hash(*paths), header=args.header)
+                              content_hash=content_hash(*paths), header=args.header,
+                              covariates_path=os.path.abspath(args.covariates) if args.covariates else "",
+                              formula=args.formula, intercept=not args.no_intercept)
     return dataset

@@ -54,8 +54,8 @@ def read_csv(
     max_bytes = max_csv_bytes() if max_bytes is None else max_bytes
     has_offsets = offsets_path is not None
     return read_csv_bytes(
-        _read_bytes(counts_path, max_bytes),
-        _read_bytes(offsets_path, max_bytes) if has_offsets else None,
+        read_bytes(counts_path, max_bytes),
+        read_bytes(offsets_path, max_bytes) if has_offsets else None,
         name=os.path.basename(os.fspath(counts_path)),
         offsets_name=os.path.basename(os.fspath(offsets_path)) if has_offsets else "offsets",
         max_bytes=max_bytes,
@@ -129,7 +129,9 @@ def max_csv_bytes() -> int:
     return int(megabytes * 1e6)
 
 
-def _read_bytes(path: PathLike, max_bytes: int) -> bytes:
+def read_bytes(path: PathLike, max_bytes: int | None = None) -> bytes:
+    """A file's bytes, within `max_bytes` (default `max_csv_bytes()`); DataError naming it otherwise."""
+    max_bytes = max_csv_bytes() if max_bytes is None else max_bytes
     label = os.fspath(path)
     try:
         _check_size(os.path.getsize(path), label, max_bytes)

@@ -9,11 +9,12 @@ device itself, so that the transfer is timed on its own. Nothing is read or draw
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
 
-from core.data import oaks_file
+from core.data import covariates, oaks_file
 from core.data.counts import CountData, DataError, content_hash
 from core.spec import DatasetSpec
 
@@ -27,22 +28,44 @@ _MAX_LOG_RATE = 20.0
 def load(spec: DatasetSpec) -> CountData:
     """Loads the data a spec names; a csv spec's files must still hash to its content_hash."""
     if spec.kind == "oaks":
-        return load_oaks(spec.replicate)
+        data = load_oaks(spec.replicate)
+        if not spec.formula:
+            return data
+        design = covariates.oaks_design(spec.formula, spec.replicate)
+        return dataclasses.replace(data, covariates=design.matrix, name=spec.label,
+                                   notes=data.notes + _design_notes(design))
     if spec.kind == "simulated":
         return simulate(spec.n, spec.p, spec.d, spec.seed)
     if spec.kind == "simulated_on_device":
         raise DataError("simulated_on_device data are drawn directly on the devices by the sharded strategy "
                         "and never exist on the host; use dataset simulated for host data")
     # Deferred: pandas reads CSV files and nothing else here; a fit of oaks starts faster without it.
-    from core.data.csv_counts import read_csv
+    from core.data.csv_counts import read_bytes, read_csv
 
     paths = [spec.counts_path] + ([spec.offsets_path] if spec.offsets_path else [])
+    paths += [spec.covariates_path] if spec.covariates_path else []
     if spec.content_hash and not content_hash(*paths).startswith(spec.content_hash):
         raise DataError(
             f"{', '.join(paths)} changed since the run was set up (content hash differs); "
             "set the dataset up again to fit the current files"
         )
-    return read_csv(spec.counts_path, spec.offsets_path or None, header=spec.header)
+    data = read_csv(spec.counts_path, spec.offsets_path or None, header=spec.header)
+    if not spec.covariates_path:
+        return data
+    return with_covariates(data, read_bytes(spec.covariates_path), spec.covariates_path.rsplit("/", 1)[-1],
+                           spec.formula, spec.intercept)
+
+
+def with_covariates(data: CountData, table: bytes, name: str, formula: str = "", intercept: bool = True) -> CountData:
+    """`data` with the covariates of a table's bytes (`core.data.covariates`), checked for
+    what the fit needs (full rank, as many rows as the counts)."""
+    design = covariates.read(table, data.n, name, formula or None, intercept)
+    return dataclasses.replace(data, covariates=design.matrix, notes=data.notes + _design_notes(design))
+
+
+def _design_notes(design: covariates.Design) -> tuple[str, ...]:
+    return (f"covariates: {', '.join(design.columns)} (d = {design.d})", *design.notes)
+
 
 
 @functools.lru_cache(maxsize=1)

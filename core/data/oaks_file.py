@@ -4,8 +4,9 @@ pyPLNmodels is the source of the oaks data (Jakuschkin et al. 2016: powdery mild
 amplicons on 116 oak leaves, 114 taxa), but reading it through the package costs a
 command that fits oaks torch's import, and pyPLNmodels is needed only by its peers. The
 file `oaks.npz` beside this module holds the counts and the raw read totals (integers,
-as pyPLNmodels' csv files do) and nothing else; `tests/data/test_oaks_file.py` checks
-that it equals `pyPLNmodels.load_oaks()` exactly. Made again with
+as pyPLNmodels' csv files do) and the samples' table (tree, dist2ground, orientation, for
+covariates such as "~ 1 + tree"); `tests/data/test_data.py` checks that it equals
+`pyPLNmodels.load_oaks()` exactly. Made again with
 `python -m core.data.oaks_file` (pyPLNmodels installed).
 """
 
@@ -30,16 +31,37 @@ def read(path: pathlib.Path = PATH) -> tuple[np.ndarray, np.ndarray]:
     return counts, offsets
 
 
+def samples(path: pathlib.Path = PATH) -> dict[str, np.ndarray]:
+    """The samples' table, 116 rows: tree (str), dist2ground (float64), orientation (str)."""
+    with np.load(path) as stored:
+        return {"tree": stored["tree"].astype(str), "dist2ground": stored["dist2ground"].astype(np.float64),
+                "orientation": stored["orientation"].astype(str)}
+
+
+def _folder() -> pathlib.Path:
+    found = importlib.util.find_spec("pyPLNmodels")
+    if found is None or not found.submodule_search_locations:
+        raise RuntimeError("pyPLNmodels is not installed: it holds the oaks data this file is made from")
+    return pathlib.Path(found.submodule_search_locations[0]) / "load_data" / "data" / "oaks"
+
+
 def from_pyplnmodels() -> tuple[np.ndarray, np.ndarray]:
     """(counts, read totals) as pyPLNmodels ships them (its csv files), as int64."""
     # Here only: making the file is the one use of pandas here (reading it needs NumPy alone).
     import pandas as pd
 
-    found = importlib.util.find_spec("pyPLNmodels")
-    if found is None or not found.submodule_search_locations:
-        raise RuntimeError("pyPLNmodels is not installed: it holds the oaks data this file is made from")
-    folder = pathlib.Path(found.submodule_search_locations[0]) / "load_data" / "data" / "oaks"
-    return tuple(pd.read_csv(folder / name).to_numpy(np.int64) for name in ("counts.csv", "offsets.csv"))
+    return tuple(pd.read_csv(_folder() / name).to_numpy(np.int64) for name in ("counts.csv", "offsets.csv"))
+
+
+def samples_from_pyplnmodels() -> dict[str, np.ndarray]:
+    """The samples' table as pyPLNmodels ships it (its covariates.csv; `load_oaks` calls
+    the distance `dist2ground`)."""
+    # Here only, as in `from_pyplnmodels`: reading the shipped file needs NumPy alone.
+    import pandas as pd
+
+    table = pd.read_csv(_folder() / "covariates.csv")
+    return {"tree": table["tree"].to_numpy(str), "dist2ground": table["distTOground"].to_numpy(np.float64),
+            "orientation": table["orientation"].to_numpy(str)}
 
 
 def write(path: pathlib.Path = PATH) -> pathlib.Path:
@@ -48,7 +70,8 @@ def write(path: pathlib.Path = PATH) -> pathlib.Path:
     for name, values in (("counts", counts), ("read totals", read_totals)):
         if values.min() < 0 or values.max() > np.iinfo(_STORED_DTYPE).max:
             raise ValueError(f"oaks {name} span {values.min()}..{values.max()}, beyond {_STORED_DTYPE.__name__}")
-    np.savez_compressed(path, counts=counts.astype(_STORED_DTYPE), read_totals=read_totals.astype(_STORED_DTYPE))
+    np.savez_compressed(path, counts=counts.astype(_STORED_DTYPE), read_totals=read_totals.astype(_STORED_DTYPE),
+                        **samples_from_pyplnmodels())
     return path
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from core.fit import catalog
-from core.spec import DEVICES, INITS, LR_RANGE, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, TOL_RANGE, cap
+from core.spec import DEVICES, INITS, LR_RANGE, OAKS_FORMULAS, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, TOL_RANGE, cap
 from pages.ui.settings import DEFAULTS, key
 
 RESTORED = "links_restored"
@@ -98,6 +98,7 @@ def _sidebar(name: str, field: str, read: Callable[[str], Any]) -> Param:
 SIDEBAR = (
     _sidebar("dataset", "dataset", _choice(("oaks", "simulated"))),  # an upload cannot travel in a link
     _sidebar("replicate", "replicate", lambda t: _choice(tuple(map(str, OAKS_REPLICATES)))(t) and int(t)),
+    _sidebar("formula", "formula", _choice(OAKS_FORMULAS)),
     _sidebar("n", "sim_n", _whole(2, lambda: cap("rows"))),
     _sidebar("p", "sim_p", _whole(1, lambda: cap("columns"))),
     _sidebar("d", "sim_d", _whole(1, lambda: cap("covariates"))),
@@ -168,6 +169,8 @@ def publish(page: str) -> None:
     if st.session_state.get(key("dataset")) == "oaks":  # the simulated shape says nothing about oaks
         for name in ("n", "p", "d", "seed"):
             wanted.pop(name, None)
+    else:  # nor oaks' covariates about other data
+        wanted.pop("formula", None)
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
 

@@ -16,6 +16,7 @@ from core.spec import (
     GRADIENT_OPTIMIZERS,
     LEARNING_RATE_OPTIMIZERS,
     OAKS_COLUMNS,
+    OAKS_ROWS,
     DatasetSpec,
     FitSpec,
     OptimizerSpec,
@@ -40,6 +41,8 @@ class Settings:
         dataset: a kind from `core.spec.DATASET_KINDS` the sidebar offers ("oaks",
             "simulated", "csv").
         replicate: oaks rows repeated (one of `core.spec.OAKS_REPLICATES`).
+        formula: oaks covariates from its samples' table (one of `core.spec.OAKS_FORMULAS`;
+            "" for an intercept alone).
         sim_n, sim_p, sim_d, sim_seed: the simulated data's shape and seed.
         device, precision, optimizer, lr, init, iterations, repeats, tol: as in `FitSpec`.
         upload: the validated CSV upload, for dataset "csv" (None until one is given).
@@ -50,6 +53,7 @@ class Settings:
 
     dataset: str = "oaks"
     replicate: int = 1
+    formula: str = ""
     sim_n: int = 1000
     sim_p: int = 50
     sim_d: int = 1
@@ -67,14 +71,15 @@ class Settings:
     def dataset_spec(self) -> DatasetSpec:
         """The DatasetSpec of the sidebar's data. Raises SpecError (e.g. no valid upload)."""
         if self.dataset == "oaks":
-            return DatasetSpec(kind="oaks", replicate=whole("replicate", self.replicate))
+            return DatasetSpec(kind="oaks", replicate=whole("replicate", self.replicate), formula=self.formula)
         if self.dataset == "simulated":
             return DatasetSpec(kind="simulated", n=whole("n", self.sim_n), p=whole("p", self.sim_p),
                                d=whole("d", self.sim_d), seed=whole("seed", self.sim_seed))
         if self.upload is None:
             raise SpecError("no valid counts CSV: upload one in the sidebar (or pick oaks or simulated data)")
         return DatasetSpec(kind="csv", counts_path=self.upload.name, offsets_path=self.upload.offsets_name,
-                           content_hash=self.upload.content_hash, header=self.upload.header)
+                           content_hash=self.upload.content_hash, header=self.upload.header,
+                           covariates_path=self.upload.covariates_name, formula=self.upload.formula)
 
     def fit_spec(self, strategy: str, dataset: DatasetSpec | None = None) -> FitSpec:
         """The FitSpec for `strategy` with these settings (and `dataset` if given).
@@ -144,8 +149,8 @@ def current() -> Settings:
 
 def spec_summary(spec: FitSpec) -> str:
     """One line naming the settings of a spec, strategy aside (markdown; a file's name escaped)."""
-    shape = spec.dataset.shape if spec.dataset.kind == "oaks" else None
-    size = f"(n = {shape[0]:,}, p = {OAKS_COLUMNS})" if shape else ""
+    oaks = spec.dataset.kind == "oaks"
+    size = f"(n = {OAKS_ROWS * spec.dataset.replicate:,}, p = {OAKS_COLUMNS})" if oaks else ""
     until = f"up to {spec.iterations:,} iterations, stopping at a change of {spec.tol:g}" if spec.tol else \
         f"{spec.iterations:,} iterations"
     parts = [f"**{md(spec.dataset.label)}** {size}".strip(), spec.precision, spec.device,

@@ -17,6 +17,7 @@ from core.spec import (
     INITS,
     LEARNING_RATE_OPTIMIZERS,
     LR_RANGE,
+    OAKS_FORMULAS,
     OAKS_REPLICATES,
     OAKS_ROWS,
     OPTIMIZERS,
@@ -160,6 +161,12 @@ def _dataset_inputs() -> None:
         st.selectbox("Size: each row repeated", OAKS_REPLICATES, key="sb_replicate", persist_state="session",
                      format_func=lambda k: f"x{k:,}  (n = {OAKS_ROWS * k:,} rows)",
                      help="np.repeat(Y, k, axis=0), as the seed tutorial grows the data; p = 114")
+        if st.session_state["sb_formula"] not in OAKS_FORMULAS:
+            st.session_state["sb_formula"] = DEFAULTS.formula
+        st.selectbox("Covariates", OAKS_FORMULAS, key="sb_formula", persist_state="session",
+                     format_func=lambda formula: formula or "~ 1 (intercept only)",
+                     help="from oaks' samples table, as pyPLNmodels' formulas: tree (3 levels, one-hot, "
+                          "'intermediate' the reference), orientation (SW or NE), dist2ground (a number)")
     elif kind == "simulated":
         left, right = st.columns(2)
         _whole_number_input(left, "n (rows)", 2, _cap("rows"), "sb_sim_n", step=100)
@@ -201,5 +208,5 @@ def _optimizer_inputs() -> None:
                      help="\n".join(f"- {label}" for label in INIT_LABELS.values()))
         st.number_input("Tolerance", *TOL_RANGE, key="sb_tol", persist_state="session", format="%g",
                         step=1e-7,
-                        help="every strategy stops after the first iteration whose relative ELBO change is "
+                        help="every strategy stops after two iterations in a row whose relative ELBO change is "
                              "under this; 0 runs every iteration")

@@ -1,5 +1,9 @@
 """The sidebar's CSV upload: its widgets, and validation of the uploaded bytes.
 
+Counts, optional log-offsets, and optional covariates (a table with a header line: text
+columns one-hot coded, a constant column added; a formula such as "~ 1 + group" picks
+columns, as pyPLNmodels' `Pln.from_formula` does: `core.data.covariates`).
+
 A parsed upload lives in session state as "sb_csv" (None after a failed validation, with
 the message in "sb_csv_error"); `current_upload()` reads it from there. How the file was
 read (separator, header line and why) and changed (all-zero columns dropped) is shown
@@ -12,7 +16,7 @@ import dataclasses
 
 import streamlit as st
 
-from core.data import csv_counts
+from core.data import csv_counts, datasets
 from core.data.counts import CountData, DataError, content_hash
 from core.fit import precision_guard
 from core.spec import HEADER_CHOICES
@@ -32,6 +36,8 @@ class Upload:
         content_hash: of the uploaded bytes, for `DatasetSpec.content_hash`.
         name: the counts file's name; offsets_name: the offsets file's, or "".
         header: the header choice the files were read with (`core.spec.HEADER_CHOICES`).
+        covariates_name: the covariates file's name, or "" (an intercept alone).
+        formula: which of its columns ("" for all of them).
     """
 
     data: CountData
@@ -39,6 +45,8 @@ class Upload:
     name: str
     offsets_name: str = ""
     header: str = "auto"
+    covariates_name: str = ""
+    formula: str = ""
 
 
 def current_upload() -> Upload | None:
@@ -71,6 +79,13 @@ def csv_inputs() -> None:
              horizontal=True, format_func=HEADER_LABELS.get, on_change=_parse_upload,
              help="auto: words make line 1 a header, numbers make it data (what was decided, and why, is shown "
                   "below); choose yes when the column names are numbers, such as taxon ids")
+    st.file_uploader("Covariates (optional CSV with a header line)", type=TABLE_TYPES, key="sb_upload_covariates",
+                     on_change=_parse_upload, max_upload_size=largest,
+                     help="one row per sample, a column per covariate; text columns are one-hot coded (the first "
+                          "level is the reference) and a constant column is added")
+    st.text_input("Formula (optional)", key="sb_csv_formula", on_change=_parse_upload, placeholder="~ 1 + group",
+                  max_chars=200, help="which covariate columns, as pyPLNmodels' formulas: '~ 1 + group + dose'; "
+                                      "'~ 0 + ...' drops the constant; empty: every column")
     counts_file = st.session_state.get("sb_upload_counts")
     if counts_file is not None and _upload_ids() != st.session_state.get("sb_csv_ids"):
         _parse_upload()
@@ -85,7 +100,8 @@ def csv_inputs() -> None:
 def _describe(upload: Upload) -> None:
     """What is fitted: its size, how the files were read and changed, and what float32 cannot do."""
     st.caption(f"Using **{md(upload.name)}**: n = {upload.data.n:,} rows, p = {upload.data.p:,} "
-               f"columns{', with log-offsets' if upload.offsets_name else ''}.")
+               f"columns{', with log-offsets' if upload.offsets_name else ''}"
+               f"{f', d = {upload.data.d} covariates' if upload.covariates_name else ''}.")
     for note in upload.data.notes:
         st.caption(md(note))
     for warning in upload.data.warnings:
@@ -97,27 +113,37 @@ def _describe(upload: Upload) -> None:
 
 
 def load_upload(counts_bytes: bytes, counts_name: str, offsets_bytes: bytes | None = None,
-                offsets_name: str = "", header: str = "auto") -> Upload:
-    """Validates uploaded CSV bytes, read with the `header` choice.
+                offsets_name: str = "", header: str = "auto", covariates_bytes: bytes | None = None,
+                covariates_name: str = "", formula: str = "") -> Upload:
+    """Validates uploaded CSV bytes, read with the `header` choice, and the covariates'
+    table with `formula` ("" for every column).
 
     Raises:
         DataError: saying which file, line and column is wrong and what is accepted.
     """
+    formula = " ".join(formula.split())
+    if formula and covariates_bytes is None:
+        raise DataError("a formula picks columns of a covariates file: upload one, or clear the formula")
     counts = csv_counts.read_csv_bytes(counts_bytes, offsets_bytes, name=counts_name,
                                        offsets_name=offsets_name or "offsets", header=header)
+    if covariates_bytes is not None:
+        counts = datasets.with_covariates(counts, covariates_bytes, covariates_name or "covariates", formula)
     sources = [counts_bytes] + ([offsets_bytes] if offsets_bytes is not None else [])
+    sources += [covariates_bytes] if covariates_bytes is not None else []
     return Upload(counts, content_hash(*sources), counts_name, offsets_name if offsets_bytes is not None else "",
-                  header)
+                  header, covariates_name if covariates_bytes is not None else "", formula)
 
 
 def _upload_ids() -> tuple:
-    files = [st.session_state.get(k) for k in ("sb_upload_counts", "sb_upload_offsets")]
-    return (*(None if f is None else f.file_id for f in files), st.session_state.get("sb_csv_header", "auto"))
+    files = [st.session_state.get(k) for k in ("sb_upload_counts", "sb_upload_offsets", "sb_upload_covariates")]
+    return (*(None if f is None else f.file_id for f in files), st.session_state.get("sb_csv_header", "auto"),
+            st.session_state.get("sb_csv_formula", ""))
 
 
 def _parse_upload() -> None:
     counts_file = st.session_state.get("sb_upload_counts")
     offsets_file = st.session_state.get("sb_upload_offsets")
+    covariates_file = st.session_state.get("sb_upload_covariates")
     st.session_state["sb_csv_ids"] = _upload_ids()
     st.session_state["sb_csv_error"] = None
     if counts_file is None:  # the user removed the file
@@ -128,7 +154,10 @@ def _parse_upload() -> None:
             counts_file.getvalue(), counts_file.name,
             offsets_file.getvalue() if offsets_file is not None else None,
             offsets_file.name if offsets_file is not None else "",
-            st.session_state.get("sb_csv_header", "auto"))
+            st.session_state.get("sb_csv_header", "auto"),
+            covariates_file.getvalue() if covariates_file is not None else None,
+            covariates_file.name if covariates_file is not None else "",
+            st.session_state.get("sb_csv_formula", "") or "")
     except DataError as exc:
         st.session_state["sb_csv"] = None  # never fit a file that failed validation
         st.session_state["sb_csv_error"] = str(exc)

@@ -1,0 +1,219 @@
+"""Covariates as users have them: a table of sample columns, or a formula over one.
+
+A covariates table has a column per covariate and a header line naming them. Numbers are
+taken as they are; a column of text (a factor such as oaks' `tree`) is one-hot coded with
+its first level (in sorted order) as the reference when there is a constant column, as R,
+patsy and pyPLNmodels' `Pln.from_formula` code factors; all its levels otherwise. A
+constant column is added first unless asked not to.
+
+A formula picks columns of such a table as pyPLNmodels' formulas do:
+"endog ~ 1 + tree + dist2ground" (the left side, when given, is ignored: the counts are the
+counts). Terms are column names joined by "+"; "1" keeps the constant (the default) and "0"
+or "-1" drops it. Interactions and transformations are not supported, and a formula that
+uses them is refused with a message that says so.
+
+Bad covariates get one line naming the column: a missing or non-numeric value with its
+row, a row count that is not the counts', a column that is constant (with a constant) or
+a linear combination of the columns before it. Everything here is NumPy (pandas to read a
+file) on the host; nothing is read at import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from core.data import oaks_file
+from core.data.counts import DataError
+
+CONSTANT = "(intercept)"
+# Relative size under which a column's part outside the span of the columns before it counts
+# as zero: well above float64 rounding, well below any real covariate's.
+_COLLINEAR = 1e-9
+_TERM = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """A design matrix and what its columns are.
+
+    Attributes:
+        matrix: X, (n, d) float64.
+        columns: the d column names: CONSTANT, a numeric column's name, or "name[level]".
+        notes: how it was made, one sentence each (a factor's reference level).
+    """
+
+    matrix: np.ndarray
+    columns: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def d(self) -> int:
+        return int(self.matrix.shape[1])
+
+
+def parse_formula(formula: str) -> tuple[list[str], bool]:
+    """(column names, whether to keep the constant) from "[lhs] ~ a + b [+ 1 | + 0 | - 1]".
+
+    Raises:
+        DataError: a formula this reader does not take, saying what it takes.
+    """
+    text = formula.strip()
+    if "~" in text:
+        text = text.split("~", 1)[1]
+    text = text.strip()
+    if not text:
+        raise DataError(f"formula {formula!r} has no terms after '~'; e.g. '~ 1 + tree'")
+    intercept = True
+    names: list[str] = []
+    for sign, term in re.findall(r"([+-]?)\s*([^+-]+)", text):
+        term = term.strip()
+        if term in ("0", "1"):
+            intercept = term == "1" and sign != "-"
+            continue
+        if sign == "-" or not _TERM.match(term):
+            raise DataError(f"formula {formula!r}: term {term!r} is not taken here (only column names joined by "
+                            "'+', with 1, 0 or -1 for the constant; no interactions or functions)")
+        if term not in names:
+            names.append(term)
+    return names, intercept
+
+
+def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, intercept: bool = True,
+           label: str = "covariates") -> Design:
+    """The design of `table` (a column name -> n values mapping, e.g. a DataFrame).
+
+    Args:
+        table: the sample table.
+        n: the counts' row count, which every column must have.
+        formula: which columns, and the constant (see `parse_formula`); None: every column.
+        intercept: add a constant column (without a formula; a formula says it itself).
+        label: how messages name the table (a file name).
+
+    Raises:
+        DataError: one line naming the column at fault.
+    """
+    available = [str(name) for name in table]
+    if formula is not None and formula.strip():
+        names, intercept = parse_formula(formula)
+        unknown = [name for name in names if name not in available]
+        if unknown:
+            raise DataError(f"formula names {', '.join(repr(u) for u in unknown)}, not a column of {label}; "
+                            f"its columns: {', '.join(available) or 'none'}")
+    else:
+        names = available
+    columns: list[np.ndarray] = [np.ones(n)] if intercept else []
+    column_names: list[str] = [CONSTANT] if intercept else []
+    notes: list[str] = []
+    for name in names:
+        values = np.asarray(table[name], dtype=object)
+        if values.shape != (n,):
+            raise DataError(f"{label}: column {name!r} has {values.size:,} rows; the counts have {n:,}")
+        numbers = _as_numbers(values)
+        if numbers is not None:
+            bad = np.flatnonzero(~np.isfinite(numbers))
+            if bad.size:
+                raise DataError(f"{label}: column {name!r} has a missing or infinite value at row {bad[0] + 1}")
+            columns.append(numbers)
+            column_names.append(name)
+            continue
+        text = np.array([_text(value) for value in values], dtype=object)
+        missing = np.flatnonzero(text == "")
+        if missing.size:
+            raise DataError(f"{label}: column {name!r} has a missing value at row {missing[0] + 1}")
+        levels = sorted(set(text))
+        if len(levels) == 1 and intercept:
+            raise DataError(f"{label}: column {name!r} has one level, {levels[0]!r}: beside the constant it adds "
+                            "nothing, so B is not identifiable; remove it")
+        coded = levels[1:] if intercept else levels
+        if intercept:
+            notes.append(f"{name}: {len(levels)} levels, {levels[0]!r} the reference")
+        for level in coded:
+            columns.append((text == level).astype(np.float64))
+            column_names.append(f"{name}[{level}]")
+    if not columns:
+        raise DataError(f"{label}: no covariate column and no constant: the model needs at least one")
+    matrix = np.column_stack(columns)
+    _check_rank(matrix, column_names, label)
+    return Design(matrix, tuple(column_names), tuple(notes))
+
+
+def _as_numbers(values: np.ndarray) -> np.ndarray | None:
+    """The column as float64 when every present value reads as a number, else None (text)."""
+    out = np.empty(values.size)
+    for i, value in enumerate(values):
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            out[i] = np.nan
+            continue
+        if isinstance(value, (bool, np.bool_)):
+            return None
+        try:
+            out[i] = float(value)
+        except (TypeError, ValueError):
+            return None
+    return out
+
+
+def _text(value) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    return str(value).strip()
+
+
+def _check_rank(matrix: np.ndarray, names: list[str], label: str) -> None:
+    """DataError naming the first column that adds nothing to the span of those before it."""
+    n, d = matrix.shape
+    if d > n:
+        raise DataError(f"{label}: {d} covariate columns for {n} rows; B is not identifiable with more columns "
+                        "than rows")
+    basis = np.empty((n, 0))
+    for j in range(d):
+        column = matrix[:, j]
+        size = np.linalg.norm(column)
+        rest = column - basis @ (basis.T @ column) if basis.shape[1] else column
+        if size == 0 or np.linalg.norm(rest) <= _COLLINEAR * size:
+            why = ("is constant, and the constant column is already there"
+                   if np.ptp(column) == 0 and names[0] == CONSTANT else
+                   "is all zeros" if size == 0 else
+                   "is a linear combination of the columns before it")
+            raise DataError(f"{label}: covariate column {names[j]!r} {why}: the design is rank-deficient, so B is not "
+                            "identifiable; remove it")
+        basis = np.column_stack([basis, rest / np.linalg.norm(rest)])
+
+
+def read_table(data: bytes, label: str):
+    """A covariates file's bytes -> a DataFrame (header line required; commas, semicolons
+    or tabs). DataError for a file pandas cannot read."""
+    # Deferred: pandas reads files and nothing else here (a fit of oaks starts faster without it).
+    import pandas as pd
+
+    text = data.decode("utf-8-sig", errors="replace")
+    first = text.splitlines()[0] if text.strip() else ""
+    separator = max((",", ";", "\t"), key=first.count)
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=separator, dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError) as err:
+        raise DataError(f"{label} cannot be read as a table with a header line: {err}") from None
+    if frame.shape[1] == 0:
+        raise DataError(f"{label} has no columns")
+    frame.columns = [str(name).strip() for name in frame.columns]
+    return frame.apply(lambda column: column.str.strip()).replace({"": None, "NA": None, "NaN": None, "nan": None})
+
+
+def read(data: bytes, n: int, label: str, formula: str | None = None, intercept: bool = True) -> Design:
+    """The design of a covariates file's bytes (see `design`)."""
+    return design(read_table(data, label), n, formula, intercept, label)
+
+
+def oaks_table(replicate: int = 1) -> dict[str, np.ndarray]:
+    """oaks' sample table (tree, dist2ground, orientation), each row `replicate` times."""
+    return {name: np.repeat(values, replicate) for name, values in oaks_file.samples().items()}
+
+
+def oaks_design(formula: str, replicate: int = 1) -> Design:
+    """The design of `formula` over oaks' sample table (e.g. "~ 1 + tree")."""
+    return design(oaks_table(replicate), 116 * replicate, formula, label="oaks' sample table")

@@ -1,0 +1,105 @@
+"""Covariates as users have them: a table or a formula over one, coded as pyPLNmodels codes
+them, and bad covariates refused in one line that names the column."""
+
+import numpy as np
+import pytest
+
+from core.data import covariates, datasets, oaks_file
+from core.data.counts import DataError
+from core.spec import DatasetSpec, FitSpec, SpecError
+
+
+def test_the_oaks_samples_table_is_pyplnmodels():
+    shipped, theirs = oaks_file.samples(), oaks_file.samples_from_pyplnmodels()
+    assert list(shipped) == ["tree", "dist2ground", "orientation"]
+    for name in shipped:
+        np.testing.assert_array_equal(shipped[name], theirs[name])
+
+
+def test_oaks_with_tree_is_pyplnmodels_design():
+    # Pln.from_formula("endog ~ 1 + tree", data) codes tree with its first level as the reference.
+    design = covariates.oaks_design("endog ~ 1 + tree")
+    tree = oaks_file.samples()["tree"]
+    assert design.columns == ("(intercept)", "tree[resistant]", "tree[susceptible]")
+    np.testing.assert_array_equal(design.matrix[:, 0], 1.0)
+    np.testing.assert_array_equal(design.matrix[:, 1], tree == "resistant")
+    np.testing.assert_array_equal(design.matrix[:, 2], tree == "susceptible")
+    assert "'intermediate' the reference" in design.notes[0]
+
+
+def test_a_formula_without_the_constant_codes_every_level_and_takes_numbers_as_they_are():
+    design = covariates.oaks_design("~ 0 + tree + dist2ground", replicate=2)
+    assert design.columns == ("tree[intermediate]", "tree[resistant]", "tree[susceptible]", "dist2ground")
+    assert design.matrix.shape == (232, 4)
+    np.testing.assert_array_equal(design.matrix[:, :3].sum(axis=1), 1.0)
+    np.testing.assert_array_equal(design.matrix[::2, 3], oaks_file.samples()["dist2ground"])
+
+
+def test_the_built_in_oaks_problem_with_tree_has_its_design_and_label():
+    spec = DatasetSpec(kind="oaks", formula="~  1 + tree ")
+    assert spec.formula == "~ 1 + tree" and spec.label == "oaks x1 ~ 1 + tree"
+    assert spec.shape is None  # d is known once the table is coded
+    data = datasets.load(spec)
+    assert (data.n, data.p, data.d) == (116, 114, 3)
+    assert any("tree[resistant]" in note for note in data.notes)
+    # Stored runs keep their keys: a spec without covariates writes none of the new fields.
+    written = FitSpec(dataset=DatasetSpec(kind="oaks")).to_dict()["dataset"]
+    assert not {"formula", "covariates_path", "intercept"} & set(written)
+    assert FitSpec(dataset=spec).to_dict()["dataset"]["formula"] == "~ 1 + tree"
+
+
+def test_a_covariates_file_is_coded_and_checked(tmp_path):
+    table = tmp_path / "samples.csv"
+    table.write_text("group;dose\nA;1.5\nB;2\nA;0.5\nC;1\n")
+    design = covariates.read(table.read_bytes(), 4, "samples.csv")
+    assert design.columns == ("(intercept)", "group[B]", "group[C]", "dose")
+    np.testing.assert_allclose(design.matrix[:, 3], [1.5, 2, 0.5, 1])
+    picked = covariates.read(table.read_bytes(), 4, "samples.csv", formula="~ 1 + dose")
+    assert picked.columns == ("(intercept)", "dose")
+    bare = covariates.read(table.read_bytes(), 4, "samples.csv", intercept=False)
+    assert bare.columns == ("group[A]", "group[B]", "group[C]", "dose")
+
+
+@pytest.mark.parametrize("text, rows, formula, says", [
+    ("g,x\na,1\nb,2\n", 3, None, "column 'g' has 2 rows; the counts have 3"),
+    ("g,x\na,1\nb,\nc,3\n", 3, None, "column 'x' has a missing or infinite value at row 2"),
+    ("g,x\na,1\n,2\nc,3\n", 3, None, "column 'g' has a missing value at row 2"),
+    ("g,x\na,1\na,2\na,3\n", 3, None, "column 'g' has one level, 'a'"),
+    ("x,y\n1,2\n2,4\n3,6\n", 3, None, "column 'y' is a linear combination of the columns before it"),
+    ("x,k\n1,5\n2,5\n3,5\n", 3, None, "column 'k' is constant, and the constant column is already there"),
+    ("x\n1\n2\n3\n", 3, "~ 1 + height", "formula names 'height', not a column of t.csv; its columns: x"),
+    ("x\n1\n2\n3\n", 3, "~ 1 + x:z", "term 'x:z' is not taken here"),
+    ("x\n1\n2\n3\n", 3, "~ log(x)", "term 'log(x)' is not taken here"),
+])
+def test_bad_covariates_get_one_line_that_names_the_column(text, rows, formula, says):
+    with pytest.raises(DataError) as caught:
+        covariates.read(text.encode(), rows, "t.csv", formula=formula)
+    message = str(caught.value)
+    assert says in message and "\n" not in message
+
+
+def test_a_spec_refuses_covariates_where_they_do_not_apply():
+    with pytest.raises(SpecError, match="simulated data have d covariates"):
+        DatasetSpec(kind="simulated", n=10, p=3, formula="~ 1 + x")
+    with pytest.raises(SpecError, match="needs a covariates file"):
+        DatasetSpec(kind="csv", counts_path="c.csv", formula="~ 1 + x")
+    with pytest.raises(SpecError, match="applies to csv data"):
+        DatasetSpec(kind="oaks", covariates_path="x.csv")
+    with pytest.raises(SpecError, match="one line"):
+        DatasetSpec(kind="oaks", formula="~ 1 +\n tree")
+
+
+def test_a_csv_spec_with_covariates_loads_them_and_hashes_their_bytes(tmp_path):
+    from core.data.counts import content_hash
+
+    counts, table = tmp_path / "c.csv", tmp_path / "s.csv"
+    rng = np.random.default_rng(0)
+    np.savetxt(counts, rng.poisson(4, (30, 5)), delimiter=",", fmt="%d")
+    table.write_text("g\n" + "\n".join(rng.choice(["u", "v"], 30)) + "\n")
+    spec = DatasetSpec(kind="csv", counts_path=str(counts), covariates_path=str(table),
+                       content_hash=content_hash(counts, table))
+    data = datasets.load(spec)
+    assert data.d == 2 and spec.label == "csv c.csv + s.csv"
+    table.write_text("g\n" + "\n".join(["u"] * 15 + ["v"] * 15) + "\n")
+    with pytest.raises(DataError, match="changed since the run was set up"):
+        datasets.load(spec)
