@@ -68,7 +68,6 @@ def _h0_times(own, q, h0):
     `ridge_gain` says: c_j = 1 / kappa_j - 1 / m_j)."""
     X, R = np.asarray(h0.covariates), np.asarray(own.residual)
     A, w, h_u = np.asarray(own.rate), np.asarray(own.column_precision), np.asarray(own.sd_curvature)
-    A = np.maximum(A + w, np.abs(np.asarray(own.gradient.latent_mean))) - w  # damped as H0's M block is
     n, p = A.shape
     projection = X @ np.linalg.solve(X.T @ X, X.T)
     kept = w / (1.0 + plbfgs.ALONG_X_FLOOR)

@@ -90,8 +90,8 @@ class PreconditionedLbfgsState(NamedTuple):
         log_sd: u = log S, (n, p).
         loss: -F at the current point, a scalar of `model.wide_dtype`.
         gradient: d(-F)/dM and d(-F)/du.
-        rate: A at the current point, (n, p): with `column_precision` and the gradient,
-            H0's M block (`_mean_curvature`).
+        rate: A at the current point, damped (`_evaluate`), (n, p): with `column_precision`,
+            H0's M block.
         column_precision: diag(Omega) at the current point, (p,).
         sd_curvature: h_u, damped, (n, p): H0's u block (see the module docstring).
         ridge_gain: (p,) 1 / kappa_j - 1 / m_j >= 0, H0's correction along each column's
@@ -151,12 +151,6 @@ def _damped(curvature: jax.Array, gradient: jax.Array) -> jax.Array:
     return jnp.maximum(curvature, jnp.abs(gradient))
 
 
-def _mean_curvature(rate, gradient_mean, column_precision) -> jax.Array:
-    """H0's M block per cell, A + Omega_jj, damped (`_damped`). Made where it is read, from
-    A and the gradient, rather than kept: one (n, p) array fewer to write per evaluation."""
-    return _damped(rate + column_precision, gradient_mean)
-
-
 def _evaluate(latent_mean, log_sd, data) -> _Point:
     # Materialized once: XLA otherwise rewrites S * S as exp(2 u), one more exp over (n, p).
     latent_sd = jax.lax.optimization_barrier(jnp.exp(log_sd))
@@ -165,10 +159,12 @@ def _evaluate(latent_mean, log_sd, data) -> _Point:
     diagonal = jnp.diagonal(found.precision)
     spread = found.rate + diagonal
     sd_curvature = _damped(2.0 * variance * spread + variance * variance * found.rate, found.grad_log_sd)
+    # H0's M block is A + Omega_jj: damping it is damping A, to at least |g| - Omega_jj. Kept
+    # as an array: damping A + Omega_jj where it is read (H0, its along-X term) ran slower.
+    rate = jnp.maximum(found.rate, jnp.abs(found.grad_mean) - diagonal)
     gradient = Latent(-found.grad_mean, -found.grad_log_sd)
-    ridge_gain = _ridge_gain(found, variance, _mean_curvature(found.rate, found.grad_mean, diagonal), sd_curvature,
-                             data)
-    return _Point(latent_mean, log_sd, latent_sd, -found.elbo, gradient, found.rate, sd_curvature, ridge_gain,
+    ridge_gain = _ridge_gain(found, variance, rate + diagonal, sd_curvature, data)
+    return _Point(latent_mean, log_sd, latent_sd, -found.elbo, gradient, rate, sd_curvature, ridge_gain,
                   found.residual, found.coef, found.precision)
 
 
@@ -216,9 +212,7 @@ def _along_x(own: PreconditionedLbfgsState, covariates: jax.Array) -> jax.Array:
     X = covariates
     n, d = X.shape
     wide = model.wide_dtype(own.rate.dtype)
-    mean_curvature = _mean_curvature(own.rate, own.gradient.latent_mean, own.column_precision)
-    # A / (w (A + w)) with A damped as H0's M block is (mean_curvature = A + w, damped).
-    weight = (mean_curvature - own.column_precision) / (own.column_precision * mean_curvature)
+    weight = own.rate / (own.column_precision * (own.rate + own.column_precision))
     pairs = (X[:, :, None] * X[:, None, :]).reshape(n, d * d)
     cross = (pairs.T @ weight).T.reshape(-1, d, d).astype(wide)  # (p, d, d): C_j
     # C_j + ALONG_X_FLOOR X^T X / w_j is exactly C_j of the model with w_j / (1 + ALONG_X_FLOOR) P_X.
@@ -245,7 +239,7 @@ def _inverse_h0(own: PreconditionedLbfgsState, q: Latent, h0: _H0) -> Latent:
     """
     X = h0.covariates
     dtype = q.latent_mean.dtype
-    mean_curvature = _mean_curvature(own.rate, own.gradient.latent_mean, own.column_precision)
+    mean_curvature = own.rate + own.column_precision
     base = q.latent_mean / mean_curvature
     projected = (X.T @ base).T.astype(h0.along_x.dtype)  # (p, d): X^T D^-1 q
     shift = jnp.einsum("jde,je->jd", h0.along_x, projected).astype(dtype)  # (p, d): C_j^-1 X^T D^-1 q
@@ -275,16 +269,14 @@ def _direction(own: PreconditionedLbfgsState, h0: _H0) -> Latent:
     q, alphas = jax.lax.fori_loop(0, MEMORY, newest_first,
                                   (own.gradient, jnp.zeros((MEMORY,), own.inverse_products.dtype)))
 
-    # The second loop runs on -r (r = H0 q, then r + (alpha_j - y . r / (s . y)) s per pair):
-    # its sign rides on H0's input, where XLA folds it into the fusion that reads q, instead
-    # of a pass over both arrays at the end.
-    def oldest_first(k, minus_r):
+    def oldest_first(k, r):
         j = MEMORY - 1 - k
         s, y, inverse_product = pair(j)
-        beta = inverse_product * _dot(y, minus_r)  # -(y . r) / (s . y)
-        return _axpy(-(alphas[j] + beta), s, minus_r)
+        beta = inverse_product * _dot(y, r)
+        return _axpy(alphas[j] - beta, s, r)
 
-    return jax.lax.fori_loop(0, MEMORY, oldest_first, _inverse_h0(own, jax.tree.map(jnp.negative, q), h0))
+    r = jax.lax.fori_loop(0, MEMORY, oldest_first, _inverse_h0(own, q, h0))
+    return jax.tree.map(jnp.negative, r)
 
 
 # Where the line search is (`_safe_search`): along the recursion's direction, along -H0 g
