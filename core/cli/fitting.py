@@ -111,7 +111,7 @@ def command_solve(args) -> int:
         result = run_on_cluster(scheduler, store, spec, counts, progress, cold=False)
     else:
         result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
-    if result.time_to_solution_s is None and result.status == "ok" and not result.stalled:
+    if result.time_to_solution_s is None and result.status == "ok" and not result.stalled and not result.short:
         sys.stderr.write(f"not converged: the relative ELBO change stayed above {spec.tol:g} for "
                          f"{spec.iterations:,} iterations (raise --iterations or --tol)\n")
     print_run(result, args.json)

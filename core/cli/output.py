@@ -89,6 +89,8 @@ def print_run(result, as_json: bool) -> None:
 def convergence(result) -> list[str]:
     if result.stalled:
         return [outcome.stall_note(result.final_change, result.precision)]
+    if result.short:
+        return [outcome.short_note(result.estimated_gap)]
     if result.converged is False:
         return [f"not converged: the last relative ELBO change, {result.final_change:.1e}, is above "
                 f"--tol {result.tol:g}; run more iterations"]

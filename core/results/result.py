@@ -78,6 +78,9 @@ class Measurement:
         warnings: what the runnable itself knows a reader of its numbers must be told.
         final_change: the last relative ELBO change as the runnable's stopping test read it
             (float64-accumulated), or None where it has no such test (the trace's is used).
+        final_latent: (M, S) at the end of the first call, on the host, for the check of
+            where the fit ended; None where the runnable does not hand them over. Not kept.
+        certified_elbo, estimated_gap: that check (`core.run.certified`), or None.
     """
 
     elbo: np.ndarray
@@ -104,6 +107,9 @@ class Measurement:
     from_scratch: bool = False
     warnings: list[str] = dataclasses.field(default_factory=list)
     final_change: float | None = None
+    final_latent: tuple[np.ndarray, np.ndarray] | None = None
+    certified_elbo: float | None = None
+    estimated_gap: float | None = None
 
 
 @dataclasses.dataclass
@@ -175,6 +181,12 @@ class RunResult:
         timed_with: the mark shared by runs timed together, their repeats in turn
             (`core.run.engine.run_together`): their ratios are free of the machine's load
             at one moment. Empty for a run timed alone.
+        certified_elbo: the profiled ELBO at the final M and S, evaluated again in float64
+            NumPy (exact log Y!), whatever the fit's precision; None where not made (a peer,
+            data drawn on the devices, runs stored before it existed).
+        estimated_gap: how far below the optimum the float64 gradient there puts the fit,
+            relative (`core.fit.certificate`); `converged` needs it at most
+            `outcome.CONVERGED_GAP` where it is known.
     """
 
     spec: dict[str, Any]
@@ -228,30 +240,44 @@ class RunResult:
     worker: str = ""
     owner: str = ""
     timed_with: str = ""
+    certified_elbo: float | None = None
+    estimated_gap: float | None = None
+
+    def _verdict(self) -> tuple[bool | None, bool, bool]:
+        if self.status != "ok":
+            return None, False, False
+        return outcome.certified_verdict(self.final_change, self.tol, self.precision,
+                                         self.iterations_run < self.iterations, self.estimated_gap)
 
     @property
     def stalled(self) -> bool:
         """Whether the fit stopped on a relative ELBO change its precision cannot tell from
-        none (`core.results.outcome.stalled`): not converged, whatever `tol` says."""
-        return self.status == "ok" and outcome.stalled(self.final_change, self.tol, self.precision,
-                                                       self.iterations_run < self.iterations)
+        none (`core.results.outcome.stalled`), and its float64 gradient (where known) does not
+        say it arrived: not converged, whatever `tol` says."""
+        return self._verdict()[1]
+
+    @property
+    def short(self) -> bool:
+        """Whether the fit stopped at `tol` but its float64 gradient puts it more than
+        `outcome.CONVERGED_GAP` below the optimum: not converged."""
+        return self._verdict()[2]
 
     @property
     def converged(self) -> bool | None:
-        """Whether the fit stopped at `tol`: before its last iteration (the strategies stop
-        only there, on a float64-accumulated ELBO that the trace may round), or with its last
-        relative ELBO change under `tol`, and not `stalled`; None when `tol` is 0 (a fixed
-        number of iterations was asked for) or the fit did not finish well (see
-        `core.results.outcome`)."""
-        if self.tol <= 0 or self.final_change is None or self.status != "ok":
-            return None
-        return (self.iterations_run < self.iterations or self.final_change < self.tol) and not self.stalled
+        """Whether the fit stopped at `tol` and is at the optimum: it stopped before its last
+        iteration (the strategies stop only there, on a float64-accumulated ELBO that the
+        trace may round) or with its last relative ELBO change under `tol`, and its float64
+        gradient puts it within `outcome.CONVERGED_GAP` of the optimum (where known; else it
+        must not be `stalled`); None when `tol` is 0 (a fixed number of iterations was asked
+        for) or the fit did not finish well (see `core.results.outcome`)."""
+        return self._verdict()[0]
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["timed_window"] = [self.timed_start, self.timed_end]
         out["converged"] = self.converged
         out["stalled"] = self.stalled
+        out["short"] = self.short
         if not with_elbo:
             out.pop("elbo")
         return out
@@ -264,7 +290,7 @@ class RunResult:
         a run that timed out the budget it passed, and `warnings` (about the data and the
         precision) before the measurement's own."""
         ended = outcome.judge(measurement.elbo, spec.tol, spec.iterations, spec.precision,
-                              measurement.final_change)
+                              measurement.final_change, measurement.estimated_gap)
         trace = ended.elbo
         times = measurement.times or [0.0]  # a run stopped by its budget may have timed no repeat
         run_s = statistics.median(times)
@@ -298,6 +324,6 @@ class RunResult:
 
 # The fields a run keeps as its measurement measured them (same name, same meaning), and those
 # it takes from its spec as they are; `RunResult.measured` derives the others.
-_DERIVED = ("elbo", "times", "shape", "timed_out", "from_scratch", "warnings", "final_change")
+_DERIVED = ("elbo", "times", "shape", "timed_out", "from_scratch", "warnings", "final_change", "final_latent")
 _KEPT_AS_MEASURED = tuple(f.name for f in dataclasses.fields(Measurement) if f.name not in _DERIVED)
 _FROM_SPEC = ("strategy", "precision", "device", "iterations", "repeats", "tol")

@@ -21,6 +21,7 @@ from core.fit import catalog, precision_guard
 from core.machine import budget, device_queue, memory_estimate
 from core.results.result import RunResult
 from core.run import jax_timing, measure, repeats
+from core.run.certified import certified
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.spec import FitSpec, SpecError
@@ -96,6 +97,7 @@ def run(
                                        watched=on_progress is not None or cancel is not None, budget=allowed,
                                        cold=cold)
         window = (window_start, time.time())
+    measurement = certified(measurement, counts)
     return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
 
 
@@ -162,8 +164,8 @@ def run_together(
     mark = uuid.uuid4().hex[:12]
     results = []
     for spec, timing, taken in zip(specs, timings, times):
-        result = RunResult.measured(spec, timing.measurement(taken), waited, window, budget_s=allowed.seconds,
-                                    warnings=warnings)
+        result = RunResult.measured(spec, certified(timing.measurement(taken), counts), waited, window,
+                                    budget_s=allowed.seconds, warnings=warnings)
         result.timed_with = mark
         results.append(result)
     return results

@@ -62,7 +62,13 @@ class Timing:
         # float32 trace may round to 0 (`core.results.outcome`).
         tested = None if output.stop is None else float(output.stop.change)
         self.tested_change = tested if tested is not None and np.isfinite(tested) else None
-        del output, start  # the final state is not needed: free its buffers before the repeats
+        # M and S on the host, for the check of where the fit ended (`core.run.certified`), made
+        # after the run has left the device queue and its time budget; not where other
+        # processes hold some of their rows (a jax.distributed run).
+        params = output.state.params
+        whole = all(getattr(array, "is_fully_addressable", True) for array in (params.latent_mean, params.latent_sd))
+        self.final_latent = (np.asarray(params.latent_mean), np.asarray(params.latent_sd)) if whole else None
+        del output, start, params  # the device state is not needed: free its buffers before the repeats
 
     def repeat(self, r: int) -> tuple[float, bool]:
         """Times the r-th steady-state call -> (its seconds, whether it ran every iteration
@@ -95,6 +101,7 @@ class Timing:
             processes=jax.process_count(),
             device_kind=prep.device.device_kind, versions=runtime.environment(prep.device),
             optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init,
+            final_latent=self.final_latent,
             chunk_iterations=problem.chunk,
             timed_out=budget is not None and budget.passed,
             from_scratch=self.cold and strategy.compiled_ahead,

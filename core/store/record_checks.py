@@ -121,6 +121,9 @@ def _check_outcome(run: RunResult) -> None:
         raise RecordError(f"diverged_at {run.diverged_at} is not an iteration of the run (0 to {run.iterations - 1})")
     if run.final_change is not None and not (math.isfinite(run.final_change) and run.final_change >= 0):
         raise RecordError(f"final_change must be a relative change >= 0; got {run.final_change}")
+    # Infinite where the float64 re-evaluation failed (Sigma not positive definite there).
+    if run.estimated_gap is not None and not run.estimated_gap >= 0:
+        raise RecordError(f"estimated_gap must be a relative distance >= 0; got {run.estimated_gap}")
     if run.status == "ok" and run.run_s_min < MIN_TIMED_CALL_S:
         raise RecordError(f"run_s_min {run.run_s_min} s is faster than any timed call of a fit can return "
                           f"({MIN_TIMED_CALL_S:g} s)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.results.outcome import CONVERGED_GAP
 from pages.ui import resources
 
 st.title("About PLN JIT Lab")
@@ -56,8 +57,10 @@ st.markdown(
     "to XLA differs. One iteration is the optimizer's step: for the seed tutorial's algorithm, the ELBO and "
     "its gradient in $B, M, S$ at the current $\\Omega$, the optimizer's update, then "
     "$\\Omega \\leftarrow \\hat\\Sigma^{-1}$ at the closed form. With a tolerance, every strategy stops "
-    "inside its loop after the first iteration whose relative ELBO change is under it (the scans then run "
-    "their body in a `lax.while_loop`, which can end early)."
+    "inside its loop after two iterations in a row whose relative ELBO change is under it (the scans then "
+    "run their body in a `lax.while_loop`, which can end early). Before a fit says it converged, its last "
+    "point is evaluated again in float64 and its gradient estimates how far the optimum still is: a fit "
+    f"stopped more than {CONVERGED_GAP:.0e} (relative) short says so instead."
 )
 levels = {name: level for level, name in enumerate(resources.tutorial_levels())}
 lines = []

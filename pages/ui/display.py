@@ -14,7 +14,7 @@ import streamlit as st
 from core.charts import decimate, theme
 from core.cluster.errors import WorkerDied
 from core.results import agreement
-from core.results.outcome import stall_note
+from core.results.outcome import short_note, stall_note
 from core.results.result import RunResult
 from core.spec import SpecError
 from pages.ui.text import md, public
@@ -116,7 +116,9 @@ def show_run_notes(results: list[RunResult]) -> None:
         if result.stalled:
             st.warning(f"{md(result.strategy)}: {md(stall_note(result.final_change, result.precision))}",
                        icon=":material/warning:")
-    unsettled = [r for r in results if r.converged is False and not r.stalled]
+        if result.short:
+            st.warning(f"{md(result.strategy)}: {md(short_note(result.estimated_gap))}", icon=":material/warning:")
+    unsettled = [r for r in results if r.converged is False and not r.stalled and not r.short]
     if unsettled:
         st.info("Not converged: the last relative ELBO change is above the tolerance for "
                 + ", ".join(f"{md(r.strategy)} ({r.final_change:.1e} > {r.tol:g})" for r in unsettled)

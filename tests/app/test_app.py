@@ -2,7 +2,7 @@
 
 Each test gets its own run store and JAX cache (set before the AppTest is created) and a
 cleared `st.cache_resource`, so sessions and stores never leak between tests. Real fits
-use tiny problems (simulated 40 x 5, 10 iterations, 1 repeat).
+use tiny problems (simulated 40 x 5, 6 iterations, 1 repeat).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ def open_app(page: str | None = None) -> AppTest:
 
 
 def tiny_problem(at: AppTest, strategies=("scan", "jit_step")) -> AppTest:
-    """Sidebar: simulated 40 x 5, 10 iterations, 1 repeat; the Run page: `strategies`."""
+    """Sidebar: simulated 40 x 5, 6 iterations, 1 repeat; the Run page: `strategies`."""
     at.sidebar.radio(key="sb_dataset").set_value("simulated").run()
     at.sidebar.number_input(key="sb_sim_n").set_value(40)
     at.sidebar.number_input(key="sb_sim_p").set_value(5)
-    at.sidebar.number_input(key="sb_iterations").set_value(10)
+    at.sidebar.number_input(key="sb_iterations").set_value(6)
     at.sidebar.number_input(key="sb_repeats").set_value(1)
     at.pills(key="run_strategies").set_value(list(strategies))
     return at.run()
@@ -105,11 +105,11 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert not at.error, [e.value for e in at.error]
     runs = store.list()
     assert sorted(r.strategy for r in runs) == ["jit_step", "scan"]
-    assert all(r.dataset == "simulated 40x5 d=1 (seed 0)" and r.iterations == 10 for r in runs)
+    assert all(r.dataset == "simulated 40x5 d=1 (seed 0)" and r.iterations == 6 for r in runs)
     assert len(at.get(CHART)) >= 4  # timing bars, speed-up, two ELBO curves
     # The speed-up's baseline is the least compiled strategy run, whichever was slower this time.
     assert any("faster than jit_step one full fit" in c.value for c in at.caption)
-    # 10 iterations do not meet the sidebar's tolerance: a fit, not a solution, says so.
+    # 6 iterations do not meet the sidebar's tolerance: a fit, not a solution, says so.
     assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"]
     assert "no solution" in at.metric[0].delta
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
@@ -129,7 +129,7 @@ def test_run_page_runs_stores_and_shows_results(store):
     again.sidebar.number_input(key="sb_iterations").set_value(11)
     again.button(key="run_go").click().run()
     assert not again.exception, [e.value for e in again.exception]
-    assert sorted(r.iterations for r in store.list()) == [10, 10, 11, 11]
+    assert sorted(r.iterations for r in store.list()) == [6, 6, 11, 11]
 
 
 def test_the_run_pages_default_fit_converges_and_heads_with_its_time_to_solution(store):
@@ -334,6 +334,43 @@ def test_good_csv_upload_is_fitted_from_memory(store):
     (run,) = store.list()
     assert run.dataset == "csv good.csv" and (run.n, run.p) == (12, 3)
     assert run.spec["dataset"]["content_hash"]
+
+
+def test_oaks_with_its_tree_covariate_is_a_sidebar_choice(store):
+    at = open_app()
+    at.sidebar.selectbox(key="sb_formula").set_value("~ 1 + tree")
+    at.sidebar.number_input(key="sb_iterations").set_value(4)
+    at.sidebar.number_input(key="sb_repeats").set_value(1)
+    at.run()
+    at.pills(key="run_strategies").set_value(["jit_step"]).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (run,) = store.list()
+    assert run.dataset == "oaks x1 ~ 1 + tree" and run.d == 3  # the constant, and tree's 3 levels less one
+
+
+def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    rows = "\n".join(f"{i % 3},{i % 5},{(i * 7) % 4}" for i in range(12))
+    at.sidebar.file_uploader(key="sb_upload_counts").set_value(("counts.csv", f"a,b,c\n{rows}\n".encode(), "text/csv"))
+    samples = "\n".join(f"{'xy'[i % 2]},{i / 3:.2f}" for i in range(12))
+    at.sidebar.file_uploader(key="sb_upload_covariates").set_value(
+        ("samples.csv", f"group,dose\n{samples}\n".encode(), "text/csv"))
+    at.sidebar.text_input(key="sb_csv_formula").set_value("~ 1 + group")
+    at.sidebar.number_input(key="sb_iterations").set_value(4)
+    at.sidebar.number_input(key="sb_repeats").set_value(1)
+    at.run()
+    assert any("d = 2 covariates" in c.value for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+    at.pills(key="run_strategies").set_value(["jit_step"]).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (run,) = store.list()
+    assert run.d == 2 and run.spec["dataset"]["formula"] == "~ 1 + group"
+    at.sidebar.text_input(key="sb_csv_formula").set_value("~ 1 + height").run()
+    errors = " ".join(plain(e.value) for e in at.sidebar.error)
+    assert "height" in errors, errors
+    assert len(store.list()) == 1
 
 
 def test_upload_says_how_it_read_the_file_and_takes_the_header_choice(store):
@@ -552,7 +589,7 @@ def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
     at.button(key="run_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
     errors = " ".join(plain(e.value) for e in at.error)
-    assert "not enough memory: this fit needs about 3,520.32 GB" in errors and "GB free" in errors
+    assert "not enough memory: this fit needs about 8,640.42 GB" in errors and "GB free" in errors
     assert store.list() == [] and store.in_flight() == []
 
 

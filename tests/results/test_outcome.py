@@ -1,5 +1,7 @@
 """How a fit ended, from its ELBO trace alone: diverged (non-finite or blown up), converged or not."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -134,3 +136,35 @@ def test_a_stalled_run_reports_no_convergence_and_no_time_to_solution():
     converged = RunResult.measured(spec, measured, 0.0, (0.0, 1.0))
     assert converged.final_change == 8e-8 and converged.converged is True and converged.stalled is False
     assert converged.time_to_solution_s == 1.0
+
+
+def test_the_float64_gradient_decides_where_it_is_known():
+    trace = [-1000.0, -500.0, -400.0, -399.99999999]
+    # The ELBO stopped moving, and the gradient agrees: converged.
+    met = outcome.judge(trace, tol=1e-7, iterations=500, estimated_gap=1e-8)
+    assert met.converged is True and not met.stalled and not met.short
+    # The ELBO stopped moving, the gradient says 1e-4 short of the optimum: not converged.
+    short = outcome.judge(trace, tol=1e-7, iterations=500, estimated_gap=1e-4)
+    assert short.converged is False and short.short and not short.stalled
+    assert "1e-04" in outcome.short_note(1e-4)
+    # A stall that is at the optimum all the same is converged, not stalled ...
+    tie = [-1000.0, -500.0, -400.0, -400.0]
+    assert outcome.judge(tie, tol=1e-7, iterations=500, precision="float32", estimated_gap=1e-9).converged is True
+    # ... and one that is not stays stalled.
+    stuck = outcome.judge(tie, tol=1e-7, iterations=500, precision="float32", estimated_gap=1e-4)
+    assert stuck.stalled and not stuck.converged and not stuck.short
+    # A fit that ran out of iterations has not converged, whatever the gradient says.
+    assert outcome.judge(trace[:3], tol=1e-7, iterations=3, estimated_gap=0.0).converged is False
+
+
+def test_a_stored_run_reads_its_verdict_the_same_way():
+    measurement = Measurement(elbo=np.array([-1000.0, -500.0, -400.0, -399.99999999]), times=[0.01],
+                              shape=(10, 3, 1), transfer_s=0.0, first_call_s=0.01, device_kind="cpu",
+                              versions={}, optimizer="preconditioned_lbfgs", lr=0.01, init="log_rates",
+                              final_change=5e-8, certified_elbo=-399.9, estimated_gap=1e-4)
+    spec = FitSpec(tol=1e-7, iterations=500)
+    run = RunResult.measured(spec, measurement, 0.0, (1.0, 2.0))
+    assert run.short and run.converged is False and run.time_to_solution_s is None
+    assert run.to_dict()["short"] is True and run.estimated_gap == 1e-4
+    at_optimum = RunResult.measured(spec, dataclasses.replace(measurement, estimated_gap=1e-9), 0.0, (1.0, 2.0))
+    assert at_optimum.converged and at_optimum.time_to_solution_s == 0.01

@@ -1,0 +1,157 @@
+"""The corpus table: the default fit on every data set of the corpus, in both precisions,
+beside pyPLNmodels' own fit in the same process.
+
+    .venv/bin/python benchmarks/corpus.py                          # the small sets, both precisions
+    .venv/bin/python benchmarks/corpus.py --large --peer-precisions float32
+    .venv/bin/python benchmarks/corpus.py --sets "scrna 2000x1000" --device gpu
+
+For each set (`core.data.corpus`) and precision, one line:
+
+- ours: the front doors' default (scan, preconditioned L-BFGS from log_rates, tol 1e-7 in
+  float32 and 1e-9 in float64) run by the engine as any run is (its steady state the median
+  of `--repeats` calls after the first): the iterations it ran, the first iteration within
+  1e-5 of the set's reference optimum (read off its ELBO curve), its time to solution (the
+  steady-state seconds of the fit that stopped at its tolerance), what it said (converged,
+  short, stalled, diverged) and its final gap: how far below the reference the float64
+  re-evaluation of its last point lies (`core.fit.certificate`), beside what its gradient
+  estimated;
+- pyPLNmodels: its `Pln.fit` in the same precision for `--peer-iterations` (400, its
+  default) with its own criterion off, its ELBO re-expressed with the exact log Y!: the first
+  iteration within 1e-5 of the reference, its time to there (its seconds per iteration times
+  those iterations: every iteration of its Rprop costs the same), or "never" with its gap
+  after its last iteration;
+- the ratio of our time to solution to pyPLNmodels' time to 1e-5.
+
+It ends with the verdicts the corpus is held to: every fit within 1e-5 of its reference, no
+"converged" that is not, no divergence, and the largest ratio where pyPLNmodels got there.
+Contenders run in turn per set (ours in float32, in float64, then the peer), so a slow
+moment of a shared machine lands on one set, not on one contender throughout.
+Benchmarks print figures; they are not tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run as a script
+
+from core.machine.host import native_settings  # noqa: E402
+
+native_settings()
+
+import numpy as np  # noqa: E402
+
+from core.data import corpus  # noqa: E402
+from core.results import reach  # noqa: E402
+from core.run import engine  # noqa: E402
+from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec  # noqa: E402
+
+PRECISIONS = ("float32", "float64")
+
+
+def ours(name: str, counts, precision: str, device: str, repeats: int, iterations: int):
+    spec = FitSpec(dataset=DatasetSpec(kind="csv", counts_path=f"corpus/{name}"), strategy=DEFAULTS.strategy,
+                   iterations=iterations, precision=precision, device=device,
+                   optimizer=OptimizerSpec(DEFAULTS.optimizer), init=DEFAULTS.init, repeats=repeats,
+                   tol=DEFAULTS.tol_for(precision))
+    return engine.run(spec, counts, hold_device=False, max_seconds=24 * 3600)
+
+
+def peer(counts, precision: str, device: str, iterations: int) -> tuple[np.ndarray, float]:
+    """pyPLNmodels' exact-log-Y! ELBO curve over `iterations` and its seconds."""
+    # Here only: pyPLNmodels imports torch, which the rest of the table does not need.
+    from core.fit.peers import pyplnmodels_fit
+    from core.run.peer_timing import _sync, torch_device
+
+    torch = torch_device(device)
+    model, seconds, diverged = pyplnmodels_fit.timed_fit(counts, torch, precision, iterations, _sync(torch))
+    stirling = diverged if diverged is not None else pyplnmodels_fit.recorded_elbo(model)
+    return pyplnmodels_fit.exact_elbo(stirling, counts.counts), seconds
+
+
+def _verdict(result) -> str:
+    if result.status != "ok":
+        return result.status
+    if result.converged:
+        return "converged"
+    if result.short:
+        return "short"
+    if result.stalled:
+        return "stalled"
+    return "not converged"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", nargs="+", default=None, help="set names (default: the small sets, or --large)")
+    parser.add_argument("--large", action="store_true", help="the large sets")
+    parser.add_argument("--all", action="store_true", help="every set")
+    parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
+    parser.add_argument("--peer-precisions", nargs="*", choices=PRECISIONS, default=None,
+                        help="pyPLNmodels' precisions (default: --precisions; none: no peer)")
+    parser.add_argument("--peer-iterations", type=int, default=400)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=2000, help="our fits' cap")
+    args = parser.parse_args()
+    names = args.sets or (corpus.names() if args.all else corpus.names(large=args.large))
+    peer_precisions = args.precisions if args.peer_precisions is None else args.peer_precisions
+    references = corpus.references()
+    header = (f"{'set':32} {'n x p':>11} {'prec':7} | {'iters':>5} {'to 1e-5':>7} {'s to sol.':>9} {'ms/it':>7} "
+              f"{'said':>9} {'gap':>8} {'est.':>7} | {'pyPLN to 1e-5':>13} {'s':>8} {'ms/it':>7} | {'ratio':>6}")
+    print(f"Corpus: {len(names)} sets, {', '.join(args.precisions)}, device {args.device}; {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(header)
+    print("-" * len(header))
+    worst_gap, false_claims, failures, ratios = 0.0, [], [], []
+    for name in names:
+        counts = corpus.load(name)
+        reference = references.get(name)
+        if reference is None:
+            print(f"{name:32} no reference optimum: run benchmarks/corpus_reference.py --sets '{name}' --merge")
+            continue
+        for precision in args.precisions:
+            started = time.perf_counter()
+            result = ours(name, counts, precision, args.device, args.repeats, args.iterations)
+            gap = (corpus.gap(result.certified_elbo, reference.elbo) if result.certified_elbo is not None
+                   else math.nan)
+            reached = reach.iterations_to(result.elbo, reference.elbo) if result.elbo else None
+            said = _verdict(result)
+            if said == "converged" and not gap <= reach.SOLVED:
+                false_claims.append(f"{name} {precision}")
+            if result.status != "ok":
+                failures.append(f"{name} {precision}: {result.status}")
+            worst_gap = max(worst_gap, gap) if math.isfinite(gap) else math.inf
+            solved = result.time_to_solution_s
+            line = (f"{name:32} {f'{counts.n}x{counts.p}':>11} {precision:7} | {result.iterations_run:5d} "
+                    f"{reached if reached else 'never':>7} {f'{solved:.4f}' if solved else '-':>9} "
+                    f"{result.per_iter_ms:7.2f} {said:>9} {gap:8.1e} {result.estimated_gap or math.nan:7.0e} | ")
+            if precision in peer_precisions:
+                curve, seconds = peer(counts, precision, args.device, args.peer_iterations)
+                finite = curve[np.isfinite(curve)]
+                theirs = reach.iterations_to(list(finite), reference.elbo) if finite.size else None
+                per_iteration = seconds / max(1, curve.size)
+                if theirs:
+                    their_time = per_iteration * theirs
+                    ratio = solved / their_time if solved else math.nan
+                    ratios.append(ratio)
+                    line += f"{theirs:13d} {their_time:8.2f} {per_iteration * 1e3:7.1f} | {ratio:6.3f}"
+                else:
+                    last = corpus.gap(float(finite[-1]), reference.elbo) if finite.size else math.nan
+                    line += f"{f'never ({last:.0e})':>13} {'-':>8} {per_iteration * 1e3:7.1f} | {'-':>6}"
+            print(line + f"   [{time.perf_counter() - started:.0f} s]", flush=True)
+    print()
+    print(f"largest gap to the reference: {worst_gap:.1e} (goal: 1e-5 in both precisions)")
+    print(f"'converged' but not within 1e-5: {', '.join(false_claims) or 'none'}")
+    print(f"diverged or failed: {', '.join(failures) or 'none'}")
+    if ratios:
+        print(f"time to solution against pyPLNmodels' time to 1e-5 where it gets there: largest {max(ratios):.3f}x, "
+              f"median {float(np.median(ratios)):.3f}x (goal: 0.1x)")
+
+
+if __name__ == "__main__":
+    main()
