@@ -60,7 +60,8 @@ st.markdown(
     "inside its loop after two iterations in a row whose relative ELBO change is under it (the scans then "
     "run their body in a `lax.while_loop`, which can end early). Before a fit says it converged, its last "
     "point is evaluated again in float64 and its gradient estimates how far the optimum still is: a fit "
-    f"stopped more than {CONVERGED_GAP:.0e} (relative) short says so instead."
+    f"stopped more than {CONVERGED_GAP:.0e} (relative) short says \"stopped short of the optimum, not converged\", "
+    "with how far it believes it is, instead."
 )
 levels = {name: level for level, name in enumerate(resources.tutorial_levels())}
 lines = []
@@ -141,7 +142,8 @@ st.markdown(
     "- **The seed optimizer and adam** normalise their steps (RAdam's and Adam's $m/\\sqrt{v}$), which also "
     "turns rounding noise into steps of full size: the tutorial's optimizer parts strategies by about 1e-3 "
     "after a few hundred iterations and, its steps never shrinking, does not converge at all.\n"
-    "- **Converged runs** (last relative change under 1e-7) sit at one optimum and are held to it.\n"
+    "- **Converged runs** (stopped at their tolerance, 1e-7, and checked in float64) sit at one optimum and are "
+    "held to it.\n"
     "- In **float32** the rounding starts 1e9 times larger, so the same amplification shows sooner; the "
     "tests hold float32 strategies to what float32 rounding does to eager's own trace.\n\n"
     "**How a run ends** is read from its ELBO trace, the same way for every strategy and peer: "

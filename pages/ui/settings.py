@@ -46,6 +46,7 @@ class Settings:
         sim_n, sim_p, sim_d, sim_seed: the simulated data's shape and seed.
         device, precision, optimizer, lr, init, iterations, repeats, tol: as in `FitSpec`.
         upload: the validated CSV upload, for dataset "csv" (None until one is given).
+        upload_error: why the files given were refused, for dataset "csv" (None if they were not).
 
     The whole-number fields hold what their boxes give, a float (see the sidebar's
     `_whole_number_input`); `whole` turns it into an int or refuses a fraction.
@@ -67,6 +68,7 @@ class Settings:
     repeats: int = FRONT_DOOR.repeats
     tol: float = FRONT_DOOR.tol
     upload: Upload | None = dataclasses.field(default=None, compare=False)
+    upload_error: str | None = dataclasses.field(default=None, compare=False)
 
     def dataset_spec(self) -> DatasetSpec:
         """The DatasetSpec of the sidebar's data. Raises SpecError (e.g. no valid upload)."""
@@ -75,6 +77,9 @@ class Settings:
         if self.dataset == "simulated":
             return DatasetSpec(kind="simulated", n=whole("n", self.sim_n), p=whole("p", self.sim_p),
                                d=whole("d", self.sim_d), seed=whole("seed", self.sim_seed))
+        if self.upload is None and self.upload_error:
+            # The sidebar says it too, below the fold of a small screen: the page says which file.
+            raise SpecError(f"the upload was refused: {self.upload_error}")
         if self.upload is None:
             raise SpecError("no valid counts CSV: upload one in the sidebar (or pick oaks or simulated data)")
         return DatasetSpec(kind="csv", counts_path=self.upload.name, offsets_path=self.upload.offsets_name,
@@ -143,8 +148,10 @@ def key(field: str) -> str:
 def current() -> Settings:
     """The sidebar's settings (defaults where the sidebar was not drawn)."""
     values = {field.name: st.session_state.get(key(field.name), getattr(DEFAULTS, field.name))
-              for field in dataclasses.fields(Settings) if field.name != "upload"}
-    return Settings(**values, upload=current_upload() if values["dataset"] == "csv" else None)
+              for field in dataclasses.fields(Settings) if field.name not in ("upload", "upload_error")}
+    csv = values["dataset"] == "csv"
+    return Settings(**values, upload=current_upload() if csv else None,
+                    upload_error=st.session_state.get("sb_csv_error") if csv else None)
 
 
 def spec_summary(spec: FitSpec) -> str:

@@ -370,6 +370,9 @@ def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):
     at.sidebar.text_input(key="sb_csv_formula").set_value("~ 1 + height").run()
     errors = " ".join(plain(e.value) for e in at.sidebar.error)
     assert "height" in errors, errors
+    # The page says which file was refused, not that no counts were given.
+    shown = " ".join(plain(e.value) for e in at.main.error)
+    assert "the upload was refused" in shown and "height" in shown, shown
     assert len(store.list()) == 1
 
 
