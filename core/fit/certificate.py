@@ -55,13 +55,11 @@ class Certificate(NamedTuple):
         elbo: the profiled ELBO at the final M, S (B and Sigma at their closed forms; exact log Y!).
         gap: the estimated relative distance to the optimum (module docstring); inf where
             the ELBO could not be evaluated (Sigma not positive definite).
-        gradient_norm: sqrt(sum g^2) over M and log S, for the record.
         settled: whether the steps settled before their budget (else `gap` is the floor doubled).
     """
 
     elbo: float
     gap: float
-    gradient_norm: float
     settled: bool = True
 
 
@@ -127,13 +125,12 @@ def certify(counts: np.ndarray, offsets: np.ndarray, covariates: np.ndarray, lat
         constant = log_factorial.log_factorial_sum(Y)
         point = _evaluate(Y, O, X, M, log_S, constant)
         if point is None or not np.isfinite(point.elbo):
-            return Certificate(float("nan") if point is None else point.elbo, float("inf"), float("nan"))
-        norm = float(np.sqrt(np.sum(point.grad_mean ** 2) + np.sum(point.grad_log_sd ** 2)))
+            return Certificate(float("nan") if point is None else point.elbo, float("inf"))
         decrease, settled = _newton_decrease(point, Y, O, X, M, log_S, constant, step_budget(Y.size))
     if not settled:
         decrease *= 2.0
     gap = decrease / abs(point.elbo) if np.isfinite(decrease) else float("inf")
-    return Certificate(point.elbo, float(gap), norm, settled)
+    return Certificate(point.elbo, float(gap), settled)
 
 
 def step_budget(cells: int) -> int:

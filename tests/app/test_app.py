@@ -319,18 +319,24 @@ def test_a_csv_with_a_huge_cell_is_refused_with_a_message(store, content, said):
     assert store.list() == []
 
 
+def run_jit_step(at: AppTest, iterations: int) -> AppTest:
+    """Runs jit_step alone for `iterations` (1 repeat) on the sidebar's data; no error shown."""
+    at.sidebar.number_input(key="sb_iterations").set_value(iterations)
+    at.sidebar.number_input(key="sb_repeats").set_value(1)
+    at.run()
+    at.pills(key="run_strategies").set_value(["jit_step"]).run()
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    return at
+
+
 def test_good_csv_upload_is_fitted_from_memory(store):
     at = open_app()
     at.sidebar.radio(key="sb_dataset").set_value("csv").run()
     rows = "\n".join(f"{i % 3},{i % 5},{(i * 7) % 4}" for i in range(12))
     at.sidebar.file_uploader(key="sb_upload_counts").set_value(
         ("good.csv", f"a,b,c\n{rows}\n".encode(), "text/csv"))
-    at.sidebar.number_input(key="sb_iterations").set_value(5)
-    at.sidebar.number_input(key="sb_repeats").set_value(1)
-    at.run()
-    at.pills(key="run_strategies").set_value(["jit_step"]).run()
-    at.button(key="run_go").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+    run_jit_step(at, 5)
     (run,) = store.list()
     assert run.dataset == "csv good.csv" and (run.n, run.p) == (12, 3)
     assert run.spec["dataset"]["content_hash"]
@@ -339,12 +345,7 @@ def test_good_csv_upload_is_fitted_from_memory(store):
 def test_oaks_with_its_tree_covariate_is_a_sidebar_choice(store):
     at = open_app()
     at.sidebar.selectbox(key="sb_formula").set_value("~ 1 + tree")
-    at.sidebar.number_input(key="sb_iterations").set_value(4)
-    at.sidebar.number_input(key="sb_repeats").set_value(1)
-    at.run()
-    at.pills(key="run_strategies").set_value(["jit_step"]).run()
-    at.button(key="run_go").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+    run_jit_step(at, 4)
     (run,) = store.list()
     assert run.dataset == "oaks x1 ~ 1 + tree" and run.d == 3  # the constant, and tree's 3 levels less one
 
@@ -358,13 +359,8 @@ def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):
     at.sidebar.file_uploader(key="sb_upload_covariates").set_value(
         ("samples.csv", f"group,dose\n{samples}\n".encode(), "text/csv"))
     at.sidebar.text_input(key="sb_csv_formula").set_value("~ 1 + group")
-    at.sidebar.number_input(key="sb_iterations").set_value(4)
-    at.sidebar.number_input(key="sb_repeats").set_value(1)
-    at.run()
-    assert any("d = 2 covariates" in c.value for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
-    at.pills(key="run_strategies").set_value(["jit_step"]).run()
-    at.button(key="run_go").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("d = 2 covariates" in c.value for c in at.run().sidebar.caption), [c.value for c in at.sidebar.caption]
+    run_jit_step(at, 4)
     (run,) = store.list()
     assert run.d == 2 and run.spec["dataset"]["formula"] == "~ 1 + group"
     at.sidebar.text_input(key="sb_csv_formula").set_value("~ 1 + height").run()
