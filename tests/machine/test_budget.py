@@ -49,9 +49,10 @@ def test_a_run_past_its_budget_is_stored_as_timed_out_with_the_curve_so_far(
     assert store.in_flight() == []
 
 
-def test_the_budget_holds_within_a_second_and_one_iteration(tmp_path, monkeypatch):
-    """A compiled loop stops only between calls: its calls are short enough (about 0.3 s of
-    work on a CPU) that a run ends within a second of its budget."""
+def test_the_budget_holds_within_about_one_call(tmp_path, monkeypatch):
+    """A compiled loop stops only between calls: its calls are short (about 0.3 s of work on a
+    CPU, a second or so on a busy one), so a run ends within about one call of its budget;
+    the call's length is the run's own, measured, so a loaded machine does not fail it."""
     monkeypatch.setenv("PLNLAB_MAX_RUN_SECONDS", "3")
     store = RunStore(tmp_path / "runs.sqlite3")
     # Under the floor that refuses a run outright (2.4 s), ten times over the budget in fact.
@@ -60,7 +61,8 @@ def test_the_budget_holds_within_a_second_and_one_iteration(tmp_path, monkeypatc
     result = stored_run.run_and_store(store, spec, cache=prepared.ExecutableCache())
     assert result.status == "timed_out" and 0 < result.chunk_iterations <= result.iterations_run < 3_000
     per_iteration = result.first_call_s / result.iterations_run  # the first call ran to the budget's end
-    assert result.timed_end - result.timed_start <= 3 + 1 + per_iteration
+    one_call = result.chunk_iterations * per_iteration
+    assert result.timed_end - result.timed_start <= 3 + 2 * one_call + 0.5, (one_call, result.chunk_iterations)
 
 
 def test_a_run_that_cannot_finish_within_the_budget_is_refused_before_it_starts(tmp_path, monkeypatch):
