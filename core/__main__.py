@@ -1,9 +1,10 @@
-"""The command line: `python -m core strategies|run|solve|list|export|import|bench`.
+"""The command line: `python -m core strategies|run|solve|list|export|import|backup|bench|tls`.
 
 Headless runs and sweeps go into the same store as the dashboard's (`--db`, else
 $PLNLAB_DB, else the per-user default). Exit status: 0 for a stored run (diverged
 included), 2 for bad input (one line on stderr, no traceback), 1 for an internal
-failure, 3 for a run on a cluster (--scheduler) whose worker died (stored as interrupted).
+failure, 3 for a run on a cluster (--scheduler) whose worker died (stored as interrupted), 4
+when no worker of this project serves the device asked for there (nothing ran).
 Progress goes to stderr; with --json the last stdout line is one JSON object.
 
 The commands live in `core.cli`; `main` sets the native libraries' environment before
@@ -16,7 +17,15 @@ import os
 import sys
 import traceback
 
-from core.cli import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, fitting, store_commands
+from core.cli import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NO_WORKER,
+    cluster_commands,
+    fitting,
+    store_commands,
+)
 from core.cli.arguments import BadUsage, build_parser
 from core.spec import SpecError
 
@@ -24,6 +33,7 @@ COMMANDS = {
     "run": fitting.command_run, "solve": fitting.command_solve, "bench": fitting.command_bench,
     "strategies": store_commands.command_strategies, "list": store_commands.command_list,
     "export": store_commands.command_export, "import": store_commands.command_import,
+    "backup": store_commands.command_backup, "tls": cluster_commands.command_tls,
 }
 
 
@@ -31,13 +41,16 @@ def main(argv: list[str] | None = None) -> int:
     from core.machine.host import native_settings
 
     native_settings()  # before anything loads numpy, scipy or jax
-    from core.cluster.errors import RunInterrupted
+    from core.cluster.errors import NoWorker, RunInterrupted
     from core.run.progress import Cancelled
     from core.store.run_store import StoreError
 
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
+    except NoWorker as missing:
+        sys.stderr.write(f"python -m core: error: {missing}\n")
+        return EXIT_NO_WORKER
     except (BadUsage, SpecError, StoreError, KeyError) as error:
         message = error.args[0] if error.args else str(error)
         sys.stderr.write(f"python -m core: error: {message}\n")

@@ -50,6 +50,14 @@ MAX_COLUMNS = 2_000
 MAX_COVARIATES = 50
 MAX_ITERATIONS = 1_000_000
 MAX_REPEATS = 100
+# Runs noted as under way (queued or running) at once on a store: by one owner (a session or
+# a signed-in user; Story's warm-up notes its 7 steps at once), and by everyone. A script
+# that clicks Run in a loop fills its own share, not the server's.
+MAX_QUEUED_PER_OWNER = 16
+MAX_QUEUED = 64
+# Seconds one owner's runs may have held a device in the last hour before their next run is
+# refused: a session that keeps the device busy leaves others a share of it.
+MAX_DEVICE_SECONDS_PER_HOUR = 2_700
 # Devices one sharded run may span; 0 means every device of the platform.
 MAX_DEVICES = 4096
 # A formula is one short line ("~ 1 + tree + dist2ground").
@@ -58,6 +66,19 @@ MAX_FORMULA_CHARACTERS = 200
 # command line all read these).
 LR_RANGE = (1e-6, 10.0)
 TOL_RANGE = (0.0, 0.99)
+
+
+# A file name in a label is cut to this many characters (its start and its end kept): labels
+# are shown in tables and legends, and a stored run keeps at most 500 characters of text.
+LABEL_NAME_CHARS = 80
+
+
+def _short_name(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    if len(name) <= LABEL_NAME_CHARS:
+        return name
+    keep = LABEL_NAME_CHARS - 1
+    return name[: keep - 20] + "…" + name[-20:]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +121,9 @@ class SpecError(ValueError):
 
 
 _CAP_DEFAULTS = {"replicate": "MAX_REPLICATE", "rows": "MAX_ROWS", "columns": "MAX_COLUMNS",
-                 "covariates": "MAX_COVARIATES", "iterations": "MAX_ITERATIONS", "repeats": "MAX_REPEATS"}
+                 "covariates": "MAX_COVARIATES", "iterations": "MAX_ITERATIONS", "repeats": "MAX_REPEATS",
+                 "queued_per_owner": "MAX_QUEUED_PER_OWNER", "queued": "MAX_QUEUED",
+                 "device_seconds_per_hour": "MAX_DEVICE_SECONDS_PER_HOUR"}
 
 
 def default_cap(name: str) -> int:
@@ -226,9 +249,9 @@ class DatasetSpec:
             return f"simulated {self.n}x{self.p} d={self.d} (seed {self.seed})"
         if self.kind == "simulated_on_device":
             return f"simulated on device {self.n}x{self.p} d={self.d} (seed {self.seed})"
-        label = f"csv {self.counts_path.rsplit('/', 1)[-1]}"
+        label = f"csv {_short_name(self.counts_path)}"
         if self.covariates_path:
-            label += " " + (self.formula or f"+ {self.covariates_path.rsplit('/', 1)[-1]}")
+            label += " " + (_short_name(self.formula) or f"+ {_short_name(self.covariates_path)}")
         return label
 
 

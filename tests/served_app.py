@@ -48,8 +48,8 @@ def served_app(env: dict[str, str], timeout_s: float = 60.0, log_path: str | Non
     The server's output goes to `log_path` when given, else to a temporary file: never to a
     pipe, which nobody reads while the tests run and which blocks the server (and its
     workers, which share its output) once its buffer is full. With
-    `as_readme` the server is started as the README's command starts it (every interface,
-    the project's own settings alone), on a free port (or `port`); `options` are more of
+    `as_readme` the server is started as the README's command starts it (the project's own
+    settings alone: 127.0.0.1), on a free port (or `port`); `options` are more of
     Streamlit's command-line options.
     """
     port = port or free_port()

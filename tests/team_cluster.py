@@ -1,6 +1,9 @@
 """A team's cluster on one machine: `dask scheduler` and `dask worker` as separate processes
-over TCP on 127.0.0.1, started as the README says, and every process they start stopped
-afterwards (each runs in a session of its own, whose whole group is killed)."""
+over mutual TLS on 127.0.0.1 with certificates from `python -m core tls`'s maker, started as
+the README says, and every process they start stopped afterwards (each runs in a session of
+its own, whose whole group is killed). While it runs, this process's environment holds the
+client's certificate ($PLNLAB_TLS_*), as the README tells a dashboard's operator to set it, so
+that commands started from here join too."""
 
 from __future__ import annotations
 
@@ -11,6 +14,9 @@ import signal
 import subprocess
 import sys
 import time
+from unittest import mock
+
+from core.cluster import security
 
 from project import ROOT
 
@@ -33,10 +39,22 @@ def _group_kill(process: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def team_cluster(tmp_path, workers: int = 1, worker_env: dict[str, str] | None = None,
-                 scheduler_env: dict[str, str] | None = None, timeout_s: float = 90.0, project_config: bool = True):
+                 scheduler_env: dict[str, str] | None = None, timeout_s: float = 90.0, project_config: bool = True,
+                 preload: bool = True):
     """Yield (scheduler address, [worker processes]) of a scheduler and `workers` workers,
     started with the project's Dask settings (DASK_CONFIG=core/cluster/dask.yaml), or with
-    Dask's own defaults (`project_config=False`)."""
+    Dask's own defaults (`project_config=False`); workers without the project's preload with
+    `preload=False` (a colleague's slip)."""
+    certificates = tmp_path / "tls"
+    if not (certificates / "ca.pem").exists():
+        security.make_certificates(certificates, ["127.0.0.1", "localhost"])
+
+    def tls(party: str) -> list[str]:
+        return ["--tls-ca-file", str(certificates / "ca.pem"), "--tls-cert", str(certificates / f"{party}.pem"),
+                "--tls-key", str(certificates / f"{party}.key")]
+
+    client_env = {security.CA_ENV: str(certificates / "ca.pem"), security.CERT_ENV: str(certificates / "client.pem"),
+                  security.KEY_ENV: str(certificates / "client.key")}
     scheduler_file = tmp_path / "scheduler.json"
     env = {**os.environ, "PYTHONPATH": ROOT}
     if project_config:
@@ -46,8 +64,8 @@ def team_cluster(tmp_path, workers: int = 1, worker_env: dict[str, str] | None =
     started: list[subprocess.Popen] = []
     try:
         started.append(subprocess.Popen(
-            [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-             "--scheduler-file", str(scheduler_file)],
+            [DASK, "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+             "--scheduler-file", str(scheduler_file), *tls("scheduler")],
             cwd=ROOT, env={**env, **(scheduler_env or {})}, stdout=open(logs / "scheduler.log", "w"),
             stderr=subprocess.STDOUT, start_new_session=True))
         deadline = time.monotonic() + timeout_s
@@ -59,10 +77,12 @@ def team_cluster(tmp_path, workers: int = 1, worker_env: dict[str, str] | None =
         for index in range(workers):
             started.append(subprocess.Popen(
                 [DASK, "worker", address, "--nthreads", "1", "--no-dashboard", "--name", f"w{index}",
-                 "--memory-limit", "6GiB", "--preload", "core.cluster.worker_setup"],
+                 "--memory-limit", "6GiB", *(["--preload", "core.cluster.worker_setup"] if preload else []),
+                 *tls("worker")],
                 cwd=ROOT, env={**env, **(worker_env or {})}, stdout=open(logs / f"worker{index}.log", "w"),
                 stderr=subprocess.STDOUT, start_new_session=True))
-        yield address, started[1:]
+        with mock.patch.dict(os.environ, client_env):
+            yield address, started[1:]
     finally:
         for process in reversed(started):
             _group_kill(process)

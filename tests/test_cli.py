@@ -81,6 +81,13 @@ def test_export_then_import_into_another_store(store, tmp_path):
     done = cli("import", str(exported), env=other)
     assert done.returncode == 0 and "imported 1" in done.stdout
     assert len(json.loads(cli("list", "--json", env=other).stdout.strip().splitlines()[-1])) == 1
+    # A backup of it is a whole store of its own; a second one to the same file is refused.
+    backup = tmp_path / "backup.sqlite3"
+    done = cli("backup", str(backup), env=other)
+    assert done.returncode == 0 and "(1 runs) to" in done.stdout
+    assert len(json.loads(cli("list", "--json", env=dict(other, PLNLAB_DB=str(backup))).stdout.splitlines()[-1])) == 1
+    again = cli("backup", str(backup), env=other)
+    assert again.returncode == 2 and "exists; a backup never replaces a file" in again.stderr
 
 
 BAD_INPUTS = [

@@ -9,3 +9,5 @@ option answer without starting JAX (about a second).
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
 # The worker running the fit died (--scheduler): the run is stored as interrupted.
 EXIT_INTERRUPTED = 3
+# No worker of this project serves the device asked for on the cluster (--scheduler): nothing ran.
+EXIT_NO_WORKER = 4

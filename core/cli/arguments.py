@@ -44,7 +44,7 @@ def add_db(parser: argparse.ArgumentParser) -> None:
 
 def add_scheduler(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                        help="run on the workers of the Dask scheduler at ADDRESS (e.g. tcp://host:8786; default "
+                        help="run on the workers of the Dask scheduler at ADDRESS (e.g. tls://host:8786; default "
                              "$PLNLAB_SCHEDULER when set, else in this process); the run is stored here")
 
 
@@ -171,6 +171,16 @@ def build_parser() -> argparse.ArgumentParser:
     imported = sub.add_parser("import", help="import runs from .json, .csv or .parquet")
     imported.add_argument("path")
     add_db(imported)
+
+    backup = sub.add_parser("backup", help="copy the whole run store, consistently, to a new file")
+    backup.add_argument("path", help="the copy (a file that does not exist yet)")
+    add_db(backup)
+
+    tls = sub.add_parser("tls", help="make a CA and certificates for a team's cluster (mutual TLS)")
+    tls.add_argument("folder", help="where to write them (a new folder, or one without a CA)")
+    tls.add_argument("--host", action="append", default=None, metavar="NAME",
+                     help="a name or address the scheduler is reached at (repeat; default: this machine's name, "
+                          "localhost and 127.0.0.1)")
     return parser
 
 

@@ -1,5 +1,5 @@
-"""The commands that read or move stored runs: `strategies` (what can run), `list`, `export`
-and `import`; none of them starts JAX."""
+"""The commands that read or move stored runs: `strategies` (what can run), `list`, `export`,
+`import` and `backup`; none of them starts JAX."""
 
 from __future__ import annotations
 
@@ -53,4 +53,13 @@ def command_import(args) -> int:
     print(done.summary().replace("Imported", "imported", 1))
     if done.refused:  # the others are stored; bad input all the same
         raise SpecError(done.refusals())
+    return EXIT_OK
+
+
+def command_backup(args) -> int:
+    from core.store.run_store import RunStore
+
+    store = RunStore(args.db)
+    runs = store.backup(args.path)
+    print(f"backed up {store.path} ({runs} runs) to {args.path}")
     return EXIT_OK

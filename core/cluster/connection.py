@@ -1,14 +1,16 @@
 """Starting or joining the cluster that runs fits.
 
-- **Embedded** (the default): a Dask `LocalCluster` on 127.0.0.1 whose scheduler runs in
+- **Embedded** (the default): a Dask `LocalCluster` on 127.0.0.1, over TLS with certificates
+  made at start-up (`security.embedded()`: no other account here can connect), whose scheduler runs in
   this process and whose workers are processes of their own, one thread each, one per
   local device platform (the CPU, plus a GPU or TPU where a JAX plugin and a device are
   present), each with a memory limit (PLNLAB_WORKER_MEMORY, e.g. "8GiB"; default: an even
   share of this machine's memory). Their nannies restart a worker that dies. No timed run is
   retried (`allowed-failures` 0): a worker's death costs its own run.
-- **A team's cluster**: with PLNLAB_SCHEDULER=tcp://host:8786 (or `--scheduler` on the
-  command line) the same code joins that scheduler, whose workers were started with
-  `dask worker tcp://host:8786 --nthreads 1 --preload core.cluster.worker_setup`.
+- **A team's cluster**: with PLNLAB_SCHEDULER=tls://host:8786 (or `--scheduler` on the
+  command line) the same code joins that scheduler over mutual TLS (`security.for_address`),
+  whose workers were started with `dask worker tls://host:8786 --nthreads 1 --preload
+  core.cluster.worker_setup` and the team's certificates (README, "A team's cluster").
 
 `shared()` gives the process one connection, made when first asked (never at import), and
 closes it when the process exits; a connection that broke is made again.
@@ -29,7 +31,8 @@ import dask
 import yaml
 from distributed import Client, LocalCluster
 
-from core.cluster import SCHEDULER_ENV, worker_setup
+from core import access
+from core.cluster import SCHEDULER_ENV, security, worker_setup
 from core.cluster.board import Board
 from core.spec import DEVICES, SpecError
 
@@ -121,6 +124,7 @@ def local_platforms() -> list[str]:
 def start_local(platforms: list[str] | None = None, memory_limit: str | None = None) -> Cluster:
     """Starts the embedded cluster (see the module docstring) and waits for its workers."""
     platforms = platforms or local_platforms()
+    access.hold_secrets()  # no password in the workers' environment
     memory_limit = memory_limit or os.environ.get(WORKER_MEMORY_ENV) or "auto"
     with dask.config.set(cluster_config()):
         local = LocalCluster(
@@ -128,10 +132,10 @@ def start_local(platforms: list[str] | None = None, memory_limit: str | None = N
             # Its HTTP routes (health, metrics) on a free loopback port: nothing listens beyond this
             # machine, and two servers here do not fight over Dask's usual 8787.
             scheduler_port=0, dashboard_address="127.0.0.1:0", memory_limit=memory_limit,
-            preload=["core.cluster.worker_setup"],
+            preload=["core.cluster.worker_setup"], security=security.embedded(),
             env={worker_setup.LOCAL_PLATFORMS_ENV: ",".join(platforms)})
         try:
-            client = Client(local, set_as_default=False)
+            client = Client(local, security=local.security, set_as_default=False)
             client.wait_for_workers(len(platforms), timeout=START_TIMEOUT_S)
         except BaseException:
             local.close()
@@ -140,13 +144,15 @@ def start_local(platforms: list[str] | None = None, memory_limit: str | None = N
 
 
 def join(address: str, timeout_s: float = 10.0) -> Cluster:
-    """Joins a running scheduler at `address` (e.g. tcp://host:8786).
+    """Joins a running scheduler at `address` (e.g. tls://host:8786).
 
     Raises:
-        SpecError: no scheduler answered there in `timeout_s`.
+        SpecError: no scheduler answered there in `timeout_s`, or the address is refused
+            (`security.for_address`).
     """
+    tls = security.for_address(address)
     try:
-        client = Client(address, timeout=timeout_s, set_as_default=False)
+        client = Client(address, timeout=timeout_s, security=tls, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         raise SpecError(f"no Dask scheduler answered at {address} ({SCHEDULER_ENV} or --scheduler): {exc}") from None
     return Cluster(client, None, Board(client))

@@ -1,8 +1,10 @@
 """What can go wrong on the cluster that a submitter must tell apart: the worker running a task
-died, and a fit lost that way (stored as interrupted). Light on purpose: the command line
+died, a fit lost that way (stored as interrupted), and no worker to run it at all. Light on purpose: the command line
 catches them without loading Dask."""
 
 from __future__ import annotations
+
+from core.spec import SpecError
 
 
 class WorkerDied(RuntimeError):
@@ -26,3 +28,10 @@ class RunInterrupted(RuntimeError):
     def __init__(self, result) -> None:
         super().__init__(f"interrupted: {result.error}; stored as run #{result.id}")
         self.result = result
+
+
+class NoWorker(SpecError):
+    """No worker of this project serves the platform a task asks for: none joined the
+    scheduler, or those there were started without `--preload core.cluster.worker_setup`
+    (they offer no resource of ours). Named after `core.cluster.submit.NO_WORKER_S`, never
+    waited on for ever."""

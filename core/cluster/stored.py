@@ -75,7 +75,7 @@ def _noted_while_running(store: RunStore, specs: list[FitSpec], fit, cancel: thr
     seconds = budget.max_run_seconds()
     cancel = cancel if cancel is not None else threading.Event()
     submitted = time.time()
-    flights = [store.begin(spec.to_dict(), cancelled=cancel, owner=owner_id) for spec in specs]
+    flights = store.begin_all([spec.to_dict() for spec in specs], cancelled=cancel, owner=owner_id)
     try:
         results = fit(seconds, cancel)
     except WorkerDied as died:

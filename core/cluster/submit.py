@@ -7,6 +7,10 @@ worker it reports "queued" progress with the tasks ahead; once it runs, its own 
 arrive through the board. A cancel (the `cancel` event, or leaving the wait by any
 exception, e.g. a page that stops) is sent to the task, which stops at its next check.
 
+A task that no worker of this project can take (none joined, or those there were started
+without `--preload core.cluster.worker_setup` and offer none of our resources) raises
+`core.cluster.errors.NoWorker` after `NO_WORKER_S`, saying how to start one.
+
 A worker that dies while running the task (killed, out of memory, crashed) raises
 `core.cluster.errors.WorkerDied` with what is known of it: the run is lost, nothing else is.
 A task that was only waiting in that worker's queue (Dask hands a worker more than it runs
@@ -29,13 +33,18 @@ from distributed.scheduler import KilledWorker
 
 from core.cluster import channel, worker_setup
 from core.cluster.connection import Cluster
-from core.cluster.errors import WorkerDied
+from core.cluster.errors import NoWorker, WorkerDied
 from core.run.progress import Cancelled, Progress, ProgressCallback
 
 # How often the wait wakes to deliver progress and look at the cancel event, and how often,
 # at least, progress is reported (each report is a point where a page can stop).
 POLL_S = 0.05
 QUEUED_EVERY_S = 0.5
+# How long a task waits while no worker offers its platform's resource before it is refused:
+# longer than a nanny takes to restart a worker that died (a second or two, then its warm
+# imports), far shorter than anyone waits for a page.
+NO_WORKER_S = 30.0
+SERVED_EVERY_S = 1.0
 
 
 def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label: str, owner: str,
@@ -46,6 +55,7 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
     Raises:
         WorkerDied: the worker running it died.
         Cancelled: `cancel` was set before the task finished.
+        NoWorker: for `NO_WORKER_S`, no worker offered `platform`'s resource.
     """
     token = uuid.uuid4().hex
     inbox = cluster.board.listen(token)
@@ -61,7 +71,7 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
     future = submit(0)
     started: dict[str, Any] = {}
     asked_to_cancel = False
-    waited_from = last_report = time.monotonic()
+    waited_from = last_report = last_served = served_checked = time.monotonic()
     latest: Progress | None = None
     try:
         for attempt in itertools.count(1):
@@ -83,6 +93,12 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
                     if not started:
                         raise Cancelled("cancelled while waiting for a worker; nothing was stored")
                 now = time.monotonic()
+                if not started and now - served_checked >= SERVED_EVERY_S:
+                    served_checked = now
+                    if _served(cluster, platform):
+                        last_served = now
+                    elif now - last_served >= NO_WORKER_S:
+                        raise _no_worker(cluster, platform, now - waited_from)
                 if now - last_report >= QUEUED_EVERY_S:
                     # While it waits, where it stands in the queue; while it runs quietly (a long
                     # compiled call), its latest report again: each is a point where a page can stop.
@@ -119,6 +135,28 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
         if not future.done():  # cancelled, or the caller stopped (a page left): the task stops too
             _stop(cluster, future, token, started)
         future.release()
+
+
+def _served(cluster: Cluster, platform: str) -> bool:
+    """Whether a worker on the scheduler offers `platform`'s resource (a recycled worker
+    offers none for the seconds its replacement takes to start, well within `NO_WORKER_S`)."""
+    try:
+        workers = cluster.client.scheduler_info(n_workers=-1).get("workers", {})
+    except Exception:  # noqa: BLE001 - the scheduler cannot say now: take it as served, ask again
+        return True
+    wanted = worker_setup.resource(platform)
+    return any(info.get("resources", {}).get(wanted) for info in workers.values())
+
+
+def _no_worker(cluster: Cluster, platform: str, waited_s: float) -> NoWorker:
+    workers = cluster.client.scheduler_info(n_workers=-1).get("workers", {})
+    theirs = (f"its {len(workers)} worker{'s' * (len(workers) != 1)} offer no {platform} of this project (started "
+              "without --preload core.cluster.worker_setup, or serving other devices)" if workers
+              else "no worker has joined it")
+    return NoWorker(f"no worker of this project serves {platform} on the scheduler at {cluster.address}: {theirs}; "
+                    f"waited {waited_s:.0f} s. Start one there with: dask worker {cluster.address} --nthreads 1 "
+                    "--preload core.cluster.worker_setup (and the team's --tls-ca-file, --tls-cert, --tls-key; "
+                    "README, \"A team's cluster\")")
 
 
 def _ever_started(cluster: Cluster, token: str) -> bool:

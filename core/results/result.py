@@ -175,7 +175,7 @@ class RunResult:
         worker: the Dask worker that ran it, "<address> on <host>" (`core.cluster`); empty
             for a run made in the process that stored it (the command line without
             --scheduler, a benchmark).
-        owner: who started it, for who may delete it: "user:<e-mail>" for a dashboard user
+        owner: who started it, for who may delete it: "user:<issuer> <subject>" for a dashboard user
             signed in with the team's SSO, "session:<token>" for a dashboard session
             otherwise (a token never reused), empty for the command line and imports.
         timed_with: the mark shared by runs timed together, their repeats in turn

@@ -9,6 +9,11 @@ formula: text cells that start so (or with a tab, a carriage return or the quote
 are written behind a single quote, which spreadsheets show as text and reading removes.
 Numbers are written as numbers (a negative one is not text and runs nothing), so a file
 reads back exactly as it was written.
+
+A file to import is bounded before it is parsed, so that a small file cannot grow the
+server: at most `MAX_IMPORT_BYTES` as read, `MAX_IMPORT_RECORDS` runs, and for Parquet (whose
+columns are compressed: 8 KB can declare hundreds of MB) at most `MAX_PARQUET_UNPACKED_BYTES`
+once unpacked, as its footer declares it, read one row group at a time.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ _JSON_COLUMNS = ("spec", "versions", "elbo", "warnings")
 # Cells a spreadsheet would take for a formula (OWASP's list), and the escape itself.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _TEXT_ESCAPE = "'"
+MAX_IMPORT_BYTES = 48 * 2**20
+MAX_IMPORT_RECORDS = 10_000
+MAX_PARQUET_UNPACKED_BYTES = 128 * 2**20
 
 
 class Imported(NamedTuple):
@@ -86,10 +94,22 @@ def read_file(path: pathlib.Path) -> list:
     """The records of a runs file, unchecked (see `read_bytes`)."""
     check_format(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_IMPORT_BYTES:
+            raise StoreError(_too_big(path.name, size))
         data = path.read_bytes()
     except OSError as exc:
         raise StoreError(f"cannot read {path.name}: {exc.strerror}") from exc
     return read_bytes(data, path.name)
+
+
+def _too_big(name: str, size: int) -> str:
+    return f"{name} is {size / 2**20:,.1f} MiB; an import reads at most {MAX_IMPORT_BYTES // 2**20} MiB (split it)"
+
+
+def _check_count(name: str, count: int) -> None:
+    if count > MAX_IMPORT_RECORDS:
+        raise StoreError(f"{name} holds {count:,} runs; an import takes at most {MAX_IMPORT_RECORDS:,} (split it)")
 
 
 def read_bytes(data: bytes, name: str) -> list:
@@ -100,8 +120,12 @@ def read_bytes(data: bytes, name: str) -> list:
             names the file by `name` only (never a folder of this machine).
     """
     suffix = check_format(pathlib.Path(name))
+    if len(data) > MAX_IMPORT_BYTES:
+        raise StoreError(_too_big(name, len(data)))
     try:
-        return _READERS[suffix](data, name)
+        records = _READERS[suffix](data, name)
+        _check_count(name, len(records))
+        return records
     except StoreError:
         raise
     except (ValueError, TypeError, csv.Error, UnicodeDecodeError) as exc:
@@ -164,7 +188,11 @@ def _parse_cell(name: str, cell: str) -> Any:
 def _read_csv(data: bytes, name: str) -> list:
     # ELBO curves are long: lift the csv module's 128 KiB cell limit.
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
-    rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"), newline="")))
+    reader = csv.DictReader(io.StringIO(data.decode("utf-8"), newline=""))
+    rows = []
+    for row in reader:  # counted as read: rows past the bound are never built
+        rows.append(row)
+        _check_count(name, len(rows))
     return [{k: _parse_cell(k, v) for k, v in row.items() if k is not None} for row in rows]
 
 
@@ -184,9 +212,29 @@ def _write_parquet(path: pathlib.Path, records: list[dict]) -> None:
 
 def _read_parquet(data: bytes, name: str) -> list:
     # Deferred: see _write_parquet.
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(io.BytesIO(data)).to_pylist()
+    source = pq.ParquetFile(io.BytesIO(data))
+    meta = source.metadata  # the footer alone: nothing is unpacked yet
+    _check_count(name, meta.num_rows)
+    unpacked = sum(meta.row_group(g).column(c).total_uncompressed_size
+                   for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+    if unpacked > MAX_PARQUET_UNPACKED_BYTES:
+        raise StoreError(_unpacks_to(name, unpacked))
+    # Text columns are read as dictionaries (a value and, per row, its index): a dictionary
+    # page declares one value's size, but each row that points at it would build a copy.
+    texts = [field.name for field in source.schema_arrow
+             if pa.types.is_string(field.type) or pa.types.is_large_string(field.type)]
+    source = pq.ParquetFile(io.BytesIO(data), read_dictionary=texts)
+    rows = []
+    for group in range(meta.num_row_groups):  # one at a time, measured before it is built
+        table = source.read_row_group(group)
+        decoded = sum(_decoded_bytes(chunk) for column in table.columns for chunk in column.chunks)
+        if decoded > MAX_PARQUET_UNPACKED_BYTES:
+            raise StoreError(_unpacks_to(name, decoded))
+        rows.extend(table.to_pylist())
+        _check_count(name, len(rows))
     for row in rows:
         for name in _JSON_COLUMNS:
             if isinstance(row.get(name), str):
@@ -195,6 +243,23 @@ def _read_parquet(data: bytes, name: str) -> list:
                 except ValueError:
                     pass  # validation reports it
     return rows
+
+
+def _unpacks_to(name: str, size: int) -> str:
+    return (f"{name} unpacks to {size / 2**20:,.0f} MiB; an import unpacks at most "
+            f"{MAX_PARQUET_UNPACKED_BYTES // 2**20} MiB (split it)")
+
+
+def _decoded_bytes(chunk) -> int:
+    """What `chunk` (an Arrow array) takes once every row is a value of its own."""
+    # Deferred: see _write_parquet.
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(chunk.type):
+        return chunk.nbytes
+    lengths = pc.binary_length(chunk.dictionary)
+    return int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0) + chunk.indices.nbytes
 
 
 _WRITERS = {".json": _write_json, ".csv": _write_csv, ".parquet": _write_parquet}

@@ -39,7 +39,7 @@ def runs_frame(conn: sqlite3.Connection) -> pandas.DataFrame:
     versions = [f"json_extract(versions_json, '$.{key}') AS {column}" for column, key in VERSION_COLUMNS.items()]
     sql = (f"SELECT {', '.join(f'runs.{name}' for name in names)}, {', '.join(versions)},"
            " COALESCE(json_array_length(runs.warnings_json), 0) AS warning_count FROM runs"
-           " ORDER BY created_at DESC, runs.id DESC")
+           " WHERE runs.deleted_at IS NULL ORDER BY created_at DESC, runs.id DESC")
     frame = pd.read_sql_query(sql, conn)
     for field in dataclasses.fields(RunResult):
         if field.name not in names:
@@ -55,13 +55,14 @@ def runs_frame(conn: sqlite3.Connection) -> pandas.DataFrame:
 
 
 def curves(conn: sqlite3.Connection, run_ids: list[int]) -> dict[int, np.ndarray]:
-    """ELBO curves by run id, in the order of `run_ids`, absent ids left out: float64
-    arrays over the stored bytes (read-only)."""
+    """ELBO curves by run id, in the order of `run_ids`, absent (and deleted) ids left out:
+    float64 arrays over the stored bytes (read-only)."""
     ids = list(dict.fromkeys(int(i) for i in run_ids))
     blobs: dict[int, bytes] = {}
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start:start + CHUNK]
-        sql = f"SELECT run_id, elbo FROM elbo_traces WHERE run_id IN ({', '.join(['?'] * len(chunk))})"
+        sql = ("SELECT run_id, elbo FROM elbo_traces JOIN runs ON runs.id = run_id WHERE runs.deleted_at IS NULL"
+               f" AND run_id IN ({', '.join(['?'] * len(chunk))})")
         blobs.update((r["run_id"], r["elbo"]) for r in conn.execute(sql, chunk))
     return {i: np.frombuffer(blobs[i], store_schema.ELBO_DTYPE) for i in ids if i in blobs}
 

@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import numbers
+import time
 import typing
 from typing import Any
 
@@ -126,6 +127,24 @@ def validate_record(values: Any, where: str) -> RunResult:
     except record_checks.RecordError as exc:
         raise StoreError(f"{where}: {exc}") from None
     return run
+
+
+def failed_record(values: dict, reason: str) -> dict:
+    """A run whose result the store refused (`reason`), as a record that passes: its spec,
+    no timings, every text cut to what is kept, status "interrupted" with the reason, so that
+    the run is not lost without a trace."""
+    spec = values.get("spec") if isinstance(values.get("spec"), dict) else {}
+    if len(json.dumps(spec, default=str)) > record_checks.MAX_JSON_TEXT:
+        spec = {name: spec.get(name) for name in ("strategy", "precision", "device", "iterations") if name in spec}
+    created = float(values.get("created_at") or time.time())
+    host = str((values.get("versions") or {}).get("host", "?"))[:record_checks.MAX_TEXT]
+    why = f"finished, but the store refused its result: {reason}"[:record_checks.MAX_ERROR_TEXT]
+    record = interrupted_result(spec, created, host, 0, reason=why,
+                                worker=str(values.get("worker") or ""), owner=str(values.get("owner") or ""))
+    record.timed_start = 0.0
+    out = record.to_dict()
+    return {name: value[:record_checks.MAX_TEXT] if isinstance(value, str) and name != "error" else value
+            for name, value in out.items()}
 
 
 def interrupted_result(spec_dict: dict, started_at: float, host: str, pid: int, reason: str | None = None,

@@ -5,6 +5,11 @@ processes (Streamlit sessions, `python -m core` sweeps). Each operation opens it
 short-lived connection, so no connection crosses a thread, and each write is one
 `BEGIN IMMEDIATE` transaction, so a process killed mid-write leaves no partial run.
 
+A delete is soft: deleted runs are hidden from every listing, restorable (`restore`) for
+`RESTORE_DAYS`, then purged. `backup` writes a consistent copy of the whole store. The file
+and its WAL companions (-wal, -shm) must be on a local disk: SQLite's locking over a
+network file system (NFS, SMB) is not to be trusted, and a store there can be corrupted.
+
 The tables and migrations are in `core.store.schema`, record checks in
 `core.store.records`, and the export/import file formats in `core.store.files`.
 """
@@ -24,11 +29,12 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 
 from core.results.result import RunResult
+from core.spec import cap
 from core.store import files as store_files
 from core.store import frames
 from core.store import schema as store_schema
 from core.store.in_flight import Notes
-from core.store.records import StoreError, interrupted_result, scalar_fields, validate_record
+from core.store.records import StoreError, failed_record, interrupted_result, scalar_fields, validate_record
 
 if TYPE_CHECKING:
     import pandas
@@ -39,6 +45,27 @@ DEFAULT_DB_ENV = "PLNLAB_DB"
 IMPORTED = "imported"
 BUSY_TIMEOUT_S = 30.0
 _CHUNK = frames.CHUNK
+# How long a deleted run can be restored before a later delete purges it.
+RESTORE_DAYS = 14
+# The most runs a store holds before imports are refused ($PLNLAB_MAX_STORED_RUNS): a file
+# of a colleague's can add thousands at once, a fit adds one.
+MAX_STORED_RUNS_ENV = "PLNLAB_MAX_STORED_RUNS"
+DEFAULT_MAX_STORED_RUNS = 100_000
+_LIVE = "runs.deleted_at IS NULL"
+
+
+def max_stored_runs() -> int:
+    """$PLNLAB_MAX_STORED_RUNS, else `DEFAULT_MAX_STORED_RUNS`.
+
+    Raises:
+        StoreError: the variable is not a whole number >= 1.
+    """
+    text = os.environ.get(MAX_STORED_RUNS_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_STORED_RUNS
+    if not text.isdigit() or int(text) < 1:
+        raise StoreError(f"{MAX_STORED_RUNS_ENV} must be a whole number >= 1; got {text!r}")
+    return int(text)
 
 
 def default_db_path() -> pathlib.Path:
@@ -128,17 +155,67 @@ class RunStore:
         (`RunResult.owner`), is under way in this process; returns the note's id for `finish`
         or `abandon`. The note lives while this process does (`core.store.in_flight`): should
         the process die first, the run is stored as interrupted, still `owner`'s. `cancelled`
-        is set when someone asks to cancel it (`request_cancel`)."""
+        is set when someone asks to cancel it (`request_cancel`).
+
+        Raises:
+            StoreError: see `begin_all`.
+        """
+        return self.begin_all([spec_dict], cancelled, owner)[0]
+
+    def begin_all(self, spec_dicts: list[dict], cancelled: threading.Event | None = None,
+                  owner: str = "") -> list[int]:
+        """`begin` for runs that go together (timed side by side), in one transaction.
+
+        Raises:
+            StoreError: they would take `owner` past $PLNLAB_MAX_QUEUED_PER_OWNER runs under
+                way, or the store past $PLNLAB_MAX_QUEUED (counted and noted in one
+                transaction, so simultaneous clicks cannot slip past); or `owner`'s runs held
+                a device for $PLNLAB_MAX_DEVICE_SECONDS_PER_HOUR of the last hour.
+        """
         with self._connect(write=True) as conn:
-            return self._notes.begin(conn, spec_dict, cancelled, owner)
+            everyone = int(conn.execute("SELECT COUNT(*) FROM in_flight").fetchone()[0])
+            if everyone + len(spec_dicts) > cap("queued"):
+                raise StoreError(f"{everyone} runs are already queued or running on this server (at most "
+                                 f"{cap('queued')}, PLNLAB_MAX_QUEUED); try again when some have finished")
+            if owner:
+                mine = int(conn.execute("SELECT COUNT(*) FROM in_flight WHERE owner = ?", (owner,)).fetchone()[0])
+                if mine + len(spec_dicts) > cap("queued_per_owner"):
+                    raise StoreError(f"you already have {mine} runs queued or running (at most "
+                                     f"{cap('queued_per_owner')}, PLNLAB_MAX_QUEUED_PER_OWNER); wait for them to "
+                                     "finish")
+                held = float(conn.execute(
+                    "SELECT COALESCE(SUM(timed_end - timed_start), 0) FROM runs WHERE owner = ? AND timed_end > ?"
+                    " AND timed_start > 0", (owner, time.time() - 3600)).fetchone()[0])
+                if held >= cap("device_seconds_per_hour"):
+                    raise StoreError(f"your runs held the device for {held:,.0f} s of the last hour (at most "
+                                     f"{cap('device_seconds_per_hour'):,} s, PLNLAB_MAX_DEVICE_SECONDS_PER_HOUR); "
+                                     "others get their turn first")
+            flights: list[int] = []
+            try:
+                for spec_dict in spec_dicts:
+                    flights.append(self._notes.begin(conn, spec_dict, cancelled, owner))
+            except BaseException:
+                for flight in flights:
+                    self._notes.release(flight)
+                raise
+            return flights
 
     def finish(self, flight_id: int, result: RunResult) -> int:
-        """Stores `result` and removes its in-flight note, in one transaction."""
-        record = validate_record({**result.to_dict(), "created_at": result.created_at or time.time()}, "run")
-        with self._connect(write=True) as conn:
-            conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
-            run_id = self._insert(conn, record)
-        self._notes.release(flight_id)
+        """Stores `result` and removes its in-flight note, in one transaction. A result that
+        fails its checks is not lost: it is stored as a failed run saying why (and its note
+        goes all the same); its id is returned and set on `result` either way."""
+        values = {**result.to_dict(), "created_at": result.created_at or time.time()}
+        try:
+            record = validate_record(values, "run")
+        except StoreError as refused:
+            record = validate_record(failed_record(values, str(refused)), "run")
+            result.status, result.error = record.status, record.error
+        try:
+            with self._connect(write=True) as conn:
+                conn.execute("DELETE FROM in_flight WHERE id = ?", (int(flight_id),))
+                run_id = self._insert(conn, record)
+        finally:
+            self._notes.release(flight_id)
         result.id, result.created_at = run_id, record.created_at
         return run_id
 
@@ -203,10 +280,13 @@ class RunStore:
         return run_id
 
     def _select(self, where: str = "", params: tuple = (), with_elbo: bool = True,
-                limit: int | None = None) -> list[RunResult]:
+                limit: int | None = None, deleted: bool = False) -> list[RunResult]:
+        """Runs matching `where` (SQL conditions on `runs`, without WHERE), newest first: the
+        live ones, or with `deleted` the deleted ones."""
         self.recover_interrupted()
         elbo = ", elbo_traces.elbo FROM runs LEFT JOIN elbo_traces ON run_id = runs.id"
-        sql = f"SELECT runs.*{elbo if with_elbo else ' FROM runs'} {where}"
+        conditions = " AND ".join(filter(None, [where, "runs.deleted_at IS NOT NULL" if deleted else _LIVE]))
+        sql = f"SELECT runs.*{elbo if with_elbo else ' FROM runs'} WHERE {conditions}"
         sql += " ORDER BY created_at DESC, runs.id DESC LIMIT ?"
         with self._connect() as conn:
             rows = conn.execute(sql, (*params, -1 if limit is None else limit)).fetchall()
@@ -214,7 +294,7 @@ class RunStore:
 
     def get(self, run_id: int) -> RunResult:
         """The run with this id, ELBO curve included. Raises KeyError if absent."""
-        found = self._select("WHERE runs.id = ?", (int(run_id),))
+        found = self._select("runs.id = ?", (int(run_id),))
         if not found:
             raise KeyError(f"no run with id {run_id} in {self.path}")
         return found[0]
@@ -229,15 +309,19 @@ class RunStore:
         """How many runs are stored, counted by SQLite without reading them."""
         self.recover_interrupted()
         with self._connect() as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+            return int(conn.execute(f"SELECT COUNT(*) FROM runs WHERE {_LIVE}").fetchone()[0])
 
-    def find_by_spec_key(self, spec_key: str, limit: int | None = None,
-                         interrupted: bool = True, with_elbo: bool = True) -> list[RunResult]:
+    def find_by_spec_key(self, spec_key: str, limit: int | None = None, interrupted: bool = True,
+                         with_elbo: bool = True, imported: bool = True) -> list[RunResult]:
         """Runs of one spec (`FitSpec.key`), newest first, ELBO curves included unless
-        `with_elbo` is False; at most `limit`, and without the runs that stopped before
-        finishing ("interrupted", "timed_out": no whole result to show) if `interrupted` is False."""
-        where = "WHERE spec_key = ?" + ("" if interrupted else " AND status NOT IN ('interrupted', 'timed_out')")
-        return self._select(where, (spec_key,), with_elbo=with_elbo, limit=limit)
+        `with_elbo` is False; at most `limit`, without the runs that stopped before finishing
+        ("interrupted", "timed_out": no whole result to show) if `interrupted` is False, and
+        without imported runs (measured elsewhere, dated by whoever wrote the file) if
+        `imported` is False: what a page headlines is measured here."""
+        where = "spec_key = ?" + ("" if interrupted else " AND status NOT IN ('interrupted', 'timed_out')")
+        where += "" if imported else " AND owner IS NOT ?"
+        params = (spec_key,) if imported else (spec_key, IMPORTED)
+        return self._select(where, params, with_elbo=with_elbo, limit=limit)
 
     def find(self, **equal: Any) -> list[RunResult]:
         """Runs whose columns equal these values (e.g. `strategy="scan", status="ok"`, or
@@ -253,7 +337,7 @@ class RunStore:
             raise ValueError(f"not a run column: {', '.join(unknown)}; columns: {', '.join(sorted(columns))}")
         # Column names come from the checked set above; only the values are parameters.
         where = " AND ".join(f"runs.{name} = ?" for name in equal)
-        return self._select(f"WHERE {where}" if where else "", tuple(equal.values()), with_elbo=False)
+        return self._select(where, tuple(equal.values()), with_elbo=False)
 
     def frame(self) -> pandas.DataFrame:
         """One row per run, newest first: `id`, `created` (UTC), the scalar fields,
@@ -293,17 +377,61 @@ class RunStore:
                     f"SELECT id FROM runs WHERE owner = ? AND id IN ({marks})", [owner, *chunk]))
         return found
 
-    def delete(self, run_ids: list[int]) -> int:
-        """Deletes these runs (one transaction); returns how many existed."""
+    def _by_ids(self, conn: sqlite3.Connection, statement: str, run_ids, *params) -> int:
+        """Runs `statement` (with `{marks}` for the ids, `params` before them) on `run_ids` in
+        chunks; returns the rows it changed."""
         ids = list(dict.fromkeys(int(i) for i in run_ids))
-        deleted = 0
+        changed = 0
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start:start + _CHUNK]
+            changed += conn.execute(statement.format(marks=", ".join(["?"] * len(chunk))), [*params, *chunk]).rowcount
+        return changed
+
+    def delete(self, run_ids: list[int], now: float | None = None) -> int:
+        """Deletes these runs, softly (one transaction): hidden everywhere, restorable with
+        `restore` for `RESTORE_DAYS`; returns how many were live. Runs deleted longer ago
+        than that are purged for good."""
+        now = time.time() if now is None else now
         with self._connect(write=True) as conn:
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start:start + _CHUNK]
-                marks = ", ".join(["?"] * len(chunk))
-                conn.execute(f"DELETE FROM elbo_traces WHERE run_id IN ({marks})", chunk)
-                deleted += conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", chunk).rowcount
+            deleted = self._by_ids(conn, f"UPDATE runs SET deleted_at = ? WHERE {_LIVE} AND id IN ({{marks}})",
+                                   run_ids, now)
+            expired = [row[0] for row in conn.execute("SELECT id FROM runs WHERE deleted_at < ?",
+                                                      (now - RESTORE_DAYS * 86400,))]
+            self._by_ids(conn, "DELETE FROM elbo_traces WHERE run_id IN ({marks})", expired)
+            self._by_ids(conn, "DELETE FROM runs WHERE id IN ({marks})", expired)
         return deleted
+
+    def restore(self, run_ids: list[int]) -> int:
+        """Brings deleted runs back (those not yet purged); returns how many."""
+        with self._connect(write=True) as conn:
+            return self._by_ids(conn, "UPDATE runs SET deleted_at = NULL WHERE deleted_at IS NOT NULL "
+                                      "AND id IN ({marks})", run_ids)
+
+    def deleted(self, limit: int | None = None) -> list[tuple[RunResult, float]]:
+        """Deleted runs that can still be restored, most recently deleted first, without
+        curves: (run, when it was deleted)."""
+        runs = self._select(with_elbo=False, deleted=True)
+        with self._connect() as conn:
+            when = dict(conn.execute("SELECT id, deleted_at FROM runs WHERE deleted_at IS NOT NULL").fetchall())
+        found = sorted(((run, float(when[run.id])) for run in runs if run.id in when), key=lambda pair: -pair[1])
+        return found if limit is None else found[:limit]
+
+    def backup(self, path: str | os.PathLike) -> int:
+        """Writes a consistent copy of the whole store to `path` (SQLite's VACUUM INTO: a
+        snapshot of one moment, while others go on writing), deleted runs included; returns
+        how many live runs it holds.
+
+        Raises:
+            StoreError: `path` exists (never overwritten), or cannot be written.
+        """
+        target = pathlib.Path(path).expanduser()
+        if target.exists():
+            raise StoreError(f"{target} exists; a backup never replaces a file")
+        if not target.parent.is_dir():
+            raise StoreError(f"no such folder: {target.parent}")
+        with self._connect() as conn:
+            conn.execute("VACUUM INTO ?", (str(target),))
+        return RunStore(target).count()
 
     def export(self, path: str | os.PathLike, run_ids: list[int] | None = None) -> int:
         """Writes runs (all, or these ids) to .json, .csv or .parquet; returns the count.
@@ -339,6 +467,7 @@ class RunStore:
 
     def _import(self, raw: list, name: str) -> store_files.Imported:
         records, refused = [], []
+        now = time.time()
         for number, values in enumerate(raw, 1):
             try:
                 records.append(validate_record(values, f"record {number}"))
@@ -346,6 +475,10 @@ class RunStore:
                 refused.append(str(exc))
         added = 0
         with self._connect(write=True) as conn:
+            held = int(conn.execute(f"SELECT COUNT(*) FROM runs WHERE {_LIVE}").fetchone()[0])
+            if held + len(records) > max_stored_runs():
+                raise StoreError(f"{name}: {len(records):,} runs would take the store past its {max_stored_runs():,} "
+                                 f"({MAX_STORED_RUNS_ENV}; it holds {held:,}); delete or back up and thin it first")
             for record in records:
                 exists = conn.execute(
                     "SELECT 1 FROM runs WHERE spec_key = ? AND created_at = ? AND host IS ? LIMIT 1",
@@ -354,6 +487,7 @@ class RunStore:
                     # Nobody's run here, whoever it named: an import cannot make a run someone's to
                     # delete, nor pass for one measured here (`core.bench.solve` skips it).
                     record.owner = IMPORTED
+                    _dated_no_later_than(record, now)
                     self._insert(conn, record)
                     added += 1
         return store_files.Imported(name, added, len(records) - added, tuple(refused))
@@ -366,3 +500,12 @@ class RunStore:
         except StoreError:
             return False
 
+
+def _dated_no_later_than(record: RunResult, now: float) -> None:
+    """An imported run dated after `now` (its machine's clock ran ahead, or the file says so)
+    is dated `now`, its timed window moved with it: no import sorts as newer than its import."""
+    ahead = record.created_at - now
+    if ahead > 0:
+        record.created_at = now
+        if record.timed_end:
+            record.timed_start, record.timed_end = record.timed_start - ahead, record.timed_end - ahead

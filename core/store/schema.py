@@ -88,10 +88,18 @@ def _migration_6() -> list[str]:
     return ["ALTER TABLE in_flight ADD COLUMN owner TEXT NOT NULL DEFAULT ''"]
 
 
+def _migration_7() -> list[str]:
+    # A delete is soft: the run is hidden, restorable until `RunStore.RESTORE_DAYS` have
+    # passed, then purged at the next delete.
+    return ["ALTER TABLE runs ADD COLUMN deleted_at REAL",
+            "CREATE INDEX runs_deleted_at ON runs (deleted_at)"]
+
+
 # Applied in order, in one transaction; PRAGMA user_version counts those applied. Append,
 # never edit. A migration that reads the file's current layout takes the connection.
 # Scalar fields added to RunResult later get their column added on open.
-MIGRATIONS = (_migration_1, _migration_2, _migration_3, _migration_4, _migration_5, _migration_6)
+MIGRATIONS = (_migration_1, _migration_2, _migration_3, _migration_4, _migration_5, _migration_6,
+              _migration_7)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -13,7 +13,7 @@ from core.bench import comparison
 from core.charts import comparisons, lines
 from core.charts.style import LABELS
 from core.results import reach
-from core.store.run_store import StoreError
+from core.store.run_store import IMPORTED, RESTORE_DAYS, StoreError
 from pages.ui import display, links, resources, sign_in, state
 from pages.ui import upload as upload_widgets
 from pages.ui.text import md, public
@@ -22,7 +22,8 @@ FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "pr
            "status": "Status"}
 # What a run is and its timings first: at 1024 px the table shows its first five columns.
 TABLE = ["id", "strategy", "time_to_solution_s", "per_iter_ms", "dataset", "optimizer", "iterations_run",
-         "precision", "device", "status", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s", "cache",
+         "precision", "device", "status", "source", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s",
+         "cache",
          "final_elbo", "n", "p", "device_kind", "warning_count", "created", "host"]
 # Settings a difference in which explains a difference in timings.
 SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
@@ -39,6 +40,8 @@ COLUMNS = {
     "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
     "device_kind": st.column_config.TextColumn("device kind"),
     "n": st.column_config.NumberColumn("n", format="%d"),
+    "source": st.column_config.TextColumn("source", help="imported: measured elsewhere and dated by whoever wrote "
+                                                         "the file; never the headline of Run, Story or solve"),
     "warning_count": st.column_config.NumberColumn("warnings", format="%d", width="small",
                                               help="what a reader of the run's numbers must know (data changed to be "
                                                    "fitted, float32 accuracy): tick the run to read them"),
@@ -47,7 +50,7 @@ MIME = {".csv": "text/csv", ".json": "application/json", ".parquet": "applicatio
 # Columns whose values vary in length from run to run ("oaks x1", "oaks x100"): the grid sizes
 # a column by its first rows and clips a longer value below them without an ellipsis.
 TEXT_COLUMNS = ("strategy", "optimizer", "dataset", "n", "precision", "device", "device_kind", "cache", "status",
-                "host")
+                "source", "host")
 # The grid's 14 px text: about 8 px a character, plus the cell's padding and sort arrow.
 CHAR_PX, CELL_PADDING_PX = 8, 34
 
@@ -68,6 +71,24 @@ st.caption("Every run in the shared store: from this dashboard, from `python -m 
            "other machines.")
 store = resources.store_or_stop()
 state.default("cmp_version", 0)  # bumped after a delete, so the table's selection starts afresh
+
+
+def recently_deleted_section() -> None:
+    """Deleted runs, restorable until they are purged (`RunStore.RESTORE_DAYS`)."""
+    deleted = store.deleted(limit=200)
+    if not deleted:
+        return
+    with st.expander(f"Recently deleted ({len(deleted)})", icon=":material/restore_from_trash:"):
+        st.caption(f"Deleted runs are hidden from every page and purged {RESTORE_DAYS} days after they were deleted.")
+        labels = {run.id: f"#{run.id} {run.strategy} · {run.dataset} · {run.precision} (deleted "
+                          f"{pd.Timestamp(when, unit='s'):%Y-%m-%d %H:%M} UTC)" for run, when in deleted}
+        chosen = st.multiselect("Runs to restore", list(labels), format_func=lambda i: md(labels[i]),
+                                key="cmp_restore_ids", placeholder="pick runs")
+        if st.button("Restore", key="cmp_restore", icon=":material/restore:", disabled=not chosen):
+            restored = store.restore(chosen)
+            st.session_state["cmp_version"] += 1
+            st.toast(f"Restored {restored} run{'s' * (restored != 1)}.", icon=":material/restore:")
+            st.rerun()
 
 
 def import_section() -> None:
@@ -92,11 +113,13 @@ if flash := st.session_state.pop("cmp_flash", None):
     if refused:
         st.warning(refused[0].upper() + refused[1:], icon=":material/block:")
 frame = store.frame()
+frame["source"] = frame["owner"].map(lambda owner: "imported" if owner == IMPORTED else "measured here")
 if frame.empty:
     st.info("No runs stored yet. Run some strategies first, or import a runs file below.",
             icon=":material/inbox:")
     st.page_link("pages/run/page.py", label="Go to the Run page", icon=":material/play_arrow:")
     import_section()
+    recently_deleted_section()
     st.stop()
 
 # --- filter and pick -----------------------------------------------------------------------
@@ -148,6 +171,7 @@ if count := int(unfinished.sum()):
     picked = picked[~unfinished]
 if picked.empty:
     st.info("No finished run matches these filters.", icon=":material/filter_alt_off:")
+    recently_deleted_section()
     st.stop()
 
 # --- charts --------------------------------------------------------------------------------
@@ -310,7 +334,8 @@ if rows:
     else:
         whose = "your runs" if rule == "confirm" else "runs made by others too"
         st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} ({whose}) from the shared store, for every user? "
-                   "This cannot be undone (export them first to keep a copy).", icon=":material/warning:")
+                   f"They can be restored for {RESTORE_DAYS} days (Recently deleted, below).",
+                   icon=":material/warning:")
         # Only runs of others need the password again (`core.access.deletion`).
         guess = sign_in.password_field("cmp_delete_password", "delete runs") if rule == "password" else None
         yes, no = st.columns([1, 5])
@@ -323,8 +348,11 @@ if rows:
             st.session_state["cmp_delete"] = None
             st.session_state["cmp_version"] += 1
             links.write("compare", "ticked", [])
-            st.toast(f"Deleted {deleted} run{'s' * (deleted != 1)}.", icon=":material/delete:")
+            st.toast(f"Deleted {deleted} run{'s' * (deleted != 1)}; Recently deleted restores them.",
+                     icon=":material/delete:")
             st.rerun()
         if no.button("Cancel", key="cmp_delete_no"):
             st.session_state["cmp_delete"] = None
             st.rerun()
+
+recently_deleted_section()

@@ -59,7 +59,8 @@ store = resources.store_or_stop()
 running.runs_under_way(store)
 # An interrupted run (its process died mid-run) has no result to show: run that spec again.
 stored = {spec.strategy: found[0] for spec in specs
-          if (found := store.find_by_spec_key(spec.key, limit=1, interrupted=False, with_elbo=False))}
+          if (found := store.find_by_spec_key(spec.key, limit=1, interrupted=False, with_elbo=False,
+                                                    imported=False))}
 missing = [spec for spec in specs if spec.strategy not in stored]
 
 # One key whatever the label: a click made while the page still showed the label of a

@@ -45,7 +45,8 @@ store = resources.store_or_stop()
 
 
 def stored_runs() -> list:
-    return story.stored_choice([store.find_by_spec_key(spec.key, limit=RECENT, interrupted=False, with_elbo=False)
+    return story.stored_choice([store.find_by_spec_key(spec.key, limit=RECENT, interrupted=False, with_elbo=False,
+                                                       imported=False)
                                 for spec in specs])
 
 

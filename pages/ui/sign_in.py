@@ -12,39 +12,47 @@ import uuid
 import streamlit as st
 
 from core import access
+from pages.ui import upload_guard
 from pages.ui.text import md
 
 
 def identity() -> str:
     """Who this session is, as the runs it starts are owned (`RunResult.owner`): the signed-in
-    user with the team's SSO, else this session alone, by a random token never reused."""
-    user = _signed_in_email()
+    user with the team's SSO, by the provider's issuer and subject (`access.sso_owner`), else
+    this session alone, by a random token never reused."""
+    user = _signed_in_user()
     if user:
-        return f"user:{user}"
+        return access.sso_owner(user)
     if "session_owner" not in st.session_state:
         st.session_state["session_owner"] = f"session:{uuid.uuid4().hex}"
     return st.session_state["session_owner"]
 
 
-def _signed_in_email() -> str | None:
-    """The signed-in user's e-mail (or subject) with the team's SSO, else None."""
+def _signed_in_user() -> dict | None:
+    """The signed-in user's claims with the team's SSO (those that name them: `iss`, `sub`,
+    `email`, `email_verified`), else None."""
     if not sso_configured():
         return None
     try:
-        if st.user.is_logged_in:
-            return str(st.user.get("email") or st.user.get("sub") or "") or None
+        if st.user.is_logged_in and st.user.get("sub"):
+            return {name: st.user.get(name) for name in ("iss", "sub", "email", "email_verified")}
     except Exception:  # noqa: BLE001 - a provider that answered without an identity: nobody
         return None
     return None
 
 
 def password() -> str | None:
-    """The configured password (environment first, then Streamlit's secrets), or None."""
+    """The configured password (environment first, then Streamlit's secrets), or None. A
+    password file that cannot be read stops the page with the reason: closed, never open."""
     try:
         from_secrets = st.secrets.get("password")
     except Exception:  # noqa: BLE001 - no secrets file, or one that does not parse: no password from it
         from_secrets = None
-    return access.configured(str(from_secrets) if from_secrets else None)
+    try:
+        return access.configured(str(from_secrets) if from_secrets else None)
+    except access.AccessError as exc:
+        st.error(md(str(exc)), icon=":material/lock:")
+        st.stop()
 
 
 @st.cache_resource(show_spinner=False)
@@ -88,11 +96,20 @@ def sso_configured() -> bool:
 
 def gate() -> None:
     """With the team's SSO configured, stop every page until the visitor has signed in with
-    it; else, with a password configured, until this session has given it."""
+    it; else, with a password configured, until this session has given it. A server that
+    others can reach with neither stops every page, saying how to secure it. Uploads are
+    refused until the session may use the dashboard (`upload_guard`)."""
+    upload_guard.install()
+    refused = access.sharing_refusal(st.get_option("server.address"), password(), sso_configured())
+    if refused:
+        st.title("PLN JIT Lab", anchor=False)
+        st.error(md(refused), icon=":material/lock:")
+        st.stop()
     if sso_configured():
         _sso_gate()
         return
     if password() is None or st.session_state.get("access_granted"):
+        upload_guard.admit()
         return
     st.title("PLN JIT Lab", anchor=False)
     with st.form("access_form"):
@@ -109,10 +126,12 @@ def gate() -> None:
 
 
 def _sso_gate() -> None:
-    if _signed_in_email():
+    user = _signed_in_user()
+    if user:
+        upload_guard.admit()
         with st.sidebar:
             left, right = st.columns([3, 2], vertical_alignment="center")
-            left.caption(f":material/person: {md(_signed_in_email())}")
+            left.caption(f":material/person: {md(access.sso_name(user))}")
             right.button("Sign out", key="sign_out", on_click=st.logout, icon=":material/logout:", width="stretch")
         return
     st.title("PLN JIT Lab", anchor=False)

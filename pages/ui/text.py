@@ -15,9 +15,15 @@ import os
 import re
 
 # CommonMark lets any ASCII punctuation be escaped with a backslash; these start markup:
-# emphasis, code, links and images, HTML and autolinks, headings, tables, strikethrough,
-# maths, Streamlit's :directives[...] and :icons:, and entities.
-_MARKUP = re.compile(r"([\\`*_\[\]<>#|~$:&@!{}])")
+# emphasis, code, links and images, HTML and autolinks, headings (ATX and setext's === and
+# ---), lists (-, +, 1.), thematic breaks, tables, strikethrough, maths, Streamlit's
+# :directives[...] and :icons:, and entities.
+_MARKUP = re.compile(r"([\\`*_\[\]<>#|~$:&@!{}=+-])")
+# A number then . or ) starts an ordered list at the start of a line.
+_ORDERED = re.compile(r"(?m)^(\s*\d+)([.)])")
+# A line break starts a new block (a setext heading's underline, an indented code block):
+# shown text is one line.
+_LINE_BREAKS = re.compile(r"[\r\n]+")
 # GFM also links bare addresses ("https://...", "www.", "name@host"), and it finds them in
 # the text after escapes are undone: an invisible word joiner breaks each pattern (and,
 # unlike a zero-width space, never a line).
@@ -28,10 +34,12 @@ _PATH = re.compile(r"(?<![\w.:/\\~-])/(?:[^\s/'\"`,;()\[\]<>]+/)+([^\s/'\"`,;()\
 
 
 def md(value: object) -> str:
-    """`value` as text that markdown shows literally, character for character (bare web
-    and mail addresses hold an invisible word joiner, so that none becomes a link)."""
-    unlinked = _BARE_LINK.sub(lambda found: found.group(1)[0] + _BREAK + found.group(1)[1:], str(value))
-    return _MARKUP.sub(r"\\\1", unlinked)
+    """`value` as text that markdown shows literally, on one line (line breaks become
+    spaces), character for character (bare web and mail addresses hold an invisible word
+    joiner, so that none becomes a link)."""
+    one_line = _LINE_BREAKS.sub(" ", str(value))
+    unlinked = _BARE_LINK.sub(lambda found: found.group(1)[0] + _BREAK + found.group(1)[1:], one_line)
+    return _ORDERED.sub(r"\1\\\2", _MARKUP.sub(r"\\\1", unlinked))
 
 
 def without_paths(message: object) -> str:

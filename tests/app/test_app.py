@@ -8,7 +8,6 @@ use tiny problems (simulated 40 x 5, 6 iterations, 1 repeat).
 from __future__ import annotations
 
 import dataclasses
-
 import time
 
 import pandas as pd
@@ -179,6 +178,13 @@ def test_stored_run_appears_on_compare_and_can_be_deleted(store):
     at.button(key="cmp_delete_yes").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert [r.id for r in store.list()] == [kept.id]
+    assert list(at.dataframe[0].value["source"]) == ["measured here"]
+    # A delete is soft: the run is listed under Recently deleted and comes back from there.
+    at.multiselect(key="cmp_restore_ids").select(dropped.id).run()
+    at.button(key="cmp_restore").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert sorted(r.id for r in store.list()) == sorted([kept.id, dropped.id])
+    assert store.deleted() == []
 
 
 def test_compare_shows_the_newest_runs_of_a_large_store_and_filters_reach_the_rest(store):
@@ -467,6 +473,25 @@ def test_every_bad_upload_is_refused_with_its_reason_and_nothing_stored(store, m
         refused += 1
     assert refused == len(BAD_UPLOADS) == 17
     assert store.list() == []
+
+
+def test_a_server_others_can_reach_without_a_password_or_sso_opens_no_page(store, monkeypatch):
+    from streamlit import config
+
+    monkeypatch.delenv("PLNLAB_PASSWORD", raising=False)
+    shared = config.get_option("server.address")
+    config.set_option("server.address", "0.0.0.0")
+    try:
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        at.run()
+        assert not at.exception and not at.sidebar.radio  # nothing but the refusal
+        refusal = plain(at.error[0].value)
+        assert "every network interface" in refusal and "PLNLAB_PASSWORD_FILE" in refusal
+        monkeypatch.setenv("PLNLAB_PASSWORD", "s3cret")
+        at.run()
+        assert not at.error and at.text_input(key="access_guess")  # with a password: its form
+    finally:
+        config.set_option("server.address", shared)
 
 
 def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch):

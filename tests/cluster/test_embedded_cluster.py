@@ -1,17 +1,22 @@
-"""The dashboard's embedded cluster: a LocalCluster with one worker per local platform, warm
-before the first run, no retries, a dead worker's run stored as interrupted, closed with
-its server."""
+"""The dashboard's embedded cluster: a LocalCluster with one worker per local platform over TLS
+with certificates made at start-up (no other account here can connect), no password in its
+workers' environment, warm before the first run, no retries, a dead worker's run stored as
+interrupted, closed with its server."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
+import ssl
 import threading
 import time
+from urllib.parse import urlsplit
 
 import psutil
 import pytest
 
+from core import access
 from core.cluster import connection, stored
 from core.cluster.errors import RunInterrupted
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec
@@ -22,9 +27,30 @@ LONG = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="eager
                optimizer=OptimizerSpec("adam"))
 
 
-def test_the_embedded_cluster_is_warm_and_a_dead_worker_costs_one_run(tmp_path):
+def test_the_embedded_cluster_is_warm_and_a_dead_worker_costs_one_run(tmp_path, monkeypatch):
+    monkeypatch.setenv(access.PASSWORD_ENV, "the-team-password")
+    monkeypatch.setattr(access, "_held", {})  # what start_local holds is this test's alone
     cluster = connection.start_local()
     try:
+        assert access.configured() == "the-team-password"  # held by the server, out of its environment
+        assert cluster.address.startswith("tls://127.0.0.1:")
+        # Another local account reaches 127.0.0.1 too: without the certificates made at start-up
+        # its TLS connection is refused (a plain one speaks no TLS at all).
+        parts = urlsplit(cluster.address)
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        with pytest.raises((ssl.SSLError, ConnectionError)):
+            with socket.create_connection((parts.hostname, parts.port), timeout=10) as raw:
+                with context.wrap_socket(raw) as tls:
+                    tls.sendall(b"\0" * 64)
+                    tls.recv(1)
+
+        def secret(dask_worker=None):
+            import os
+
+            return os.environ.get("PLNLAB_PASSWORD")
+
+        assert list(cluster.client.run(secret).values()) == [None]
         assert connection.local_platforms() == ["cpu"]  # no accelerator here
         facts = list(cluster.workers().values())
         assert len(facts) == 1 and facts[0]["served"] == ["cpu"]

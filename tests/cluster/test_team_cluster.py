@@ -1,6 +1,7 @@
 """Fits on a team's cluster: a real `dask scheduler` and `dask worker` as separate processes over
-TCP on 127.0.0.1, joined as the dashboard and the command line join one (PLNLAB_SCHEDULER,
---scheduler). Tiny problems: what is tested is the path, not the fit."""
+mutual TLS on 127.0.0.1, joined as the dashboard and the command line join one (PLNLAB_SCHEDULER,
+--scheduler, PLNLAB_TLS_*). Tiny problems: what is tested is the path, not the fit. Who is
+refused is in test_cluster_security.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import threading
 import time
 
 import pytest
-from team_cluster import team_cluster
 
 from core.cluster import connection, stored, submit, tasks
 from core.cluster.errors import RunInterrupted
@@ -22,6 +22,7 @@ from core.spec import DatasetSpec, FitSpec, OptimizerSpec
 from core.store.run_store import RunStore
 
 from project import ROOT
+from team_cluster import team_cluster
 
 TINY = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
 # Long enough to be killed or cancelled mid-run, well inside the time budget.
@@ -126,7 +127,7 @@ def test_the_command_line_runs_on_the_scheduler_and_stores_here(team, tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout.strip().splitlines()[-1])
-    assert run["worker"].startswith("tcp://127.0.0.1:") and run["status"] == "ok"
+    assert run["worker"].startswith("tls://127.0.0.1:") and run["status"] == "ok"
     assert RunStore(db).get(run["id"]).worker == run["worker"]
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from core.results.result import RunResult
 from core.spec import FitSpec
+from core.store import run_store as store_module
 from core.store import schema as store_schema
 from core.store.run_store import DEFAULT_DB_ENV, IMPORTED, RunStore, StoreError, default_db_path
 from core.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -184,13 +185,50 @@ def test_elbo_frame_is_long_format(store):
     assert len(store.elbo_frame([])) == 0
 
 
-def test_delete_removes_runs_and_traces(store):
+def test_a_delete_hides_runs_until_restored_and_purges_them_after_the_restore_window(store):
     ids = [store.add(make_run(created_at=t)) for t in (1.0, 2.0, 3.0)]
-    assert store.delete([ids[0], ids[2], 12345]) == 2
-    assert [r.id for r in store.list()] == [ids[1]]
+    deleted_at = time.time()
+    assert store.delete([ids[0], ids[2], 12345], now=deleted_at) == 2
+    assert [r.id for r in store.list()] == [ids[1]] and store.count() == 1
     assert store.elbo_frame(ids)["run_id"].unique().tolist() == [ids[1]]
+    assert store.frame()["id"].tolist() == [ids[1]] and store.find(strategy="scan") == store.list()
+    with pytest.raises(KeyError):
+        store.get(ids[0])
+    assert [(run.id, when) for run, when in store.deleted()] == [(ids[2], deleted_at), (ids[0], deleted_at)]
+    assert store.delete([ids[0]]) == 0  # already deleted
+    assert store.restore([ids[0], ids[1]]) == 1  # the live one is left as it is
+    assert [r.id for r in store.list()] == [ids[1], ids[0]] and store.get(ids[0]).elbo
+    # A later delete, past the restore window, purges what was deleted before it for good.
+    store.delete([ids[1]], now=deleted_at + store_module.RESTORE_DAYS * 86400 + 1)
+    assert [run.id for run, _ in store.deleted()] == [ids[1]]
+    assert store.restore([ids[2]]) == 0
     with sqlite3.connect(store.path) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM elbo_traces").fetchone()[0] == 1
+        assert conn.execute("SELECT COUNT(*) FROM elbo_traces").fetchone()[0] == 2
+
+
+def test_a_backup_is_a_consistent_copy_and_never_replaces_a_file(store, tmp_path):
+    ids = [store.add(make_run(created_at=t)) for t in (1.0, 2.0)]
+    store.delete([ids[0]])
+    assert store.backup(tmp_path / "copy.sqlite3") == 1
+    copy = RunStore(tmp_path / "copy.sqlite3")
+    assert [r.id for r in copy.list()] == [ids[1]] and [r.id for r, _ in copy.deleted()] == [ids[0]]
+    assert copy.integrity_ok()
+    with pytest.raises(StoreError, match="exists; a backup never replaces"):
+        store.backup(tmp_path / "copy.sqlite3")
+    with pytest.raises(StoreError, match="no such folder"):
+        store.backup(tmp_path / "nope" / "copy.sqlite3")
+
+
+def test_a_result_the_store_refuses_is_kept_as_a_failed_run_and_its_note_goes(store):
+    spec = make_run().spec
+    flight = store.begin(spec, owner="session:a")
+    run = make_run(created_at=time.time())
+    run.dataset, run.owner = "x" * 600, "session:a"  # past what a stored text keeps
+    run_id = store.finish(flight, run)
+    kept = store.get(run_id)
+    assert store.in_flight() == [] and kept.status == "interrupted" and run.status == "interrupted"
+    assert "the store refused its result: " in kept.error and "600 characters" in kept.error
+    assert kept.owner == "session:a"
 
 
 def test_a_deleted_run_id_is_never_handed_out_again(store):
@@ -481,3 +519,34 @@ def test_a_store_from_before_the_process_count_gains_its_column(tmp_path):
     new_id = reopened.add(make_run(processes=2))
     assert sorted((run.id, run.processes) for run in reopened.list()) == [(old.id, 1), (new_id, 2)]
     assert sorted(reopened.frame()["processes"]) == [1, 2]
+
+
+def test_runs_under_way_are_bounded_per_owner_and_for_the_store(store, monkeypatch):
+    monkeypatch.setenv("PLNLAB_MAX_QUEUED_PER_OWNER", "3")
+    monkeypatch.setenv("PLNLAB_MAX_QUEUED", "8")
+    spec = make_run().spec
+    mine = store.begin_all([spec, spec], owner="session:a")
+    store.begin(spec, owner="session:a")
+    with pytest.raises(StoreError, match=r"you already have 3 runs queued or running \(at most 3"):
+        store.begin(spec, owner="session:a")
+    with pytest.raises(StoreError, match="you already have 0 runs"):
+        store.begin_all([spec] * 4, owner="session:b")  # a batch counts whole
+    store.begin_all([spec, spec], owner="session:b")
+    monkeypatch.setenv("PLNLAB_MAX_QUEUED", "5")
+    with pytest.raises(StoreError, match=r"5 runs are already queued or running on this server \(at most 5"):
+        store.begin(spec)  # the command line's count toward the store's bound too
+    assert len(store.in_flight()) == 5
+    store.abandon(mine[0])
+    store.begin(spec, owner="session:c")  # room again
+
+
+def test_an_owner_whose_runs_held_the_device_for_most_of_the_hour_waits(store, monkeypatch):
+    monkeypatch.setenv("PLNLAB_MAX_DEVICE_SECONDS_PER_HOUR", "60")
+    now = time.time()
+    store.add(make_run(owner="session:a", created_at=now, timed_start=now - 50, timed_end=now - 10))
+    store.begin(make_run().spec, owner="session:a")  # 40 s of the last hour: under the bound
+    store.add(make_run(owner="session:a", created_at=now, timed_start=now - 30, timed_end=now - 5))
+    with pytest.raises(StoreError, match=r"your runs held the device for 65 s of the last hour \(at most 60 s"):
+        store.begin(make_run().spec, owner="session:a")
+    store.begin(make_run().spec, owner="session:b")  # another owner is not held back
+    store.begin(make_run().spec)  # nor the command line
