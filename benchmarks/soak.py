@@ -273,8 +273,11 @@ def _visit_under_the_hood(page, base: str) -> None:
     wait_painted(page, 600_000)
     _check_page(page)
     page.get_by_role("button", name="Run it live").first.click()
-    page.get_by_text(re.compile("Bug reproduced here|Not reproduced on this installation")).first.wait_for(
+    died = "the worker process running it died"
+    page.get_by_text(re.compile(f"Bug reproduced here|Not reproduced on this installation|{died}")).first.wait_for(
         timeout=300_000)
+    if page.get_by_text(died).count():  # a kill landed on the demonstration: the page said so
+        raise RuntimeError(f"pitfall interrupted: {died}")
 
 
 def _upload_and_run(page, store, csv_path: str) -> None:

@@ -21,8 +21,8 @@ from pages.ui.text import md, public
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
            "status": "Status"}
 # What a run is and its timings first: at 1024 px the table shows its first five columns.
-TABLE = ["id", "strategy", "time_to_solution_s", "per_iter_ms", "dataset", "optimizer", "iterations_run",
-         "precision", "device", "status", "source", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s",
+TABLE = ["id", "strategy", "time_to_solution_s", "per_iter_ms", "dataset", "source", "optimizer", "iterations_run",
+         "precision", "device", "status", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s",
          "cache",
          "final_elbo", "n", "p", "device_kind", "warning_count", "created", "host"]
 # Settings a difference in which explains a difference in timings.
@@ -82,7 +82,8 @@ def recently_deleted_section() -> None:
         st.caption(f"Deleted runs are hidden from every page and purged {RESTORE_DAYS} days after they were deleted.")
         labels = {run.id: f"#{run.id} {run.strategy} · {run.dataset} · {run.precision} (deleted "
                           f"{pd.Timestamp(when, unit='s'):%Y-%m-%d %H:%M} UTC)" for run, when in deleted}
-        chosen = st.multiselect("Runs to restore", list(labels), format_func=lambda i: md(labels[i]),
+        # Options are shown as plain text, never markdown: no escaping (it would show its backslashes).
+        chosen = st.multiselect("Runs to restore", list(labels), format_func=labels.get,
                                 key="cmp_restore_ids", placeholder="pick runs")
         if st.button("Restore", key="cmp_restore", icon=":material/restore:", disabled=not chosen):
             restored = store.restore(chosen)
@@ -348,7 +349,8 @@ if rows:
             st.session_state["cmp_delete"] = None
             st.session_state["cmp_version"] += 1
             links.write("compare", "ticked", [])
-            st.toast(f"Deleted {deleted} run{'s' * (deleted != 1)}; Recently deleted restores them.",
+            st.toast(f"Deleted {deleted} run{'s' * (deleted != 1)}; Recently deleted (below the table) restores "
+                     f"{'them' if deleted != 1 else 'it'}.",
                      icon=":material/delete:")
             st.rerun()
         if no.button("Cancel", key="cmp_delete_no"):
