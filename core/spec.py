@@ -251,7 +251,7 @@ class DatasetSpec:
             return f"simulated on device {self.n}x{self.p} d={self.d} (seed {self.seed})"
         label = f"csv {_short_name(self.counts_path)}"
         if self.covariates_path:
-            label += " " + (_short_name(self.formula) or f"+ {_short_name(self.covariates_path)}")
+            label += " " + (self.formula or f"+ {_short_name(self.covariates_path)}")
         return label
 
 

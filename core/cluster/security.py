@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 import dask
 from distributed.security import Security
 
+from core import access
 from core.spec import SpecError
 
 CA_ENV = "PLNLAB_TLS_CA_FILE"
@@ -88,13 +89,7 @@ def _opted_in() -> bool:
 
 
 def _loopback(address: str) -> bool:
-    host = urlsplit(address if "://" in address else "tcp://" + address).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return access.loopback_only(urlsplit(address if "://" in address else "tcp://" + address).hostname)
 
 
 def make_certificates(directory: str | os.PathLike, hosts: list[str] | None = None) -> dict[str, pathlib.Path]:

@@ -410,11 +410,16 @@ class RunStore:
     def deleted(self, limit: int | None = None) -> list[tuple[RunResult, float]]:
         """Deleted runs that can still be restored, most recently deleted first, without
         curves: (run, when it was deleted)."""
-        runs = self._select(with_elbo=False, deleted=True)
         with self._connect() as conn:
-            when = dict(conn.execute("SELECT id, deleted_at FROM runs WHERE deleted_at IS NOT NULL").fetchall())
-        found = sorted(((run, float(when[run.id])) for run in runs if run.id in when), key=lambda pair: -pair[1])
-        return found if limit is None else found[:limit]
+            when = conn.execute("SELECT id, deleted_at FROM runs WHERE deleted_at IS NOT NULL"
+                                " ORDER BY deleted_at DESC, id DESC LIMIT ?",
+                                (-1 if limit is None else limit,)).fetchall()
+        runs: dict[int, RunResult] = {}
+        for start in range(0, len(when), _CHUNK):  # only those asked for are built
+            chunk = [row[0] for row in when[start:start + _CHUNK]]
+            runs.update((run.id, run) for run in self._select(f"runs.id IN ({', '.join(['?'] * len(chunk))})",
+                                                              tuple(chunk), with_elbo=False, deleted=True))
+        return [(runs[run_id], float(at)) for run_id, at in when if run_id in runs]
 
     def backup(self, path: str | os.PathLike) -> int:
         """Writes a consistent copy of the whole store to `path` (SQLite's VACUUM INTO: a

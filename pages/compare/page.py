@@ -22,8 +22,7 @@ FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "pr
            "status": "Status"}
 # What a run is and its timings first: at 1024 px the table shows its first five columns.
 TABLE = ["id", "strategy", "time_to_solution_s", "per_iter_ms", "dataset", "source", "optimizer", "iterations_run",
-         "precision", "device", "status", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s",
-         "cache",
+         "precision", "device", "status", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s", "cache",
          "final_elbo", "n", "p", "device_kind", "warning_count", "created", "host"]
 # Settings a difference in which explains a difference in timings.
 SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
@@ -114,7 +113,6 @@ if flash := st.session_state.pop("cmp_flash", None):
     if refused:
         st.warning(refused[0].upper() + refused[1:], icon=":material/block:")
 frame = store.frame()
-frame["source"] = frame["owner"].map(lambda owner: "imported" if owner == IMPORTED else "measured here")
 if frame.empty:
     st.info("No runs stored yet. Run some strategies first, or import a runs file below.",
             icon=":material/inbox:")
@@ -141,6 +139,7 @@ for column in FILTERS:
         mask &= frame[column].astype(str).isin(wanted)
 matching = int(mask.sum())
 view = frame[mask].head(TABLE_ROWS).reset_index(drop=True)  # the frame is newest first
+view["source"] = view["owner"].eq(IMPORTED).map({True: "imported", False: "measured here"})
 
 # Runs ticked in a link, ticked again in the table the first time it is drawn in this session.
 from_link = st.session_state.pop("cmp_ticked", None) if not st.session_state.get("cmp_table_drawn") else None
