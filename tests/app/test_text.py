@@ -1,0 +1,29 @@
+"""Text from users and the store is shown as text (`pages.ui.text.md`): no block of markdown
+(a setext heading, a list, a thematic break) can start from it, and labels of long file names
+stay within what a stored run keeps."""
+
+import pytest
+
+from core.spec import LABEL_NAME_CHARS, DatasetSpec
+from pages.ui.text import md, plain
+
+
+@pytest.mark.parametrize("stored, shown", [
+    ("x\n===", r"x \=\=\="),  # a setext heading's underline, on the same line and escaped
+    ("x\r\n---", r"x \-\-\-"),
+    ("- item", r"\- item"),
+    ("+ item", r"\+ item"),
+    ("1. item", r"1\. item"),
+    ("  3) item", r"  3\) item"),
+    ("a-b = c", r"a\-b \= c"),
+])
+def test_stored_text_starts_no_block_and_reads_back_as_typed(stored, shown):
+    assert md(stored) == shown
+    assert plain(md(stored)) == " ".join(stored.replace("\r\n", "\n").split("\n"))
+
+
+def test_a_long_uploaded_file_name_is_cut_in_labels_keeping_its_ends():
+    name = "counts_" + "x" * 600 + "_final.csv"
+    label = DatasetSpec(kind="csv", counts_path=name).label
+    assert len(label) <= len("csv ") + LABEL_NAME_CHARS
+    assert label.startswith("csv counts_xxx") and label.endswith("x_final.csv") and "…" in label
