@@ -15,6 +15,9 @@ os.environ["PLNLAB_DB"] = os.path.join(_scratch, "runs.sqlite3")
 os.environ["PLNLAB_JAX_CACHE"] = os.path.join(_scratch, "jax-cache")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # see core.machine.host.native_settings
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Each fit takes exactly its spec's repeats: calibration (core.run.repeats) would add up to a
+# quarter of a second to each of the suite's hundreds of small fits. Its own tests turn it on.
+os.environ.setdefault("PLNLAB_MIN_MEASURED_S", "0")
 
 
 @pytest.fixture(scope="session")

@@ -11,12 +11,15 @@ import pandas as pd
 
 from core.charts.comparisons import group_names
 from core.charts.style import natural_key
+from core.results import spread
 
 # What makes two runs the same problem size: the data (its label names the size) and its shape.
 PROBLEM = ("dataset", "n", "p")
 # Like with like: one problem size, one strategy, one algorithm (optimizers take different
 # numbers of iterations, and a run of a fixed number of them has no time to solution).
 DEFAULT_GROUPS = ["dataset", "strategy", "optimizer"]
+# The timings a run measures at every repeat (the others once): those a test can compare.
+REPEATED = ("run_s", "per_iter_ms", "time_to_solution_s")
 
 
 def same_problem(runs: pd.DataFrame, run_id: int) -> pd.Series:
@@ -74,3 +77,26 @@ def run_names(runs: pd.DataFrame) -> dict[int, str]:
     varying = [c for c in DISTINGUISHING if c in runs and runs[c].astype(str).nunique() > 1]
     return {int(row["id"]): " · ".join([f"#{int(row['id'])} {row['strategy']}", *(str(row[c]) for c in varying)])
             for _, row in runs.iterrows()}
+
+
+def retest(run: pd.Series, baseline: pd.Series, metric: str) -> str:
+    """The significance test (`core.results.significance`) of run `run` against `baseline` (rows
+    of a runs frame, with their stored repeats) on `metric`, as one markdown sentence: the
+    ratio with its interval, the verdict, and the test with its p-value."""
+    if metric not in REPEATED:
+        return "This timing is measured once per run: there are no repeats to test. Choose a steady-state timing."
+    if not (pd.notna(run[metric]) and pd.notna(baseline[metric]) and float(baseline[metric]) > 0):
+        return f"Run #{int(run['id'])} or #{int(baseline['id'])} has no value of this timing to test."
+    found = spread.ratio(spread.Spread.of_run(run, metric), spread.Spread.of_run(baseline, metric))
+    if found.same_program:
+        verdict = "**the same program**: one speed, differences are noise"
+    elif found.significant is None:
+        verdict = "**unknown** (a single repeat)"
+    elif not found.significant:
+        verdict = f"**{spread.NOT_SIGNIFICANT}**"
+    else:
+        verdict = "**faster**" if found.value < 1 else "**slower**"
+    kind = "95% interval" if found.test is not None and found.test.p_value is not None else "range"
+    interval = "" if found.same_program else f" ({kind} {found.span})"
+    return (f"Run #{int(run['id'])} against #{int(baseline['id'])}: {spread.times(found.value)}{interval}, "
+            f"{verdict}. Decided by {found.why}.")

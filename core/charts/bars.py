@@ -4,9 +4,10 @@ Input and output as in `core.charts.style` (a DataFrame of runs in, a Vega-Lite 
 note instead of a traceback). Diverged runs stop early, so their timings are not
 comparable: they never enter a median or a ratio, and the bars mark them ("(diverged)",
 lighter, dashed outline) instead of dropping them silently. Steady-state timings carry the
-range of their repeats (a whisker from the fastest to the slowest), and a speed-up whose
-ranges overlap is labelled as noise (`core.results.spread`). Ratios to a pinned run and group
-summaries are in `core.charts.comparisons`.
+range of their repeats (a whisker from the fastest to the slowest), and a speed-up that is
+not significant, or between runs of one program, is labelled as noise
+(`core.results.spread`). Ratios to a pinned run and group summaries are in
+`core.charts.comparisons`.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ import numpy as np
 import pandas as pd
 
 from core.charts.style import (
-    PROJECTOR_CHART_PX,
     CHART_CHAR_PX,
     PHASE_COLORS,
+    PROJECTOR_CHART_PX,
     color_by_strategy,
     log_axis,
     log_grid_above,
     log_grid_below,
     not_diverged,
     note_chart,
+    row_spread,
     strategy_rank,
     with_spread,
 )
@@ -256,17 +258,17 @@ def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt
 
     Returns:
         Bars of median run_s(baseline) / median run_s(strategy) (log x), a whisker over the
-        range the repeats allow, labelled "×23.5 (×21–×26)", or "within noise" when the
-        ranges overlap; all-diverged strategies are listed as "diverged". A note if the
-        baseline is absent.
+        range the repeats allow, labelled "×23.5 (×21–×26)", "within noise" when the
+        difference is not significant (`core.results.significance`), or "same program" (no
+        bar, no whisker) for one compiled program; all-diverged strategies are listed as
+        "diverged". A note if the baseline is absent.
     """
     title = f"Speed-up over {baseline} (steady state)"
     df = with_spread(runs.assign(strategy=runs["strategy"].astype(str), ok=not_diverged(runs)), "run_s")
     finished = df[df["ok"]]
 
     def pooled(rows: pd.DataFrame) -> spread.Spread:
-        return spread.Spread.pooled(spread.Spread(r.run_s, r.low, r.high, 2 if r.spread_known else 1)
-                                    for r in rows.itertuples())
+        return spread.Spread.pooled(row_spread(row, "run_s") for _, row in rows.iterrows())
 
     base_rows = finished[finished["strategy"] == baseline]
     if base_rows.empty or not base_rows["run_s"].median() > 0:
@@ -282,14 +284,18 @@ def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt
             text = "baseline"
         elif found is not None and diverged:
             text += f" ({diverged} diverged)"
+        # One program is one speed: no bar (x1) and no whisker, whatever its repeats say.
+        one = found is not None and found.same_program
         rows.append({"strategy": name, "runs": len(group), "diverged": diverged,
                      "run_s": done["run_s"].median() if not done.empty else np.nan,
-                     "speedup": found.value if found else np.nan, "low": found.low if found else np.nan,
-                     "high": found.high if found else np.nan, "text": text,
-                     "verdict": found.label if found else "diverged"})
+                     "speedup": 1.0 if one else found.value if found else np.nan,
+                     "low": np.nan if one or not found else found.low,
+                     "high": np.nan if one or not found else found.high, "text": text,
+                     "verdict": found.label if found else "diverged",
+                     "test": found.why if found is not None and name != baseline else ""})
     per = pd.DataFrame(rows)
     tips = ["strategy:N", alt.Tooltip("speedup:Q", format=".2f", title="speed-up (×)"),
-            alt.Tooltip("verdict:N", title="with range"),
+            alt.Tooltip("verdict:N", title="with range"), alt.Tooltip("test:N", title="decided by"),
             alt.Tooltip("run_s:Q", format=".4f", title="median run (s)"), "runs:Q", "diverged:Q"]
     order = list(per.sort_values("strategy", key=strategy_rank)["strategy"])
     return bars_from_one(per, "speedup", alt.Y("strategy:N", sort=order, title=None),

@@ -3,7 +3,7 @@ and the time each run took to come near the best ELBO stored.
 
 Input and output as in `core.charts.style`. Titles and axes name timings in words
 (`style.LABELS`), never by column name. Steady-state timings carry the range of their
-repeats; a ratio whose range overlaps the baseline's is labelled as noise
+repeats; a ratio that is not significant, or of one program, is labelled as noise
 (`core.results.spread`).
 """
 
@@ -33,6 +33,7 @@ from core.charts.style import (
     natural_key,
     not_diverged,
     note_chart,
+    row_spread,
     strategy_rank,
     with_spread,
 )
@@ -146,11 +147,11 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
 
     Returns:
         Bars from 1 to the ratio (log x) with a whisker over its range, labelled "×0.25
-        (×0.24–×0.26)", or "within noise" where the ranges overlap; diverged runs get no
-        ratio and read "diverged"; runs with no value of `metric` (no time to solution for a
-        fixed number of iterations) would be empty rows and are left out (the page counts
-        them); where the runs hold several optimizers, each label names its run's. A note if
-        the baseline is absent or diverged.
+        (×0.24–×0.26)", "within noise" where not significant, or "same program" (no bar) for
+        one program; diverged runs get no ratio and read "diverged"; runs with no value of
+        `metric` (no time to solution for a fixed number of iterations) would be empty rows
+        and are left out (the page counts them); where the runs hold several optimizers, each
+        label names its run's. A note if the baseline is absent or diverged.
     """
     title = f"{label(metric)} relative to run #{baseline_id}"
     base = runs[runs["id"] == baseline_id]
@@ -166,18 +167,19 @@ def ratio_bars(runs: pd.DataFrame, baseline_id: int,
     df = with_spread(run_labels(runs), metric)
     pinned = df[df["id"] == baseline_id].iloc[0]
 
-    def of(row) -> spread.Spread:
-        return spread.Spread(row[metric], row["low"], row["high"], 2 if row["spread_known"] else 1)
-
-    found = [spread.ratio(of(row), of(pinned)) if not row["diverged"] else None for _, row in df.iterrows()]
-    df["ratio"] = [r.value if r else np.nan for r in found]
-    df["low"] = [r.low if r else np.nan for r in found]
-    df["high"] = [r.high if r else np.nan for r in found]
+    found = [spread.ratio(row_spread(row, metric), row_spread(pinned, metric)) if not row["diverged"] else None
+             for _, row in df.iterrows()]
+    # One program is one speed: no bar (x1) and no whisker, whatever its repeats say.
+    df["ratio"] = [(1.0 if r.same_program else r.value) if r else np.nan for r in found]
+    df["low"] = [r.low if r and not r.same_program else np.nan for r in found]
+    df["high"] = [r.high if r and not r.same_program else np.nan for r in found]
+    df["test"] = [r.why if r else "" for r in found]
     df["text"] = [r.brief if r else "diverged" for r in found]
     df["verdict"] = [r.label if r else "diverged" for r in found]
-    df.loc[df["id"] == baseline_id, ["text", "verdict"]] = "baseline"
+    df.loc[df["id"] == baseline_id, ["text", "verdict", "test"]] = ["baseline", "baseline", ""]
     tips = ["run:N", "id:N", alt.Tooltip(f"{metric}:Q", format=".4g", title=label(metric)),
-            alt.Tooltip("ratio:Q", format=".3f", title="ratio (×)"), alt.Tooltip("verdict:N", title="with range")]
+            alt.Tooltip("ratio:Q", format=".3f", title="ratio (×)"), alt.Tooltip("verdict:N", title="with range"),
+            alt.Tooltip("test:N", title="decided by")]
     return bars_from_one(df, "ratio", alt.Y("run:N", sort=list(df["run"]), title=None),
                           f"{_without_unit(metric)} ÷ that of run #{baseline_id} (×, log scale)", title, tips)
 

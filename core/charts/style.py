@@ -14,6 +14,7 @@ charts in `core.charts.bars`, the roofline in `core.charts.roofline`.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import altair as alt
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from core.fit import catalog
+from core.results import significance, spread
 
 # Every runnable in teaching order, and its colour: the catalog's (`core.fit.catalog`, where
 # the palette's rules are written), checked by tests/charts/test_palette.py.
@@ -175,6 +177,20 @@ def with_spread(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
         df["low"] = df["high"] = df[metric]
         df["spread_known"] = False
     return df
+
+
+def row_spread(row: pd.Series, metric: str) -> spread.Spread:
+    """A `with_spread` row's spread of `metric`, with its repeats' seconds (scaled as the metric
+    is) and its program, for the significance test (`core.results.significance`)."""
+    known = bool(row["spread_known"])
+    found = spread.Spread(row[metric], row["low"], row["high"], 2 if known else 1)
+    if not known:
+        return found
+    samples = significance.samples(row)
+    scale = float(row[metric]) / float(row["run_s"]) if metric != "run_s" and float(row["run_s"]) > 0 else 1.0
+    return dataclasses.replace(found, repeats=len(samples) or found.repeats,
+                               samples=tuple(seconds * scale for seconds in samples),
+                               program=significance.program_identity(row))
 
 
 def natural_key(text: str) -> tuple:

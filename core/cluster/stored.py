@@ -53,14 +53,15 @@ def run_and_store(cluster: Cluster, store: RunStore, spec: FitSpec, counts: Coun
 
 def run_together_and_store(cluster: Cluster, store: RunStore, specs: list[FitSpec], counts: CountData | None = None,
                            on_progress: ProgressCallback | None = None, cancel: threading.Event | None = None,
-                           owner: str = "dashboard", owner_id: str = "") -> list[RunResult]:
+                           owner: str = "dashboard", owner_id: str = "", cold: bool = False) -> list[RunResult]:
     """Fits `specs` side by side on one worker, their repeats in turn
-    (`core.cluster.tasks.fit_together`), and stores every result, as `run_and_store` does one;
+    (`core.cluster.tasks.fit_together`; `cold`: each compiled from scratch), and stores every
+    result, as `run_and_store` does one;
     progress reports say which spec they are about (`Progress.member`). A worker that dies
     stores every spec as interrupted and raises `RunInterrupted` for the first."""
     def fit(seconds: float, cancel: threading.Event) -> list[RunResult]:
         label = f"{len(specs)} strategies timed together · {specs[0].dataset.label} · {specs[0].precision}"
-        results, _ = submit.call(cluster, tasks.fit_together, specs, counts, owner, seconds,
+        results, _ = submit.call(cluster, tasks.fit_together, specs, counts, owner, seconds, cold,
                                  platform=specs[0].device, label=label, owner=owner, on_progress=on_progress,
                                  cancel=cancel)
         return results

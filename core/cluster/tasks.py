@@ -53,8 +53,8 @@ def fit(spec: FitSpec, counts: CountData | None, owner: str, cold: bool, max_sec
     return result, state
 
 
-def fit_together(specs: list[FitSpec], counts: CountData | None, owner: str, max_seconds: float, *, token: str,
-                 label: str) -> tuple[list[RunResult], dict[str, Any]]:
+def fit_together(specs: list[FitSpec], counts: CountData | None, owner: str, max_seconds: float,
+                 cold: bool = False, *, token: str, label: str) -> tuple[list[RunResult], dict[str, Any]]:
     """Fit and time `specs` side by side, their repeats in turn (`core.run.engine.run_together`)
     -> (the results, naming this worker; what the submitter should know of the worker)."""
     # Deferred: the engine (JAX) on the worker only.
@@ -63,7 +63,7 @@ def fit_together(specs: list[FitSpec], counts: CountData | None, owner: str, max
     try:
         with TaskChannel(token, label) as channel:
             results = engine.run_together(specs, counts, on_progress=channel.report, cancel=channel.cancel,
-                                          cache=_cache(), owner=owner, max_seconds=max_seconds)
+                                          cache=_cache(), owner=owner, max_seconds=max_seconds, cold=cold)
     finally:
         state = worker_setup.after_run()
     for result in results:

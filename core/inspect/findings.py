@@ -9,6 +9,7 @@ does. `core.inspect.introspect`, `layout` and `roofline` make them.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from core.inspect.xla_analysis import Cost, Memory
@@ -143,12 +144,31 @@ _COLUMNS = {  # table column -> (where, field, unit); oaks x1 to x1000 stay read
 }
 
 
+# An equation of a jaxpr ("c:f32[] = mul a b"; nested jaxprs' equations count too) and an
+# instruction of an HLO module ("%add.3 = f32[4]{0} add(...)", "ROOT %tuple = ..."): what a
+# slide counts as a program's size.
+_JAXPR_EQUATION = re.compile(r"^\s+\S.* = \S", re.MULTILINE)
+_HLO_INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%?[\w.\-]+ = ", re.MULTILINE)
+
+
+def jaxpr_equations(jaxpr: str) -> int:
+    """How many equations a printed jaxpr holds, those of nested jaxprs (a scan's body) included."""
+    return len(_JAXPR_EQUATION.findall(jaxpr))
+
+
+def hlo_instructions(hlo: str) -> int:
+    """How many instructions a printed HLO module holds, in every computation."""
+    return len(_HLO_INSTRUCTION.findall(hlo))
+
+
 def executable_rows(inspection: Inspection) -> list[dict[str, Any]]:
-    """One row per executable for a table: costs in MFLOP / MB / thousands, memory in MB."""
+    """One row per executable for a table: its size in HLO instructions after XLA's passes,
+    costs in MFLOP / MB / thousands, memory in MB."""
     rows = []
     for executable in inspection.executables:
         parts = {"cost": executable.cost, "memory": executable.memory or Memory()}
-        row: dict[str, Any] = {"executable": executable.name}
+        row: dict[str, Any] = {"executable": executable.name,
+                               "HLO instructions": hlo_instructions(executable.optimized_hlo) or None}
         for column, (where, field, unit) in _COLUMNS.items():
             value = getattr(parts[where], field)
             row[column] = None if value is None else value / unit

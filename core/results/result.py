@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from core.results import outcome
+from core.results import outcome, stability
 from core.spec import FitSpec
 
 STATUSES = ("ok", "diverged", "interrupted", "timed_out")
@@ -81,6 +81,8 @@ class Measurement:
         final_latent: (M, S) at the end of the first call, on the host, for the check of
             where the fit ended; None where the runnable does not hand them over. Not kept.
         certified_elbo, estimated_gap: that check (`core.run.certified`), or None.
+        program: the fingerprint of the compiled program that ran (`core.run.fingerprint`),
+            "" where nothing is compiled ahead (eager, the peers).
     """
 
     elbo: np.ndarray
@@ -110,6 +112,7 @@ class Measurement:
     final_latent: tuple[np.ndarray, np.ndarray] | None = None
     certified_elbo: float | None = None
     estimated_gap: float | None = None
+    program: str = ""
 
 
 @dataclasses.dataclass
@@ -187,6 +190,14 @@ class RunResult:
         estimated_gap: how far below the optimum the float64 gradient there puts the fit,
             relative (`core.fit.certificate`); `converged` needs it at most
             `outcome.CONVERGED_GAP` where it is known.
+        program: the fingerprint of the compiled program the run executed
+            (`core.run.fingerprint`): two runs with one fingerprint on one kind of device ran
+            one program, so any difference between their timings is noise. "" where nothing
+            is compiled ahead (eager, the peers) or for runs stored before it was recorded.
+        repeat_times: seconds of each timed steady-state call, in the order they ran (their
+            median, min and max are run_s, run_s_min and run_s_max), so that a difference
+            between two runs can be tested again later (`core.results.significance`). Empty
+            for runs stored before they were kept.
     """
 
     spec: dict[str, Any]
@@ -242,6 +253,8 @@ class RunResult:
     timed_with: str = ""
     certified_elbo: float | None = None
     estimated_gap: float | None = None
+    program: str = ""
+    repeat_times: list[float] = dataclasses.field(default_factory=list)
 
     def _verdict(self) -> tuple[bool | None, bool, bool]:
         if self.status != "ok":
@@ -272,9 +285,16 @@ class RunResult:
         for) or the fit did not finish well (see `core.results.outcome`)."""
         return self._verdict()[0]
 
+    @property
+    def unstable(self) -> str:
+        """Why its timings carry other processes' load (`core.results.stability`), or "" for a
+        run timed on a quiet machine (or stored before the machine's state was kept)."""
+        return stability.unstable(self.versions)
+
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["timed_window"] = [self.timed_start, self.timed_end]
+        out["unstable"] = self.unstable
         out["converged"] = self.converged
         out["stalled"] = self.stalled
         out["short"] = self.short
@@ -310,6 +330,7 @@ class RunResult:
             iterations_run=len(trace), final_elbo=float(trace[-1]) if len(trace) else None,
             elbo=[float(v) for v in trace],
             run_s=run_s, run_s_min=min(times), run_s_max=max(times),
+            repeat_times=[float(seconds) for seconds in measurement.times],
             per_iter_ms=1e3 * run_s / max(1, len(measurement.elbo)),
             time_to_solution_s=run_s if status == "ok" and measurement.times and ended.converged else None,
             queue_wait_s=queue_wait_s, timed_start=timed_window[0], timed_end=timed_window[1], created_at=time.time(),

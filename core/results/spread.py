@@ -1,12 +1,13 @@
 """A timing's spread over its repeats, speed-ups with their range, and when a difference is noise.
 
-A run's steady state is timed `repeats` times (`RunResult.run_s`, `run_s_min`,
-`run_s_max`: median, min, max). The same settings run again give another median, so a
-ratio of two medians means little without the ranges behind it: the speed-up of A over
-B is shown with the range it can take between the repeats' extremes (B's fastest over
-A's slowest, to B's slowest over A's fastest), and when the two ranges overlap the
-difference is labelled "no significant difference", as `asv compare` and `pyperf
-compare_to` do, instead of being read as a speed-up.
+A run's steady state is timed over several repeats (`RunResult.run_s`, `run_s_min`,
+`run_s_max`: median, min, max; `repeat_times`: each one). The same settings run again give
+another median, so a ratio of two medians means little without the repeats behind it: the
+speed-up of A over B is shown with a 95% bootstrap interval of the ratio of the medians
+(without each repeat's time, the range it can take between the repeats' extremes: B's fastest
+over A's slowest, to B's slowest over A's fastest), and whether it is a difference
+at all is decided by a significance test on the repeats (`core.results.significance`), as
+`asv compare` does; two runs of one compiled program are one speed.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import math
 import statistics
 from typing import Any, Iterable
 
+from core.results import significance
+from core.results.significance import CLEAR_OF_ONE
+
 NOT_SIGNIFICANT = "no significant difference"
-# A ratio's range must stay this far from x1 to count as a difference: ranges that only just
-# miss each other (x0.34 to x0.999) print as reaching "x1", and a reader sees a slowdown
-# where the repeats allow none.
-CLEAR_OF_ONE = 0.01
 WITHIN_NOISE = "within noise"  # the same verdict, where a chart has little room
+SAME_PROGRAM = "same program"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,12 +33,17 @@ class Spread:
         median: the reported value (the median of the repeats).
         low, high: the fastest and slowest repeat.
         repeats: how many timings the range spans; with fewer than 2 the spread is unknown.
+        samples: each timing, where kept (runs stored before they were have none).
+        program: which compiled program on which host was timed
+            (`significance.program_identity`); "" when unknown or several.
     """
 
     median: float
     low: float
     high: float
     repeats: int = 2
+    samples: tuple[float, ...] = ()
+    program: str = ""
 
     @classmethod
     def of_run(cls, run: Any, metric: str = "run_s") -> Spread:
@@ -49,24 +55,30 @@ class Spread:
                 scaled to one iteration).
         """
         median, low, high = (float(_field(run, name)) for name in ("run_s", "run_s_min", "run_s_max"))
-        repeats = _field(run, "repeats")
+        samples = significance.samples(run)
+        repeats = len(samples) or _field(run, "repeats")
         # Rows without a repeat count (e.g. hand-made frames): a range that spans something is one.
         repeats = int(repeats) if repeats is not None and repeats == repeats else 2 if high > low else 1
+        program = significance.program_identity(run)
         if metric in ("run_s", "time_to_solution_s"):  # the latter is run_s, for a run that stopped at tol
-            return cls(median, low, high, repeats)
+            return cls(median, low, high, repeats, samples, program)
         if metric != "per_iter_ms":
             raise ValueError(f"only run_s, time_to_solution_s and per_iter_ms have a spread; got {metric!r}")
         scale = float(_field(run, "per_iter_ms")) / median if median > 0 else math.nan
-        return cls(median * scale, low * scale, high * scale, repeats)
+        return cls(median * scale, low * scale, high * scale, repeats, tuple(t * scale for t in samples), program)
 
     @classmethod
     def pooled(cls, spreads: Iterable[Spread]) -> Spread:
-        """Several runs of one thing as one spread: the median of their medians, the widest range."""
+        """Several runs of one thing as one spread: the median of their medians, the widest range,
+        every sample (where each run kept its own), one program where all ran the same."""
         spreads = list(spreads)
         if not spreads:
             raise ValueError("no spreads to pool")
+        samples = () if any(not s.samples for s in spreads) else tuple(t for s in spreads for t in s.samples)
+        programs = {s.program for s in spreads}
         return cls(statistics.median(s.median for s in spreads), min(s.low for s in spreads),
-                   max(s.high for s in spreads), sum(s.repeats for s in spreads))
+                   max(s.high for s in spreads), sum(s.repeats for s in spreads), samples,
+                   programs.pop() if len(programs) == 1 else "")
 
     @property
     def known(self) -> bool:
@@ -88,15 +100,28 @@ class Ratio:
 
     Attributes:
         value: baseline median / median.
-        low, high: the ratio's range from the repeats' extremes.
-        significant: False when the ranges overlap (within run-to-run noise), None when
-            either spread is unknown (a single repeat).
+        low, high: the ratio's range: a 95% bootstrap interval of the ratio of the medians
+            where both runs kept their repeats and the test decided, else the repeats' extremes.
+        significant: whether the difference is real (`core.results.significance`): False
+            within noise or for one program, None when either spread is unknown (a single repeat).
+        test: what decided it (None for a ratio that could not be formed).
     """
 
     value: float
     low: float
     high: float
     significant: bool | None
+    test: significance.Test | None = None
+
+    @property
+    def same_program(self) -> bool:
+        """Both timings are of one compiled program: one speed, whatever the repeats say."""
+        return self.test is not None and self.test.same_program
+
+    @property
+    def why(self) -> str:
+        """How the verdict was reached, for a help text or a tooltip."""
+        return self.test.describe() if self.test is not None else ""
 
     @property
     def span(self) -> str:
@@ -108,9 +133,12 @@ class Ratio:
 
     @property
     def label(self) -> str:
-        """"×23.5 (×21–×26)", "no significant difference (×0.97–×1.1)" or "×23.5 (1 repeat: no range)"."""
+        """"×23.5 (×21–×26)", "no significant difference (×0.97–×1.1)", "same program: differences
+        are noise" or "×23.5 (1 repeat: no range)"."""
         if not math.isfinite(self.value):
             return "n/a"
+        if self.same_program:
+            return f"{SAME_PROGRAM}: differences are noise"
         if self.significant is None:
             return f"{times(self.value)} (1 repeat: no range)"
         if not self.significant:
@@ -119,9 +147,12 @@ class Ratio:
 
     @property
     def brief(self) -> str:
-        """For a chart's narrow margin: "×23.5 (×21–×26)", "within noise" or "×23.5 (1 repeat)"."""
+        """For a chart's narrow margin: "×23.5 (×21–×26)", "within noise", "same program" or
+        "×23.5 (1 repeat)"."""
         if not math.isfinite(self.value):
             return ""
+        if self.same_program:
+            return SAME_PROGRAM
         if self.significant is None:
             return f"{times(self.value)} (1 repeat)"
         if not self.significant:
@@ -140,8 +171,10 @@ def speedup(baseline: Spread, other: Spread) -> Ratio:
     if not (other.median > 0 and other.low > 0):
         return Ratio(math.nan, math.nan, math.nan, None)
     low, high = baseline.low / other.high, baseline.high / other.low
-    return Ratio(value=baseline.median / other.median, low=low, high=high,
-                 significant=_significant(baseline, other, low, high))
+    test = _test(baseline, other, low, high)
+    if test.method == significance.MANN_WHITNEY:
+        low, high = significance.ratio_interval(baseline.samples, other.samples)
+    return Ratio(value=baseline.median / other.median, low=low, high=high, significant=test.differs, test=test)
 
 
 def ratio(value: Spread, baseline: Spread) -> Ratio:
@@ -149,16 +182,32 @@ def ratio(value: Spread, baseline: Spread) -> Ratio:
     if not (baseline.median > 0 and baseline.low > 0):
         return Ratio(math.nan, math.nan, math.nan, None)
     low, high = value.low / baseline.high, value.high / baseline.low
-    return Ratio(value=value.median / baseline.median, low=low, high=high,
-                 significant=_significant(baseline, value, low, high))
+    test = _test(baseline, value, low, high)
+    if test.method == significance.MANN_WHITNEY:
+        low, high = significance.ratio_interval(value.samples, baseline.samples)
+    return Ratio(value=value.median / baseline.median, low=low, high=high, significant=test.differs, test=test)
 
 
-def _significant(baseline: Spread, other: Spread, low: float, high: float) -> bool | None:
-    """Whether two spreads differ: their ranges apart, and the ratio's range clear of x1 by
-    `CLEAR_OF_ONE`; None when either range is unknown."""
-    if not (baseline.known and other.known):
-        return None
-    return not baseline.overlaps(other) and (low > 1 + CLEAR_OF_ONE or high < 1 - CLEAR_OF_ONE)
+def differs(first: Spread, second: Spread) -> bool | None:
+    """Whether two timings differ (`significance.compare`): False within noise or for one
+    program, None when either has a single repeat."""
+    return speedup(first, second).significant if first.median > 0 and second.median > 0 else None
+
+
+def _test(baseline: Spread, other: Spread, low: float, high: float) -> significance.Test:
+    """The significance test of two spreads; without their samples, their ranges apart and the
+    ratio's range clear of x1 by `CLEAR_OF_ONE`."""
+    apart = None
+    if baseline.known and other.known:
+        apart = not baseline.overlaps(other) and (low > 1 + CLEAR_OF_ONE or high < 1 - CLEAR_OF_ONE)
+    test = significance.compare(baseline.samples, other.samples, apart,
+                                significance.same_program(baseline.program, other.program))
+    if test.method == significance.RANGES:
+        if not (baseline.known and other.known):
+            return dataclasses.replace(test, differs=None, method="")
+        # Ranges of runs stored without each repeat's time span the repeats they counted.
+        return dataclasses.replace(test, sizes=(baseline.repeats, other.repeats))
+    return test
 
 
 def times(value: float, short: bool = False) -> str:

@@ -18,7 +18,7 @@ from typing import Sequence
 from core.data import datasets
 from core.data.counts import CountData
 from core.fit import catalog, precision_guard
-from core.machine import budget, device_queue, memory_estimate
+from core.machine import budget, device_queue, machine_state, memory_estimate
 from core.results.result import RunResult
 from core.run import jax_timing, measure, repeats
 from core.run.certified import certified
@@ -93,11 +93,13 @@ def run(
     with turn as waited:
         window_start = time.time()
         allowed.start()
-        measurement = measure.measure(spec, counts, report, cancel, cache,
-                                       watched=on_progress is not None or cancel is not None, budget=allowed,
-                                       cold=cold)
+        with machine_state.Watch() as watch:
+            measurement = measure.measure(spec, counts, report, cancel, cache,
+                                           watched=on_progress is not None or cancel is not None, budget=allowed,
+                                           cold=cold)
         window = (window_start, time.time())
     measurement = certified(measurement, counts)
+    _keep_machine_state(measurement, watch)
     return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
 
 
@@ -109,6 +111,7 @@ def run_together(
     cancel: threading.Event | None = None,
     owner: str = "command line",
     max_seconds: float | None = None,
+    cold: bool = False,
 ) -> list[RunResult]:
     """Fit and time several JAX strategies on one problem side by side, their repeats in
     turn (the first spec's repeat 1, the second's, ..., then every repeat 2), as pyperf and
@@ -119,7 +122,7 @@ def run_together(
     `run`): each spec's first call runs in order, then the repeats go round. Each result
     carries the group's timed window and its mark (`RunResult.timed_with`), so that a reader
     knows which runs were timed together. Progress reports say which spec they are about
-    (`Progress.member`).
+    (`Progress.member`). `cold` compiles each from scratch, as `run`.
 
     Raises:
         SpecError: as `run`, for any spec; also when the specs fit different data or one
@@ -148,7 +151,8 @@ def run_together(
     counts = _host_data(specs[0], counts, seconds)
     warnings = _data_warnings(specs[0], counts)
     label = f"{len(specs)} strategies timed together · {specs[0].dataset.label} · {specs[0].precision}"
-    with device_queue.default_queue().hold(specs[0].device, label, owner, _queue_reporter(report), cancel) as waited:
+    with (device_queue.default_queue().hold(specs[0].device, label, owner, _queue_reporter(report), cancel) as waited,
+          machine_state.Watch() as watch):
         window_start = time.time()
         allowed.start()
         timings = []
@@ -157,18 +161,27 @@ def run_together(
                 report(progress._replace(member=member))
 
             timings.append(jax_timing.start(spec, counts, member_report, cancel, cache,
-                                            watched=on_progress is not None or cancel is not None, budget=allowed))
+                                            watched=on_progress is not None or cancel is not None, budget=allowed,
+                                            cold=cold))
         times = repeats.in_turn(specs[0].repeats, [t.repeat for t in timings], [t.report for t in timings],
                                 cancel, allowed)
         window = (window_start, time.time())
     mark = uuid.uuid4().hex[:12]
     results = []
     for spec, timing, taken in zip(specs, timings, times):
-        result = RunResult.measured(spec, certified(timing.measurement(taken), counts), waited, window,
-                                    budget_s=allowed.seconds, warnings=warnings)
+        measurement = certified(timing.measurement(taken), counts)
+        _keep_machine_state(measurement, watch)
+        result = RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
         result.timed_with = mark
         results.append(result)
     return results
+
+
+def _keep_machine_state(measurement, watch: machine_state.Watch) -> None:
+    """Adds the machine's state over the timed window to what the run keeps of its environment
+    (`RunResult.versions`), as pyperf keeps it; pages read from it whether the run is unstable
+    (`core.results.stability`)."""
+    measurement.versions = {**measurement.versions, **machine_state.facts(), **watch.state()}
 
 
 def _host_data(spec: FitSpec, counts: CountData | None, seconds: float) -> CountData | None:

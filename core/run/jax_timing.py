@@ -95,7 +95,7 @@ class Timing:
             first_call_s=self.first_call_s,
             compile_count=compilation.compile_count + self._first_counter.compiles,
             disk_cache_hits=compilation.disk_cache_hits + self._first_counter.disk_hits,
-            recompile_count=self._repeat_counter.backend_compiles, cache=compilation.cache,
+            recompile_count=self._repeat_counter.backend_compiles, cache=compilation.cache, program=compilation.program,
             devices=strategy.device_count(prep.device),
             # A JAX fit runs in every process of a jax.distributed run.
             processes=jax.process_count(),

@@ -25,9 +25,17 @@ from core.fit import model, strategies
 from core.machine import runtime
 from core.machine.compilations import CompileCounter
 from core.results import result
+from core.run import fingerprint
 from core.run.cold_compile import from_scratch
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.spec import FitSpec
+
+
+class Cached(NamedTuple):
+    """A strategy's compiled executables, by name, and their programs' fingerprint."""
+
+    executables: dict[str, Any]
+    program: str
 
 
 class ExecutableCache:
@@ -39,17 +47,17 @@ class ExecutableCache:
 
     def __init__(self, size: int = 64) -> None:
         self.size = size
-        self._items: collections.OrderedDict[tuple, dict[str, Any]] = collections.OrderedDict()
+        self._items: collections.OrderedDict[tuple, Cached] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple) -> dict[str, Any] | None:
+    def get(self, key: tuple) -> Cached | None:
         with self._lock:
             found = self._items.get(key)
             if found is not None:
                 self._items.move_to_end(key)
             return found
 
-    def put(self, key: tuple, executables: dict[str, Any]) -> None:
+    def put(self, key: tuple, executables: Cached) -> None:
         with self._lock:
             self._items[key] = executables
             while len(self._items) > self.size:
@@ -128,6 +136,8 @@ class Compilation(NamedTuple):
         disk_cache_hits: executables loaded from the persistent compilation cache.
         cache: "compiled", "memory", "disk", "none" (eager: nothing compiled ahead), or the
             count from each place when the executables came from several ("compiled 1, disk 3").
+        program: the fingerprint of the compiled programs (`core.run.fingerprint`), "" when
+            nothing is compiled ahead.
     """
 
     trace_lower_s: float
@@ -135,6 +145,7 @@ class Compilation(NamedTuple):
     compile_count: int
     disk_cache_hits: int
     cache: str
+    program: str = ""
 
 
 @dataclasses.dataclass
@@ -243,11 +254,13 @@ def prepare(
            device.platform, device.id, devices_used)
     cache = DEFAULT_CACHE if cache is None else cache
     if not strategy.compiled_ahead:
-        executables = {}
+        cached = Cached({}, "")
     else:  # a cold run compiles again, whatever this process has
-        executables = None if cold else cache.get(key)
-    if executables is not None:
-        compilation = Compilation(0.0, 0.0, 0, 0, "memory" if strategy.compiled_ahead else "none")
+        cached = None if cold else cache.get(key)
+    if cached is not None:
+        executables = cached.executables
+        compilation = Compilation(0.0, 0.0, 0, 0, "memory" if strategy.compiled_ahead else "none",
+                                  cached.program)
     else:
         report(Progress("compile"))
         counter = CompileCounter()
@@ -257,10 +270,11 @@ def prepare(
             # whose eager helpers (a copy, a stack) compile and hit the disk cache on their own.
             with counter:
                 executables, compile_s = _timed_host(lambda: strategy.compile(lowered))
-        cache.put(key, executables)
+        program = fingerprint.fingerprint(lowered, device.device_kind, devices_used)
+        cache.put(key, Cached(executables, program))
         # Nothing compiled or loaded: JAX's own in-process cache had the same computations
         # (another spec, same HLO).
         cache_state = result.cache_label(counter.compiles, counter.disk_hits,
                                          0 if counter.backend_compiles else len(executables))
-        compilation = Compilation(trace_lower_s, compile_s, counter.compiles, counter.disk_hits, cache_state)
+        compilation = Compilation(trace_lower_s, compile_s, counter.compiles, counter.disk_hits, cache_state, program)
     return PreparedFit(strategy, problem, data, state, tol, executables, device, transfer_s, compilation)

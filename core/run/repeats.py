@@ -1,6 +1,13 @@
 """The timing protocol's steady state, written once for every runnable (JAX strategies and
-peers alike): `repeats` timed calls after the first one, each preceded by a cancel check and
-the time budget's, each reported as a "repeat" phase, and each kept only if it ran whole.
+peers alike): timed calls after the first one, each preceded by a cancel check and the time
+budget's, each reported as a "repeat" phase, and each kept only if it ran whole.
+
+How many: at least the spec's `repeats`, and for a short fit more, calibrated as pyperf and
+asv calibrate, until each fit has been timed for `min_measured_seconds()` in all (0.25 s: a
+16 ms fit takes 16 repeats), at most `MAX_REPEATS`. A difference between two fits is then
+tested on enough repeats (`core.results.significance`: 3 against 3 can never pass its test).
+The count is planned from the first round of repeats, so every fit timed together takes the
+same number.
 
 Several fits timed together take their repeats in turn (`in_turn`: the first fit's repeat
 1, the second's, ..., then every repeat 2), as pyperf and asv interleave benchmarks, so that
@@ -8,40 +15,87 @@ a moment of load on a shared machine lands on every fit alike."""
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 from typing import Callable, Sequence
 
 from core.machine.budget import Budget
 from core.run import progress
 from core.run.progress import Progress, ProgressCallback
+from core.spec import SpecError
 
 # Times the r-th steady-state call: (its seconds, whether it ran every iteration the first
 # call ran; a call the budget stopped partway is not a repeat).
 TimedCall = Callable[[int], tuple[float, bool]]
 
+MIN_MEASURED_S_ENV = "PLNLAB_MIN_MEASURED_S"
+DEFAULT_MIN_MEASURED_S = 0.25
+# Calibration stops here: 25 against 25 repeats resolve a difference of a few percent, and a
+# click on a projector must not wait for more.
+MAX_REPEATS = 25
+
+
+def min_measured_seconds() -> float:
+    """$PLNLAB_MIN_MEASURED_S when set (0: exactly the spec's repeats), else
+    `DEFAULT_MIN_MEASURED_S`.
+
+    Raises:
+        SpecError: the variable is not a number of seconds >= 0.
+    """
+    text = os.environ.get(MIN_MEASURED_S_ENV, "").strip()
+    if not text:
+        return DEFAULT_MIN_MEASURED_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise SpecError(f"{MIN_MEASURED_S_ENV} must be a number of seconds >= 0; got {text!r}")
+    return seconds
+
+
+def planned(repeats: int, first_round: Sequence[float], target_s: float) -> int:
+    """How many repeats every fit takes: `repeats`, or for fits whose first repeats took
+    `first_round` seconds, as many as bring the quickest to `target_s` in all, up to
+    `MAX_REPEATS` (never fewer than `repeats`)."""
+    timed = [seconds for seconds in first_round if seconds > 0]
+    if repeats < 1 or target_s <= 0 or not timed:
+        return repeats
+    wanted = math.ceil(target_s / min(timed))
+    return max(repeats, min(MAX_REPEATS, wanted))
+
 
 def in_turn(repeats: int, calls: Sequence[TimedCall], reports: Sequence[ProgressCallback],
-            cancel: threading.Event | None, budget: Budget | None) -> list[list[float]]:
-    """The seconds of each fit's whole steady-state calls, up to `repeats` each, the fits
-    taking turns; a fit stops at its first partial call, all stop once the budget passed
-    (a cancel raises `core.machine.device_queue.Cancelled`). `reports[i]` hears fit i."""
+            cancel: threading.Event | None, budget: Budget | None,
+            target_s: float | None = None) -> list[list[float]]:
+    """The seconds of each fit's whole steady-state calls, the fits taking turns: `repeats`
+    rounds, or as many as `planned` makes of them after the first (`target_s`: default
+    `min_measured_seconds()`); a fit stops at its first partial call, all stop once the budget
+    passed (a cancel raises `core.machine.device_queue.Cancelled`). `reports[i]` hears fit i."""
+    target_s = min_measured_seconds() if target_s is None else target_s
     times: list[list[float]] = [[] for _ in calls]
     going = [True] * len(calls)
-    for r in range(repeats):
+    total = repeats
+    r = 0
+    while r < total:
         for member, (call, report) in enumerate(zip(calls, reports)):
             progress.check(cancel)
             if budget is not None and budget.over():
                 going = [False] * len(calls)
             if not going[member]:
                 continue
-            report(Progress("repeat", r, repeats))
+            report(Progress("repeat", r, total))
             seconds, whole = call(r)
             if whole:
                 times[member].append(seconds)
             else:
                 going[member] = False
+        if r == 0:
+            total = planned(repeats, [member[0] for member in times if member], target_s)
+        r += 1
     for report in reports:
-        report(Progress("done", repeats, repeats))
+        report(Progress("done", total, total))
     return times
 
 

@@ -1,11 +1,12 @@
 """The compile a cached run did not pay: the latest stored run that compiled the same
-problem from scratch in the same environment.
+program (or the same problem) in the same environment.
 
 A run whose executable came from memory or disk shows (almost) no compile time; shown
-beside it, the latest run of the same spec that did compile says what compiling costs
-here, so the compile part of the story never silently disappears. The same environment
-means the same host, jax and jaxlib versions and device kind: a compile measured
-elsewhere says little about this one.
+beside it, the latest run that compiled its program (one fingerprint, `RunResult.program`:
+another strategy's run may have made it, as scan makes scan_namedtuple's) or its spec says
+what compiling it cost when it was made, so the compile part of the story never silently
+disappears. The same environment means the same host, jax and jaxlib versions and device
+kind: a compile measured elsewhere says little about this one.
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ def same_environment(first: RunResult, second: RunResult) -> bool:
 
 
 def latest_for(store: RunStore, run: RunResult) -> RunResult | None:
-    """The newest finished run of `run`'s spec that compiled, in its environment; None when
-    `run` compiled itself, compiles nothing (eager, peers) or no such run is stored."""
+    """The newest finished run, in `run`'s environment, that compiled its program (or its
+    spec); None when `run` compiled itself, compiles nothing (eager, peers) or no such run is
+    stored."""
     if run.cache not in CACHED:
         return None
     candidates = store.find(spec_key=run.spec_key, cache="compiled", status="ok")
+    if run.program:  # the run that made its program, whichever strategy asked for it
+        candidates = sorted([*candidates, *store.find(program=run.program, cache="compiled", status="ok")],
+                            key=lambda found: found.created_at, reverse=True)
     return next((found for found in candidates if found.id != run.id and same_environment(found, run)), None)
 
 

@@ -1,7 +1,7 @@
 """Runs files: what `RunStore.export` writes and `RunStore.import_file` reads.
 
 JSON: a list of `RunResult.to_dict()`. CSV and Parquet: one row per run, every field a
-column; `spec`, `versions`, `elbo` and `warnings` as JSON text. Reading gives the records as found;
+column; `spec`, `versions`, `elbo`, `warnings` and `repeat_times` as JSON text. Reading gives the records as found;
 `RunStore.import_file` checks each one and says which it refused.
 
 A CSV is opened in spreadsheets, which run a cell that starts with =, +, - or @ as a
@@ -30,7 +30,7 @@ from core.results.result import RunResult
 from core.store.records import StoreError, field_kinds
 
 FORMATS = (".json", ".csv", ".parquet")
-_JSON_COLUMNS = ("spec", "versions", "elbo", "warnings")
+_JSON_COLUMNS = ("spec", "versions", "elbo", "warnings", "repeat_times")
 # Cells a spreadsheet would take for a formula (OWASP's list), and the escape itself.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _TEXT_ESCAPE = "'"

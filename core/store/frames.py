@@ -22,13 +22,15 @@ CHUNK = 500  # below SQLite's bound-parameter limit on old builds (999)
 VERSION_COLUMNS = {
     "jax_version": "jax", "jaxlib_version": "jaxlib", "optax_version": "optax", "numpy_version": "numpy",
     "python_version": "python", "platform": "platform", "cpu_count": "cpu_count", "host": "host",
+    "git_commit": "commit", "cpu_model": "cpu_model", "others_cpu_share": "others_cpu_share",
 }
 
 
 def runs_frame(conn: sqlite3.Connection) -> pandas.DataFrame:
     """One row per run, newest first: `id`, `created` (UTC), the scalar fields,
-    `versions` flattened to the columns of `VERSION_COLUMNS`, and `warning_count`, how many
-    warnings the run carries. No ELBO curves."""
+    `versions` flattened to the columns of `VERSION_COLUMNS`, `warning_count`, how many
+    warnings the run carries, and `repeat_times_json`, each repeat's seconds as JSON text
+    (read by `core.results.significance.samples` for the runs a page compares). No ELBO curves."""
     # Deferred, here and in elbo_frame: only frames need pandas, and the command line's
     # store commands (list, export, import) start faster without it.
     import pandas as pd
@@ -38,7 +40,7 @@ def runs_frame(conn: sqlite3.Connection) -> pandas.DataFrame:
     # Compare page reads this on every click, however many runs the store holds.
     versions = [f"json_extract(versions_json, '$.{key}') AS {column}" for column, key in VERSION_COLUMNS.items()]
     sql = (f"SELECT {', '.join(f'runs.{name}' for name in names)}, {', '.join(versions)},"
-           " COALESCE(json_array_length(runs.warnings_json), 0) AS warning_count FROM runs"
+           " COALESCE(json_array_length(runs.warnings_json), 0) AS warning_count, runs.repeat_times_json FROM runs"
            " WHERE runs.deleted_at IS NULL ORDER BY created_at DESC, runs.id DESC")
     frame = pd.read_sql_query(sql, conn)
     for field in dataclasses.fields(RunResult):

@@ -5,16 +5,18 @@ An import is a way to put anything into a store that everyone reads, so it meets
 rules as a fresh run (`RunStore.finish` and the import both call `check`): the spec it
 names is one this server would run (its caps), the flattened fields agree with that spec
 (what ran, for pyPLNmodels, which runs its own algorithm), timings are consistent (min <=
-median <= max, none negative, the time per iteration the steady state's over the iterations
-run), a finished run's ELBO is finite and its last value is the final one, a divergence is
-at an iteration the run had, the timed window lies before the run was stored, nothing is
-dated in the future, and text fields stay short.
+median <= max, none negative, each repeat's time where kept summarized by them, the time
+per iteration the steady state's over the iterations run), a finished run's ELBO is finite
+and its last value is the final one, a divergence is at an iteration the run had, the timed
+window lies before the run was stored, nothing is dated in the future, and text fields stay
+short.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 import time
 
 from core.fit import catalog
@@ -29,6 +31,9 @@ MAX_TEXT = 500
 MAX_ERROR_TEXT = 2_000
 MAX_JSON_TEXT = 20_000
 MAX_WARNINGS = 20
+# More than the timing protocol ever takes (`core.run.repeats.MAX_REPEATS`), so that no file
+# can make one record hold millions of numbers.
+MAX_REPEAT_TIMES = 1_000
 TIMINGS = ("queue_wait_s", "transfer_s", "trace_lower_s", "compile_s", "first_call_s", "run_s", "run_s_min",
            "run_s_max", "per_iter_ms")
 # No timed call of a fit returns faster: one dispatch of a compiled program alone takes longer.
@@ -57,6 +62,7 @@ def check(run: RunResult) -> None:
     if not run.run_s_min <= run.run_s <= run.run_s_max:
         raise RecordError(f"timings are inconsistent: run_s_min {run.run_s_min} <= run_s {run.run_s} "
                           f"<= run_s_max {run.run_s_max} does not hold")
+    _check_repeat_times(run)
     if run.time_to_solution_s is not None and not run.run_s_min <= run.time_to_solution_s <= run.run_s_max:
         raise RecordError(f"time_to_solution_s {run.time_to_solution_s} is not a steady-state time of the run "
                           f"(run_s_min {run.run_s_min} to run_s_max {run.run_s_max})")
@@ -64,6 +70,21 @@ def check(run: RunResult) -> None:
         raise RecordError(f"iterations_run must equal the ELBO curve's length ({len(run.elbo):,}) and be at most "
                           f"iterations ({run.iterations:,}); got {run.iterations_run:,}")
     _check_dates(run)
+
+
+def _check_repeat_times(run: RunResult) -> None:
+    """Each repeat's seconds, where kept, are what run_s, run_s_min and run_s_max summarize."""
+    times = run.repeat_times
+    if not times:
+        return
+    if len(times) > MAX_REPEAT_TIMES:
+        raise RecordError(f"repeat_times holds {len(times):,} timings; at most {MAX_REPEAT_TIMES:,} are kept")
+    if not all(math.isfinite(seconds) and seconds > 0 for seconds in times):
+        raise RecordError("repeat_times must be seconds > 0")
+    summary = {"run_s_min": min(times), "run_s": statistics.median(times), "run_s_max": max(times)}
+    for name, expected in summary.items():
+        if not math.isclose(getattr(run, name), expected, rel_tol=1e-9):
+            raise RecordError(f"{name} {getattr(run, name)} is not what repeat_times give ({expected})")
 
 
 def _check_text(run: RunResult) -> None:

@@ -1,10 +1,10 @@
 """The run store's SQLite layout: its tables, their migrations, and `RunResult` <-> row.
 
 Table `runs` holds every scalar field of `RunResult` as its own column (so SQL can
-filter), `spec_json`, `versions_json` and `warnings_json`; table `elbo_traces` holds each
-ELBO curve as little-endian float64 bytes. Only JSON and raw float bytes are stored, never pickles.
-SQLite turns NaN into NULL, so a NaN in a REAL column is stored as the text 'nan' to keep
-it apart from None (NULL).
+filter), `spec_json`, `versions_json`, `warnings_json` and `repeat_times_json`; table
+`elbo_traces` holds each ELBO curve as little-endian float64 bytes. Only JSON and raw float
+bytes are stored, never pickles. SQLite turns NaN into NULL, so a NaN in a REAL column is
+stored as the text 'nan' to keep it apart from None (NULL).
 """
 
 from __future__ import annotations
@@ -97,9 +97,15 @@ def _migration_7() -> list[str]:
 
 # Applied in order, in one transaction; PRAGMA user_version counts those applied. Append,
 # never edit. A migration that reads the file's current layout takes the connection.
+def _migration_8() -> list[str]:
+    # RunResult.repeat_times, the seconds of each timed call, as JSON like the warnings; NULL
+    # for runs stored before they were kept.
+    return ["ALTER TABLE runs ADD COLUMN repeat_times_json TEXT"]
+
+
 # Scalar fields added to RunResult later get their column added on open.
 MIGRATIONS = (_migration_1, _migration_2, _migration_3, _migration_4, _migration_5, _migration_6,
-              _migration_7)
+              _migration_7, _migration_8)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -155,7 +161,8 @@ def run_row(result: RunResult) -> dict[str, Any]:
     row.pop("id")
     row.update(host=host_of(result), spec_json=json.dumps(result.spec, sort_keys=True),
                versions_json=json.dumps(result.versions, sort_keys=True),
-               warnings_json=json.dumps(result.warnings) if result.warnings else None)
+               warnings_json=json.dumps(result.warnings) if result.warnings else None,
+               repeat_times_json=json.dumps(result.repeat_times) if result.repeat_times else None)
     return row
 
 
@@ -175,6 +182,8 @@ def run_from_row(row: sqlite3.Row) -> RunResult:
     values["versions"] = json.loads(row["versions_json"])
     warnings = row["warnings_json"] if "warnings_json" in columns else None
     values["warnings"] = json.loads(warnings) if warnings else []
+    repeat_times = row["repeat_times_json"] if "repeat_times_json" in columns else None
+    values["repeat_times"] = json.loads(repeat_times) if repeat_times else []
     blob = row["elbo"] if "elbo" in columns else None
     values["elbo"] = np.frombuffer(blob, ELBO_DTYPE).tolist() if blob else []
     return RunResult.from_dict(values)

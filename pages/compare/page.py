@@ -12,22 +12,24 @@ from core import access as delete_rules
 from core.bench import comparison
 from core.charts import comparisons, lines
 from core.charts.style import LABELS
-from core.results import reach
+from core.results import reach, stability
 from core.store.run_store import IMPORTED, RESTORE_DAYS, StoreError
 from pages.ui import display, links, resources, sign_in, state
 from pages.ui import upload as upload_widgets
 from pages.ui.text import md, public
 
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
-           "status": "Status"}
+           "status": "Status", "jax_version": "JAX", "git_commit": "Commit"}
 # What a run is and its timings first: at 1024 px the table shows its first five columns.
 TABLE = ["id", "strategy", "time_to_solution_s", "per_iter_ms", "dataset", "source", "optimizer", "iterations_run",
-         "precision", "device", "status", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s", "cache",
-         "final_elbo", "n", "p", "device_kind", "warning_count", "created", "host"]
+         "precision", "device", "status", "unstable", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s",
+         "cache", "final_elbo", "n", "p", "device_kind", "warning_count", "created", "host", "git_commit"]
 # Settings a difference in which explains a difference in timings.
 SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
-            "lr", "init", "repeats", "tol", "cache", "jax_version", "jaxlib_version", "cpu_count", "host"]
-GROUPS = ["strategy", "dataset", "device", "precision", "device_kind", "optimizer", "init", "host"]
+            "lr", "init", "repeats", "tol", "cache", "jax_version", "jaxlib_version", "cpu_count", "host", "git_commit",
+            "cpu_model"]
+GROUPS = ["strategy", "dataset", "device", "precision", "device_kind", "optimizer", "init", "host", "jax_version",
+          "git_commit"]
 METRICS = LABELS
 MAX_CURVES = 12
 # Rows of the table (and so of everything below it): a shared store only grows, and every
@@ -36,6 +38,9 @@ TABLE_ROWS = 500
 COLUMNS = {
     **display.TABLE_COLUMNS,
     "id": st.column_config.NumberColumn("run", format="#%d"),
+    "unstable": st.column_config.CheckboxColumn("unstable", help="timed while other processes took more than a "
+                                                "quarter of the usable cores: its timings carry their load"),
+    "git_commit": st.column_config.TextColumn("commit", help="the project's git commit that measured the run"),
     "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
     "device_kind": st.column_config.TextColumn("device kind"),
     "n": st.column_config.NumberColumn("n", format="%d"),
@@ -122,8 +127,12 @@ if frame.empty:
     st.stop()
 
 # --- filter and pick -----------------------------------------------------------------------
-for column, widget in zip(FILTERS, st.columns(len(FILTERS))):
-    options = sorted(frame[column].dropna().astype(str).unique())
+# Four to a row: at 1024 px a box narrower than a quarter of the page cuts its chips.
+FILTER_ROW = 4
+boxes = [box for start in range(0, len(FILTERS), FILTER_ROW) for box in st.columns(FILTER_ROW)][:len(FILTERS)]
+for column, widget in zip(FILTERS, boxes):
+    # No empty choice: it shows as a blank chip (runs stored before a field was kept have none).
+    options = sorted(value for value in frame[column].dropna().astype(str).unique() if value.strip())
     key = f"cmp_f_{column}"
     # Drop choices the store no longer has; only then, as assigning the key makes the
     # browser take this run's value over one picked while the page was rerunning.
@@ -140,6 +149,10 @@ for column in FILTERS:
 matching = int(mask.sum())
 view = frame[mask].head(TABLE_ROWS).reset_index(drop=True)  # the frame is newest first
 view["source"] = view["owner"].eq(IMPORTED).map({True: "imported", False: "measured here"})
+# Short, and blank for runs stored before the commit was kept (a cell would read "None").
+view["git_commit"] = view["git_commit"].fillna("").astype(str).str[:10]
+# Timed while other processes took more than a quarter of the cores (`core.results.stability`).
+view["unstable"] = pd.to_numeric(view["others_cpu_share"], errors="coerce") > stability.BUSY_SHARE
 
 # Runs ticked in a link, ticked again in the table the first time it is drawn in this session.
 from_link = st.session_state.pop("cmp_ticked", None) if not st.session_state.get("cmp_table_drawn") else None
@@ -164,6 +177,8 @@ if rows and "warning_count" in picked:
     for run_id in picked.loc[picked["warning_count"] > 0, "id"].head(10):
         for warning in store.get(int(run_id)).warnings:
             st.warning(f"#{int(run_id)}: {md(warning)}", icon=":material/warning:")
+    for run_id in picked.loc[picked["unstable"], "id"].head(10):
+        st.warning(f"#{int(run_id)}: {md(store.get(int(run_id)).unstable)}", icon=":material/speed:")
 unfinished = picked["status"].isin(["interrupted", "timed_out"])
 if count := int(unfinished.sum()):
     st.caption(f"{count} interrupted or timed-out run{'s' * (count != 1)} (stopped before finishing: no whole "
@@ -276,12 +291,26 @@ others = len(picked) - len(alike)
 untimed = int((~(pd.to_numeric(ratio_runs[ratio_metric], errors="coerce") > 0)
                & (ratio_runs["status"] != "diverged")).sum())
 display.chart(comparisons.ratio_bars(ratio_runs, baseline, ratio_metric),
-              f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster; whisker: the range "
-              "the repeats allow, within noise: the ranges overlap."
+              f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster; whisker: a 95% "
+              "bootstrap interval of the ratio (the repeats' range for runs stored without each repeat); within "
+              "noise: no significant difference by a Mann–Whitney U test on the stored repeats; same program: "
+              "XLA compiled one program for both, so they run at one speed."
               + (f" {others} run{'s' * (others != 1)} of other problem sizes left out: pin one of theirs to compare "
                  "them." if others else "")
               + (f" {untimed} run{'s' * (untimed != 1)} with no {METRICS[ratio_metric].rsplit(' (', 1)[0]} left out."
                  if untimed else ""), legend=None)
+
+# Any run of the same problem tested again against the baseline, from the repeats stored with it.
+testable = [int(i) for i in alike["id"] if int(i) != baseline]
+if testable:
+    if st.session_state.get("cmp_retest") not in testable:
+        st.session_state["cmp_retest"] = testable[0]
+    other = st.selectbox("Test a run against the baseline", testable, key="cmp_retest", format_func=described.get,
+                         help="a Mann–Whitney U test (two-sided, p < 0.05, as asv compare uses) on the two runs' "
+                              "stored repeats of this timing; with too few repeats for it, whether their ranges are "
+                              "apart")
+    st.markdown(comparison.retest(alike[alike["id"] == other].iloc[0], alike[alike["id"] == baseline].iloc[0],
+                                  ratio_metric))
 
 st.header("Settings that differ")
 varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique() > 1]

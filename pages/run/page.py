@@ -6,7 +6,7 @@ import streamlit as st
 
 from core.charts import bars, lines
 from core.fit import catalog
-from core.results import spread
+from core.results import headline, spread
 from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
 from pages.ui import display, resources, running, settings, state
@@ -28,7 +28,7 @@ problem = settings.current()
 try:
     dataset = problem.dataset_spec()
 except SpecError as exc:
-    st.error(public(exc), icon=":material/error:")
+    settings.show_refusal(exc)
     st.stop()
 
 # Laid out for a projector (1024x768, sidebar open): the choice, the problem and the Run
@@ -86,8 +86,9 @@ with cold_slot:
 
 if clicked:
     todo = missing or specs
-    results, error = running.run_specs(todo, counts=problem.counts, cold=cold,
-                                       title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
+    # Timed together, their repeats in turn: a moment of load lands on each strategy alike.
+    results, error = running.run_side_by_side(todo, counts=problem.counts, cold=cold,
+                                              title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
     if results:
         st.session_state["run_last_ids"] = [r.id for r in results]
         stored.update({r.strategy: r for r in results})
@@ -128,16 +129,12 @@ if not ok.empty:
     # The headline is what a user waits for: the time until the fit stopped at its tolerance,
     # with the range of its repeats. Time per iteration, beside it, ranks strategies of one
     # algorithm; the speed-up chart below gives their ratios with ranges.
-    solved = ok[ok["time_to_solution_s"].notna()]
-    if not solved.empty:
-        fastest = solved.loc[solved["time_to_solution_s"].idxmin()]
-        # A "fastest" whose repeats overlap another's is noise, not a winner: a room would
-        # read the name as the answer, and it changes from one click to the next.
-        tied = [row["strategy"] for _, row in solved.iterrows() if row["strategy"] != fastest["strategy"]
-                and spread.Spread.of_run(row).overlaps(spread.Spread.of_run(fastest))]
+    winner = headline.fastest(ok)
+    if winner is not None:
+        fastest, tied = winner.run, [tie.strategy for tie in winner.ties]
         # Short, as the metric's column is narrow at 1024 px: a line under the metrics names a tie.
         who = (f"{fastest['strategy']} · {int(fastest['iterations_run']):,} it" if not tied
-               else f"tied with {len(tied)}")
+               else f"tied with {len(tied)} other{'s' * (len(tied) > 1)}")
         metrics[0].metric("Fastest to solution", display.duration(fastest["time_to_solution_s"]), who,
                           delta_color="off", delta_arrow="off",
                           help="steady-state time from the first iteration to the stop at the tolerance: the median "
@@ -158,20 +155,33 @@ if not ok.empty:
                            "the fastest to the slowest repeat")
     compiled = ok[ok["cache"] != "none"]
     if not compiled.empty:
-        cold_s = (cold_runs["trace_lower_s"] + cold_runs["compile_s"]).max() if not cold_runs.empty else None
-        metrics[2].metric("Longest compile", display.duration(compiled["compile_total_s"].max()),
-                          f"from scratch: {cold_s:.2f} s" if cold_s is not None else None,
-                          delta_color="off", delta_arrow="off",
-                          help="trace + lower + XLA compile, as the tables' compile column; about 0 s when the "
-                               "executable came from a cache, so the latest compile from scratch of the same problem "
-                               "here is shown under it")
+        # Never "0 µs" for a program loaded from a cache: what compiling it cost when it was made
+        # (by this strategy or another with the same program, on this machine), as it was paid.
+        loaded = compiled[compiled["cache"].isin(cold_compiles.CACHED)]
+        paid = list(compiled.loc[~compiled.index.isin(loaded.index), "compile_total_s"])
+        made = list(cold_runs["trace_lower_s"] + cold_runs["compile_s"]) if not cold_runs.empty else []
+        places = " and ".join(sorted(set(loaded["cache"])))
+        if paid or made:
+            metrics[2].metric("Longest compile", display.duration(max(paid + made)),
+                              f"{len(loaded)} loaded from {places}" if len(loaded) else None,
+                              delta_color="off", delta_arrow="off",
+                              help="trace + lower + XLA compile of these strategies' programs, as it was paid: by this "
+                                   "run, or for a program loaded from a cache, by the run on this machine that made it "
+                                   "(the same program, whichever strategy asked for it)")
+        else:
+            metrics[2].metric("Longest compile", "not measured", f"loaded from {places}", delta_color="off",
+                              delta_arrow="off",
+                              help="every program came from a cache made before any stored run compiled it: "
+                                   "tick Compile from scratch to measure it")
 with metrics[3]:
     st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
     display.agreement_badge(frame)
-if not ok.empty and not solved.empty and tied:
+if not ok.empty and winner is not None and winner.ties:
     # The tie's names, across the page: the metric's column is too narrow for them at 1024 px.
     st.caption(f"Fastest to solution: **{fastest['strategy']}**, {int(fastest['iterations_run']):,} iterations; "
-               f"tied with {', '.join(tied)}: their repeats overlap, so the order among them is noise.")
+               f"tied with {', '.join(tie.strategy for tie in winner.ties)}: no significant difference, so the "
+               "order among them is noise.",
+               help="; ".join(f"{tie.strategy}: {tie.why}" for tie in winner.ties))
 
 # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
 # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.
@@ -183,17 +193,22 @@ with left:
     baseline = min(frame["strategy"], key=lambda name: order.index(name) if name in order else len(order))
     display.chart(bars.speedup_bars(frame, baseline=baseline).properties(height=CHART_HEIGHT),
                   f"How many times faster than {baseline} one full fit runs once compiled (median of repeats, "
-                  "whisker: the range the repeats allow; within noise: the ranges overlap).",
+                  "whisker: a 95% bootstrap interval of the ratio; within noise: no significant difference, by a "
+                  "Mann–Whitney U test on the repeats; same program: XLA compiled one program for both).",
                   legend=None)
 with right:
     display.chart(bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=CHART_HEIGHT),
                   "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
                   "its whisker the fastest to the slowest repeat."
                   + (" A (cached) run loaded its compiled program instead of compiling it (strategies that compile "
-                     "to the same program, as scan, scan_namedtuple and scan_pytree_class do, load the first one's)"
-                     + ("; the dashed bar under it is the latest cold compile of the same problem here"
+                     "to the same program load the first one's)"
+                     + ("; the dashed bar under it is what compiling that program cost when it was made here"
                         if not cold_runs.empty else "") + "."
                      if frame["cache"].isin(["memory", "disk"]).any() else ""))
+for group in headline.one_program_groups(ok):
+    # Said in words too: a chart's "same program" label is easy to miss from the back of a room.
+    st.caption(f"**Same program**: {', '.join(group.strategies)} lower to one XLA program (fingerprint "
+               f"`{group.program}`), so they run at one speed: the differences between their timings are noise.")
 
 curves = display.elbo_long(shown, curves=store.curves([r.id for r in shown]))  # thinned, for any length
 left, right = st.columns(2)

@@ -14,6 +14,7 @@ from core.charts import bars
 from core.inspect import pitfall_notes
 from core.results import spread
 from core.spec import SpecError, refusal
+from core.store import cold_compiles
 from pages.story import keys
 from pages.ui import display, resources, running, settings, state
 from pages.ui.text import md
@@ -39,7 +40,7 @@ problem = settings.current()
 try:
     specs = story.specs(problem.fit_spec("eager"))
 except SpecError as exc:
-    st.error(md(exc), icon=":material/error:")
+    settings.show_refusal(exc)
     st.stop()
 store = resources.store_or_stop()
 
@@ -100,8 +101,12 @@ with words:
     st.caption(f"{step.origin} · strategy `{step.strategy}`")
     if run is not None and run.status == "ok" and current > 0 and outcome.over_previous is not None:
         over = outcome.over_previous
-        st.markdown(f"The same speed as step {current}: {spread.NOT_SIGNIFICANT}." if over.significant is False
-                    else f"Over step {current}: {over.label}.")
+        if over.same_program:  # e.g. only the carry's type changed: XLA is handed the same program
+            st.markdown(f"XLA sees **one program**, as at step {current} (fingerprint `{run.program}`): the same "
+                        "speed, whatever the timings' noise.", help=over.why)
+        else:
+            st.markdown(f"The same speed as step {current}: {spread.NOT_SIGNIFICANT}." if over.significant is False
+                        else f"Over step {current}: {over.label}.", help=over.why)
 with number:
     if run is None:
         # Short: this column is a third of the page at 1024 px; the caption below says what Next does.
@@ -131,11 +136,21 @@ if run is not None and run.status == "ok":
     if current > 0 and outcome.since_start is not None and not outcome.timed_with_start:
         notes.append("Timed apart from step 1, so the machine's load may differ between them: **Warm up** "
                      "times every step together")
-    # Eager compiles nothing ahead: "compile 0.00 s (none), paid once" read as a free compile.
-    compiled = ("nothing compiled ahead" if run.cache == "none" else
-                f"compile {run.trace_lower_s + run.compile_s:.2f} s ({run.cache}), paid once")
+    # Eager compiles nothing ahead: "compile 0.00 s (none), paid once" read as a free compile; and
+    # a program loaded from a cache says what compiling it cost when it was made, not "0.00 s".
+    made = cold_compiles.latest_for(store, run)
+    if run.cache == "none":
+        compiled = "nothing compiled ahead"
+    elif run.cache in cold_compiles.CACHED:
+        compiled = (f"loaded from {run.cache}; compiling it took {made.trace_lower_s + made.compile_s:.2f} s when "
+                    f"it was made (run #{made.id}), paid once" if made is not None else
+                    f"loaded from {run.cache}, compiled before any stored run")
+    else:
+        compiled = f"compile {run.trace_lower_s + run.compile_s:.2f} s, paid once"
     notes.append(f"One iteration {spread.value_range(spread.Spread.of_run(run, 'per_iter_ms'), 'ms')} over "
                  f"{run.iterations_run:,} iterations; {compiled}")
+    if run.unstable:  # said where the number is read, not only on Compare
+        notes.append(f"**{run.unstable[0].upper()}{run.unstable[1:]}**")
     st.caption(". ".join(notes) + ".")
 st.markdown(step.fixes)
 for key in step.pitfalls:

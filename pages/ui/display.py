@@ -32,6 +32,10 @@ TIMING_COLUMNS = {
                                                  help="steady-state time per iteration (ms)"),
     "run_s_min": st.column_config.NumberColumn("fastest (s)", format="%.4f", help="the fastest timed repeat"),
     "run_s_max": st.column_config.NumberColumn("slowest (s)", format="%.4f", help="the slowest timed repeat"),
+    "timed_repeats": st.column_config.NumberColumn("repeats", help="timed repeats: the settings' count, or more for "
+                                                                  "a short fit (calibrated to 0.25 s measured)"),
+    "busy": st.column_config.CheckboxColumn("unstable", help="timed while other processes took more than a quarter "
+                                                             "of the usable cores: its timings carry their load"),
 }
 COMPILE_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
@@ -43,6 +47,8 @@ COMPILE_COLUMNS = {
                                                        "'compiled 1, disk 3'"),
     "compile_count": st.column_config.NumberColumn("compiles", help="XLA compilations during the run"),
     "recompile_count": st.column_config.NumberColumn("recompiles", help="compilations during the steady-state repeats"),
+    "program": st.column_config.TextColumn("program", help="fingerprint of the compiled program: strategies with one "
+                                                           "fingerprint ran one program, at one speed"),
 }
 FIT_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
@@ -60,10 +66,15 @@ TABLE_COLUMNS = {**TIMING_COLUMNS, **COMPILE_COLUMNS, **FIT_COLUMNS,
 
 
 def runs_frame(results: list[RunResult]) -> pd.DataFrame:
-    """One row per run, every scalar field of RunResult (no ELBO curve)."""
+    """One row per run, every scalar field of RunResult (no ELBO curve), each repeat's seconds,
+    the host, how many repeats were timed and whether the machine was busy."""
     rows = [r.to_dict(with_elbo=False) for r in results]
     frame = pd.DataFrame(rows)
     if not frame.empty:
+        # The host tells one program's runs on two machines apart (`core.results.significance`).
+        frame["host"] = [str(r.versions.get("host", "")) for r in results]
+        frame["timed_repeats"] = [len(r.repeat_times) or r.repeats for r in results]
+        frame["busy"] = [bool(r.unstable) for r in results]
         frame = frame.drop(columns=["spec", "versions"])
         # What a compile costs, as the Run page's "Longest compile" counts it.
         frame["compile_total_s"] = frame["trace_lower_s"] + frame["compile_s"]
@@ -107,7 +118,8 @@ def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:
 
 
 def show_run_notes(results: list[RunResult]) -> None:
-    """What a reader of these runs' numbers must know: divergence, warnings, convergence."""
+    """What a reader of these runs' numbers must know: divergence, warnings, convergence, a busy
+    machine."""
     for result in results:
         if result.error:
             st.warning(f"{md(result.strategy)}: {md(result.error)}", icon=":material/warning:")
@@ -118,6 +130,8 @@ def show_run_notes(results: list[RunResult]) -> None:
                        icon=":material/warning:")
         if result.short:
             st.warning(f"{md(result.strategy)}: {md(short_note(result.estimated_gap))}", icon=":material/warning:")
+        if result.unstable:
+            st.warning(f"{md(result.strategy)}: {md(result.unstable)}", icon=":material/speed:")
     unsettled = [r for r in results if r.converged is False and not r.stalled and not r.short]
     if unsettled:
         st.info("Not converged: the last relative ELBO change is above the tolerance for "

@@ -120,7 +120,7 @@ PAGES: dict[str, tuple[Param, ...]] = {
                 Param("sizes", "scl_sizes", lambda t: [k for k in _ints(t) if k in OAKS_REPLICATES], _joined),
                 Param("cold", "scl_cold", lambda t: t == "1", lambda v: "1" if v else "0", default=False)),
     "compare": (*(Param(column, f"cmp_f_{column}", _strings, _joined, default=[])
-                  for column in ("strategy", "dataset", "device", "precision", "status")),
+                  for column in ("strategy", "dataset", "device", "precision", "status", "jax_version", "git_commit")),
                 Param("group", "cmp_group", _strings, _joined),
                 Param("timing", "cmp_metric", str),
                 Param("ratio_timing", "cmp_metric_ratio", str),

@@ -12,6 +12,7 @@ import streamlit as st
 from core.charts import lines
 from core.cluster import stored
 from core.cluster.errors import RunInterrupted
+from core.fit import catalog
 from core.results.result import RunResult
 from core.run.progress import PHASES, Cancelled
 from core.spec import FitSpec, SpecError
@@ -84,6 +85,29 @@ class _Reporter:
         chart = lines.elbo_curves(pd.DataFrame(self.points)).properties(
             title="Live: log(-ELBO) during the first call (Python-loop strategies)", height=220)
         display.chart(chart, slot=self.live, legend="right")
+
+
+def queue_notice(slot):
+    """A `Progress` callback for work that is not a fit (an inspection, a demonstration, a
+    measurement of peaks): while it waits for a worker and the device, `slot` (an `st.empty`)
+    says so and what is ahead, at most twice a second; once it runs, the notice goes."""
+    shown = [0.0]
+
+    def report(progress) -> None:
+        if progress.phase != "queued":
+            slot.empty()
+            return
+        now = time.perf_counter()
+        if now - shown[0] < 0.5:
+            return
+        shown[0] = now
+        ahead = progress.ahead
+        who = "; ".join(md(ticket.describe()) for ticket in ahead[:3]) + (" …" if len(ahead) > 3 else "")
+        slot.caption(f":material/hourglass_top: Waiting for a worker and the device: {len(ahead)} ahead in the "
+                     f"queue, {progress.waited_s:.0f} s so far. Ahead: "
+                     + (who or "a worker is being started or released"))
+
+    return report
 
 
 def _note_cancelled(title: str) -> None:
@@ -212,12 +236,31 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
     return results, error
 
 
+def run_side_by_side(specs: list[FitSpec], counts=None, title: str = "Running",
+                     cold: bool = False) -> tuple[list[RunResult], str | None]:
+    """Runs `specs` as `run_specs` does, but the JAX strategies among them timed together, as
+    one unit in the device queue with their repeats in turn (`run_specs_together`), so that
+    their ratios are free of the machine's load at one moment; the peers (whose timing is
+    their own) then run one by one. Returns (the stored results, an error message or None)."""
+    together = [spec for spec in specs if not catalog.runnable(spec.strategy).is_peer]
+    alone = [spec for spec in specs if spec not in together]
+    if len(together) < 2:
+        return run_specs(specs, counts=counts, title=title, cold=cold)
+    results, error = run_specs_together(together, [spec.strategy for spec in together], counts=counts, cold=cold,
+                                        title=f"{title}: {len(together)} strategies timed together")
+    if error is None and alone:
+        more, error = run_specs(alone, counts=counts, title=f"{title}: the peers, each alone", cold=cold)
+        results = results + more
+    return results, error
+
+
 def run_specs_together(specs: list[FitSpec], labels: list[str], title: str,
-                       counts=None) -> tuple[list[RunResult], str | None]:
+                       counts=None, cold: bool = False) -> tuple[list[RunResult], str | None]:
     """Runs `specs` side by side on one worker, their repeats in turn
     (`core.cluster.stored.run_together_and_store`), with a progress bar each; returns (the
     stored results, an error message or None) as `run_specs` does. All or none: a failure
-    stores none of them (a dead worker stores each as interrupted)."""
+    stores none of them (a dead worker stores each as interrupted). `cold` compiles each from
+    scratch."""
     try:
         store, cluster = _ready(specs)
     except (SpecError, StoreError) as exc:
@@ -232,7 +275,7 @@ def run_specs_together(specs: list[FitSpec], labels: list[str], title: str,
         try:
             results = stored.run_together_and_store(
                 cluster, store, specs, counts, on_progress=lambda progress: reporters[progress.member](progress),
-                owner="dashboard", owner_id=sign_in.identity())
+                owner="dashboard", owner_id=sign_in.identity(), cold=cold)
         except (RunInterrupted, SpecError, StoreError, Cancelled) as exc:
             error = public(exc)
         except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback

@@ -23,12 +23,25 @@ from core.spec import (
     SpecError,
     refusal,
 )
-from pages.ui.text import md
+from pages.ui.text import md, public
 from pages.ui.upload import Upload, current_upload
 
 KEY_PREFIX = "sb_"
 # Peers that run every iteration, whatever the tolerance (pyplnmodels stops at it).
 TORCH_TWINS = ("torch_eager", "torch_compile")
+
+
+class AwaitingUpload(SpecError):
+    """CSV data chosen, no file uploaded yet: a next step to take, not an error."""
+
+
+def show_refusal(exc: SpecError) -> None:
+    """Why the sidebar's problem cannot run: an invitation while a CSV is awaited (nothing has
+    gone wrong before the user gave anything), an error otherwise."""
+    if isinstance(exc, AwaitingUpload):
+        st.info(md(str(exc)), icon=":material/upload_file:")
+    else:
+        st.error(public(exc), icon=":material/error:")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +94,8 @@ class Settings:
             # The sidebar says it too, below the fold of a small screen: the page says which file.
             raise SpecError(f"the upload was refused: {self.upload_error}")
         if self.upload is None:
-            raise SpecError("no valid counts CSV: upload one in the sidebar (or pick oaks or simulated data)")
+            raise AwaitingUpload("Upload a counts CSV in the sidebar to fit your own data (or pick oaks or "
+                                 "simulated data).")
         return DatasetSpec(kind="csv", counts_path=self.upload.name, offsets_path=self.upload.offsets_name,
                            content_hash=self.upload.content_hash, header=self.upload.header,
                            covariates_path=self.upload.covariates_name, formula=self.upload.formula)

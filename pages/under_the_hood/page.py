@@ -10,20 +10,21 @@ import streamlit as st
 from core.cluster import submit, tasks
 from core.inspect import findings, pitfall_notes
 from core.spec import DEFAULTS, FitSpec, SpecError
-from pages.ui import resources, settings, state
+from pages.ui import resources, running, settings, state
 from pages.ui.display import guarded, si
-from pages.ui.text import md, public
+from pages.ui.text import md
 from pages.under_the_hood import roofline_panel
 
 TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretching the page
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs={FitSpec: lambda spec: spec.key})
-def inspect_cached(spec: FitSpec, _counts=None) -> findings.Inspection:
+def inspect_cached(spec: FitSpec, _counts=None, _on_progress=None) -> findings.Inspection:
     """`core.inspect.introspect.inspect_fit` on a worker, cached per spec (an uploaded CSV's
-    spec names its content hash)."""
+    spec names its content hash); `_on_progress` hears its wait in the queue."""
     return submit.call(resources.cluster(), tasks.inspection, spec, _counts, platform=spec.device,
-                       label=f"inspecting {spec.strategy} · {spec.dataset.label} · {spec.precision}", owner="dashboard")
+                       label=f"inspecting {spec.strategy} · {spec.dataset.label} · {spec.precision}", owner="dashboard",
+                       on_progress=_on_progress)
 
 
 def text_block(title: str, text: str, language: str, file_name: str, key: str) -> None:
@@ -79,8 +80,12 @@ def show_inspection(inspection: findings.Inspection) -> None:
         columns[2].metric("Trace + lower", f"{inspection.trace_lower_s:.2f} s")
         columns[3].metric("Compile", f"{inspection.compile_s:.2f} s",
                           help="loaded from JAX's persistent cache when 'disk' below")
+        instructions = sum(findings.hlo_instructions(e.optimized_hlo) for e in inspection.executables)
         st.caption(f"Cache: **{inspection.cache}** ({inspection.disk_cache_hits} persistent-cache load"
-                   f"{'s' * (inspection.disk_cache_hits != 1)}). Figures for a cold in-process cache.")
+                   f"{'s' * (inspection.disk_cache_hits != 1)}). Figures for a cold in-process cache. "
+                   f"Program size: **{findings.jaxpr_equations(inspection.jaxpr):,} jaxpr equations** "
+                   f"({inspection.jaxpr_of}), **{instructions:,} HLO instructions** after XLA's passes, in "
+                   f"{len(inspection.executables)} executable{'s' * (len(inspection.executables) != 1)}.")
         st.markdown("**Per executable**: XLA's cost and memory analyses (sizes in MB)")
         table = pd.DataFrame(findings.executable_rows(inspection))
         table = table.loc[:, (table.notna() & (table != 0)).any()]  # e.g. code size: 0 on CPU
@@ -127,17 +132,20 @@ def show_pitfalls() -> None:
             with st.expander("Code of the demonstration", icon=":material/code:"):
                 st.code(pitfall_notes.source(key), language="python")
             if st.button("Run it live", key=f"uth_run_{key}", icon=":material/play_arrow:"):
+                waiting = st.empty()
                 with st.spinner(f"Running on a worker: {title}…"):
-                    st.session_state[state_key] = guarded(lambda: run_pitfall(key), title)
+                    st.session_state[state_key] = guarded(lambda: run_pitfall(key, running.queue_notice(waiting)),
+                                                          title)
+                waiting.empty()
             result = st.session_state.get(state_key)
             if result is not None:
                 show_pitfall_result(result)
 
 
-def run_pitfall(key: str) -> pitfall_notes.PitfallResult:
-    """`core.inspect.pitfalls.run(key)` on a worker."""
+def run_pitfall(key: str, on_progress=None) -> pitfall_notes.PitfallResult:
+    """`core.inspect.pitfalls.run(key)` on a worker; `on_progress` hears its wait in the queue."""
     return submit.call(resources.cluster(), tasks.pitfall, key, platform="cpu", label=f"pitfall demo: {key}",
-                       owner="dashboard")
+                       owner="dashboard", on_progress=on_progress)
 
 
 def show_pitfall_result(result: pitfall_notes.PitfallResult) -> None:
@@ -171,7 +179,7 @@ try:
     spec = dataclasses.replace(problem.fit_spec(strategy), repeats=1)
 except SpecError as exc:
     spec = None
-    st.error(public(exc), icon=":material/error:")
+    settings.show_refusal(exc)
 clicked = go.button("Inspect", type="primary", key="uth_go", icon=":material/search:", width="stretch",
                     disabled=spec is None)
 st.caption(f"**{strategy}**: {summaries[strategy]}")
@@ -181,15 +189,16 @@ if spec is not None:
 
 if clicked and spec is not None:
     counts = problem.counts
+    waiting = st.empty()  # the queue ahead, while the inspection waits for a worker and the device
 
     def work():
         resources.check_device(spec.device)
-        return inspect_cached(spec, counts)
-
+        return inspect_cached(spec, counts, running.queue_notice(waiting))
 
     with st.spinner(f"Tracing, lowering and compiling {strategy} for {spec.dataset.label}…"):
         if guarded(work, f"Inspecting {strategy}") is not None:
             st.session_state["uth_inspected"] = (spec, counts)
+    waiting.empty()
 
 inspected = st.session_state.get("uth_inspected")
 if inspected is None and spec is not None:

@@ -9,28 +9,30 @@ from core.charts import roofline as roofline_chart
 from core.cluster import submit, tasks
 from core.inspect import findings, floor
 from core.spec import FitSpec
-from pages.ui import display, resources
+from pages.ui import display, resources, running
 from pages.ui.display import guarded, si
 
 
-def measure_peaks(platform: str, dtype: str, remeasure: bool = False) -> findings.Peaks:
+def measure_peaks(platform: str, dtype: str, remeasure: bool = False, on_progress=None) -> findings.Peaks:
     """`core.inspect.roofline.device_peaks` on a worker serving `platform`: read from its JSON
-    cache there, or measured (seconds)."""
+    cache there, or measured (seconds); `on_progress` hears its wait in the queue."""
     return submit.call(resources.cluster(), tasks.peaks, platform, dtype, remeasure, platform=platform,
-                       label=f"measuring the peaks of {platform} in {dtype}", owner="dashboard")
+                       label=f"measuring the peaks of {platform} in {dtype}", owner="dashboard",
+                       on_progress=on_progress)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def machine_peaks(platform: str, dtype: str) -> findings.Peaks:
+def machine_peaks(platform: str, dtype: str, _on_progress=None) -> findings.Peaks:
     """`measure_peaks`, cached per platform and dtype."""
-    return measure_peaks(platform, dtype)
+    return measure_peaks(platform, dtype, on_progress=_on_progress)
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs={FitSpec: lambda spec: spec.key})
-def analysis_cached(spec: FitSpec, _counts=None) -> findings.Analysis:
+def analysis_cached(spec: FitSpec, _counts=None, _on_progress=None) -> findings.Analysis:
     """`core.inspect.roofline.analyse_apart` on a worker, cached per spec like `inspect_cached`."""
     return submit.call(resources.cluster(), tasks.analysis, spec, _counts, platform=spec.device,
-                       label=f"analysing {spec.strategy} · {spec.dataset.label}", owner="dashboard")
+                       label=f"analysing {spec.strategy} · {spec.dataset.label}", owner="dashboard",
+                       on_progress=_on_progress)
 
 
 def duration(seconds: float) -> str:
@@ -56,12 +58,18 @@ def show_peaks(spec: FitSpec) -> findings.Peaks | None:
     if columns[3].button("Re-measure peaks", key="uth_remeasure", icon=":material/speed:", width="stretch",
                          help="Run the three kernels again (a few seconds) and overwrite the cached figures, "
                               "e.g. after the machine's load or power settings changed"):
+        waiting = st.empty()
         with st.spinner(f"Measuring the peaks of {spec.device}, {spec.precision}…"):
-            if guarded(lambda: measure_peaks(spec.device, spec.precision, remeasure=True),
+            if guarded(lambda: measure_peaks(spec.device, spec.precision, remeasure=True,
+                                             on_progress=running.queue_notice(waiting)),
                        "Measuring the peaks") is not None:
                 machine_peaks.clear()
+        waiting.empty()
+    waiting = st.empty()
     with st.spinner(f"Measuring this machine's peaks for {spec.device}, {spec.precision} (once per host)…"):
-        machine = guarded(lambda: machine_peaks(spec.device, spec.precision), "Measuring the peaks")
+        machine = guarded(lambda: machine_peaks(spec.device, spec.precision, running.queue_notice(waiting)),
+                          "Measuring the peaks")
+    waiting.empty()
     if machine is None:
         return None
     columns[0].metric("Matmul GFLOP/s", f"{machine.matmul_flops_per_s / 1e9:,.1f}",
@@ -123,8 +131,11 @@ def show_roofline(spec: FitSpec, counts, inspection: findings.Inspection) -> Non
         st.info("Eager hands XLA nothing ahead of time: no cost analysis, so no floor. Its time goes to "
                 "dispatching each operation from Python.", icon=":material/info:")
         return
+    waiting = st.empty()
     with st.spinner("Reading XLA's cost analysis…"):
-        analysis = guarded(lambda: analysis_cached(spec, counts), "Analysing the roofline")
+        analysis = guarded(lambda: analysis_cached(spec, counts, running.queue_notice(waiting)),
+                           "Analysing the roofline")
+    waiting.empty()
     if analysis is None:
         return
     cost = analysis.cost
@@ -152,4 +163,5 @@ def show_roofline(spec: FitSpec, counts, inspection: findings.Inspection) -> Non
             cost.transcendentals, analysis.compulsory_bytes, measured_s, f"run #{run_id}"),
             caption="Each exp, log… counts as the matmul flops its time would buy, so the roof above the "
                     "point is the floor's rate; the gap down to the measured point is its multiple of the floor.",
-            legend="right")
+            # Below: at 1024 px a legend of roofs beside the chart left the plot about 160 px wide.
+            legend="bottom")

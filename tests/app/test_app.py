@@ -8,8 +8,10 @@ use tiny problems (simulated 40 x 5, 6 iterations, 1 repeat).
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 import streamlit as st
@@ -153,14 +155,34 @@ def test_a_tie_for_fastest_is_named_under_the_headline(store):
     store.add(solved("scan_pytree_class", 0.080, 0.079, 0.081))
     at = open_app()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.metric[0].label == "Fastest to solution" and at.metric[0].delta == "tied with 1"
+    assert at.metric[0].label == "Fastest to solution" and at.metric[0].delta == "tied with 1 other"
     named = [c.value for c in at.caption if c.value.startswith("Fastest to solution:")]
-    assert named == ["Fastest to solution: **scan_namedtuple**, 500 iterations; tied with scan: their repeats "
-                     "overlap, so the order among them is noise."]
+    assert named == ["Fastest to solution: **scan_namedtuple**, 500 iterations; tied with scan: no significant "
+                     "difference, so the order among them is noise."]
     store.add(solved("scan", 0.060, 0.058, 0.061))  # no longer overlapping: a winner, named in the metric
     at = open_app()
     assert at.metric[0].delta.startswith("scan_namedtuple · ")
     assert not any(c.value.startswith("Fastest to solution:") for c in at.caption)
+
+
+def test_one_program_is_one_speed_on_the_run_page(store):
+    """Runs of one compiled program (one fingerprint, one problem, one host) tie whatever their
+    repeats say, and the page says they are one program; a different program 20% slower, with
+    its repeats kept, is told apart by the test."""
+    def solved(strategy, times, program):
+        times = [float(t) for t in times]
+        run = fake_run(strategy, run_s=statistics.median(times))
+        return dataclasses.replace(run, time_to_solution_s=run.run_s, run_s_min=min(times), run_s_max=max(times),
+                                   repeat_times=times, program=program)
+
+    store.add(solved("scan", np.linspace(0.050, 0.052, 12), "0123456789abcdef"))
+    store.add(solved("scan_namedtuple", np.linspace(0.040, 0.041, 12), "0123456789abcdef"))
+    store.add(solved("scan_pytree_class", np.linspace(0.060, 0.062, 12), "fedcba9876543210"))
+    at = open_app()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.metric[0].delta == "tied with 1 other"
+    assert any(c.value.startswith("**Same program**: scan, scan_namedtuple lower to one XLA program (fingerprint "
+                                  "`0123456789abcdef`)") for c in at.caption)
 
 
 def test_stored_run_appears_on_compare_and_can_be_deleted(store):
@@ -295,6 +317,15 @@ def test_a_failed_device_count_is_shown_and_stops_the_sweep(store, monkeypatch):
     assert any(e.startswith("1 device · oaks ×1 (n = 116): devices = 1, but") for e in errors), errors
     assert tried == [1] and store.list() == []  # the first failure stops the sweep
     assert at.button(key="scl_dev_go").label == "Run device sweep: 3 runs"
+
+
+@pytest.mark.parametrize("page", [None, "pages/story/page.py", "pages/under_the_hood/page.py"])
+def test_choosing_csv_invites_an_upload_without_an_error(store, page):
+    """Nothing has gone wrong before a file is given: an invitation, never a red box."""
+    at = open_app(page)
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    assert not at.exception and not at.error and not at.sidebar.error, [e.value for e in [*at.error, *at.sidebar.error]]
+    assert any("Upload a counts CSV" in plain(i.value) for i in [*at.info, *at.sidebar.info])
 
 
 def test_bad_csv_upload_shows_the_error_and_stores_nothing(store):

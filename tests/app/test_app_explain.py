@@ -133,7 +133,7 @@ def test_under_the_hood_roofline_warns_when_a_run_beats_the_floor(app):
     measured = engine.run(spec)  # then made as fast as a store accepts, every timing alike: faster than physics
     fastest = MIN_TIMED_CALL_S
     impossible = dataclasses.replace(measured, run_s=fastest, run_s_min=fastest, run_s_max=fastest,
-                                     per_iter_ms=1e3 * fastest / measured.iterations_run)
+                                     repeat_times=[fastest], per_iter_ms=1e3 * fastest / measured.iterations_run)
     RunStore(os.environ["PLNLAB_DB"]).add(impossible)
     inspect(app, "jit_step")
     floor = next(m.value for m in app.metric if m.label == "Floor / iteration")

@@ -293,3 +293,42 @@ def test_the_presenter_sees_the_chart_and_its_number_without_scrolling(after_a_r
     charts_at.add(tuple(found["chart"]))
     assert len(charts_at) == 1, charts_at  # the chart stays in place from step to step
     assert not after_a_run.problems, after_a_run.problems
+
+
+AFTER_RUN_JS = """() => {
+  const box = (e) => { const r = e.getBoundingClientRect();
+                       return [r.left, r.top, r.right, r.bottom].map(Math.round); };
+  const main = document.querySelector("[data-testid='stMain']");
+  const metric = document.querySelector("[data-testid='stMetric']");
+  return {window: [window.innerWidth, window.innerHeight], scrolled: main.scrollTop + window.scrollY,
+          headline: metric ? box(metric) : null,
+          charts: [...document.querySelectorAll("[data-testid='stMain'] .vega-embed")].map(box),
+          toasts: [...document.querySelectorAll("[data-testid='stToast']")].map(box)};
+}"""
+
+
+def _overlap(a: list[int], b: list[int]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_after_a_click_on_run_the_first_chart_is_whole_on_screen_and_no_notice_covers_a_chart(after_a_run):
+    """Measured the moment the runs are drawn, with the "runs finished" notice up: the headline
+    and the first chart, axis title included, inside 1024x768 with the sidebar open, and the
+    notice over no chart (the measurements are printed for the record)."""
+    page = after_a_run.page
+    _open(page, "Run")
+    # Not a notice left from the run before this test's (a toast outlives a page change).
+    page.wait_for_function("() => !document.querySelector(\"[data-testid='stToast']\")", timeout=30_000)
+    page.get_by_role("button", name=re.compile(r"^Run again")).click()
+    page.locator("[data-testid='stToast']", has_text="finished and stored").wait_for(timeout=RUN_TIMEOUT_MS)
+    wait_painted(page)
+    page.wait_for_function(CHARTS_DRAWN, arg=4, timeout=60_000)
+    time.sleep(0.5)  # Vega lays text out after the SVG is attached
+    found = page.evaluate(AFTER_RUN_JS)
+    print("after Run at 1024x768:", found)
+    width, height = found["window"]
+    assert found["scrolled"] == 0 and found["toasts"], found
+    first = found["charts"][0]
+    assert found["headline"][3] <= height and 0 <= first[1] < first[3] <= height, found
+    assert not [(toast, chart) for toast in found["toasts"] for chart in found["charts"] if _overlap(toast, chart)], \
+        found

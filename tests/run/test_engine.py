@@ -9,7 +9,7 @@ import pytest
 
 from core.data.counts import CountData
 from core.data.datasets import simulate
-from core.run import cold_compile, engine, prepared
+from core.run import cold_compile, engine, prepared, repeats
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
 
 TINY = DatasetSpec(kind="simulated", n=40, p=6, d=2, seed=0)
@@ -230,3 +230,47 @@ def test_the_start_is_the_same_whichever_emitters_compile_it():
         default = prepared.initial_state(data, "log_rates", problem, "gpu")  # the accelerators' program, on the CPU
         for a, b in zip(jax.tree.leaves(quick), jax.tree.leaves(default)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=close, atol=close)
+
+
+def test_a_run_keeps_each_repeat_and_the_fingerprint_of_its_program():
+    cache = prepared.ExecutableCache()
+    first = engine.run(_spec(repeats=3), cache=cache)
+    assert len(first.repeat_times) == 3 and first.run_s == float(np.median(first.repeat_times))
+    assert (first.run_s_min, first.run_s_max) == (min(first.repeat_times), max(first.repeat_times))
+    assert re.fullmatch(r"[0-9a-f]{16}", first.program)
+    # From the in-process cache, the program is the one it was compiled as.
+    again = engine.run(_spec(repeats=3), cache=cache)
+    assert again.cache == "memory" and again.program == first.program
+    # Another problem is another program; eager compiles nothing ahead and has none.
+    assert engine.run(_spec(iterations=31), cache=cache).program not in ("", first.program)
+    assert engine.run(_spec(strategy="eager", iterations=3), cache=cache).program == ""
+
+
+def test_strategies_that_lower_to_one_program_share_its_fingerprint_and_others_do_not():
+    # With the seed's optimizer a NamedTuple carry lowers as the tuple does; fori_loop is another loop.
+    names = ("scan", "scan_namedtuple", "fori_loop")
+    programs = {name: prepared.prepare(_spec(strategy=name), cache=prepared.ExecutableCache()).compilation.program
+                for name in names}
+    assert programs["scan"] == programs["scan_namedtuple"] != programs["fori_loop"]
+
+
+def test_a_short_fit_is_repeated_until_enough_time_is_measured(monkeypatch):
+    monkeypatch.setenv("PLNLAB_MIN_MEASURED_S", "0.05")
+    specs = [_spec(strategy="scan", iterations=5), _spec(strategy="jit_step", iterations=5)]
+    results = engine.run_together(specs, cache=prepared.ExecutableCache())
+    counts = [len(r.repeat_times) for r in results]
+    # Both take the same calibrated count, more than the 2 asked for, and no more than the bound.
+    assert counts[0] == counts[1] and 2 < counts[0] <= repeats.MAX_REPEATS
+    # Planned from the first round's times: enough for the quickest to reach 0.05 s.
+    assert counts[0] == repeats.planned(2, [r.repeat_times[0] for r in results], 0.05)
+    assert all(r.repeats == 2 for r in results)  # the spec's minimum, as asked
+    monkeypatch.setenv("PLNLAB_MIN_MEASURED_S", "soon")
+    with pytest.raises(SpecError, match="PLNLAB_MIN_MEASURED_S"):
+        engine.run(_spec(), cache=prepared.ExecutableCache())
+
+
+@pytest.mark.parametrize("asked, first, target, expected", [
+    (3, [0.016], 0.25, 16), (3, [0.5], 0.25, 3), (3, [1e-5], 0.25, 25), (30, [1e-5], 0.25, 30),
+    (3, [0.016, 0.004], 0.25, 25), (3, [0.016], 0.0, 3), (0, [0.016], 0.25, 0), (3, [], 0.25, 3)])
+def test_the_repeats_are_planned_from_the_first_round(asked, first, target, expected):
+    assert repeats.planned(asked, first, target) == expected

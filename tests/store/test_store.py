@@ -63,6 +63,20 @@ def test_add_get_round_trip_keeps_every_field(store):
     assert back.to_dict() | {"final_elbo": 0} == run.to_dict() | {"final_elbo": 0}
 
 
+def test_each_repeat_is_kept_in_order_and_must_be_what_the_summary_says(store):
+    run_id = store.add(make_run(repeat_times=[0.041, 0.039, 0.04], program="0123456789abcdef"))
+    back = store.get(run_id)
+    assert back.repeat_times == [0.041, 0.039, 0.04] and back.program == "0123456789abcdef"
+    frame = store.frame()
+    assert json.loads(frame.loc[frame["id"] == run_id, "repeat_times_json"].iloc[0]) == [0.041, 0.039, 0.04]
+    # A run stored without its repeats (before they were kept) reads back with none.
+    assert store.get(store.add(make_run())).repeat_times == []
+    for bad, why in (([0.05, 0.039, 0.04], "run_s_max"), ([0.041, -0.039, 0.04], "seconds > 0"),
+                     ([0.04] * 1001, "at most 1,000")):
+        with pytest.raises(StoreError, match=why):
+            store.add(make_run(repeat_times=bad))
+
+
 def test_get_absent_raises_key_error(store):
     with pytest.raises(KeyError):
         store.get(42)
@@ -276,7 +290,8 @@ def test_export_import_round_trip(tmp_path, store, suffix):
     runs = [make_run("scan", created_at=1.5, final_elbo=float("nan"), status="diverged",
                      error="ELBO is nan at iteration 3", diverged_at=3),
             make_run("eager", created_at=2.5, run_s_max=float("inf")),
-            make_run("jit_step", created_at=3.25, iterations=1)]
+            make_run("jit_step", created_at=3.25, iterations=1, repeat_times=[0.041, 0.039, 0.04],
+                     program="0123456789abcdef")]
     for run in runs:
         store.add(run)
     path = tmp_path / f"runs{suffix}"

@@ -1,0 +1,67 @@
+"""Which run is the fastest to its solution, and which others it cannot be told from.
+
+A "fastest" that is not significantly faster than another run (`core.results.significance`),
+or that ran the same compiled program on the same problem, is noise, not a winner: a room
+would read the name as the answer, and it would change from one click to the next.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from core.results import significance, spread
+
+if TYPE_CHECKING:
+    import pandas
+
+
+class Tie(NamedTuple):
+    """A run the fastest cannot be told from: its strategy, and why ("same program", or the
+    test's verdict with its p-value)."""
+
+    strategy: str
+    why: str
+
+
+class Fastest(NamedTuple):
+    """The fastest run (a row of a runs frame) and the runs tied with it."""
+
+    run: "pandas.Series"
+    ties: list[Tie]
+
+
+def fastest(runs: "pandas.DataFrame", metric: str = "time_to_solution_s") -> Fastest | None:
+    """The run of `runs` (a runs frame's finished rows) with the least `metric`, and the others
+    whose difference from it is not significant; None when no run has a value of `metric`."""
+    timed = runs[runs[metric].notna()]
+    if timed.empty:
+        return None
+    best = timed.loc[timed[metric].idxmin()]
+    ties = []
+    for _, row in timed.iterrows():
+        if row["id"] == best["id"]:
+            continue
+        ratio = spread.speedup(spread.Spread.of_run(row, metric), spread.Spread.of_run(best, metric))
+        if ratio.significant is False:
+            ties.append(Tie(str(row["strategy"]), "same program" if ratio.same_program else ratio.why))
+    return Fastest(best, ties)
+
+
+class OneProgram(NamedTuple):
+    """Strategies whose runs executed one compiled program on one problem and host."""
+
+    program: str  # the fingerprint (`RunResult.program`)
+    strategies: list[str]
+
+
+def one_program_groups(runs: "pandas.DataFrame") -> list[OneProgram]:
+    """The groups of two or more strategies in `runs` (a runs frame with `program` and `host`)
+    that ran one program (`significance.program_identity`), in the frame's order."""
+    groups: dict[str, list[str]] = {}
+    fingerprints: dict[str, str] = {}
+    for _, row in runs.iterrows():
+        identity = significance.program_identity(row)
+        if identity and row["strategy"] not in groups.setdefault(identity, []):
+            groups[identity].append(str(row["strategy"]))
+            fingerprints[identity] = str(row["program"])
+    return [OneProgram(fingerprints[key], names) for key, names in groups.items() if len(names) > 1]
