@@ -3,11 +3,11 @@ peers alike): timed calls after the first one, each preceded by a cancel check a
 budget's, each reported as a "repeat" phase, and each kept only if it ran whole.
 
 How many: at least the spec's `repeats`, and for a short fit more, calibrated as pyperf and
-asv calibrate, until each fit has been timed for `min_measured_seconds()` in all (0.25 s: a
-16 ms fit takes 16 repeats), at most `MAX_REPEATS`. A difference between two fits is then
-tested on enough repeats (`core.results.significance`: 3 against 3 can never pass its test).
-The count is planned from the first round of repeats, so every fit timed together takes the
-same number.
+asv calibrate, until it has been timed for `min_measured_seconds()` in all (0.25 s: a 16 ms
+fit takes 16 repeats), at most `MAX_REPEATS`. A difference between two fits is then tested on
+enough repeats (`core.results.significance`: 3 against 3 can never pass its test; 3 against 11
+can). Each fit's count is planned from its first repeat: among fits timed together a slow one
+(eager, seconds a fit) keeps the spec's count while a quick one takes more, in the same rounds.
 
 Several fits timed together take their repeats in turn (`in_turn`: the first fit's repeat
 1, the second's, ..., then every repeat 2), as pyperf and asv interleave benchmarks, so that
@@ -55,46 +55,43 @@ def min_measured_seconds() -> float:
     return seconds
 
 
-def planned(repeats: int, first_round: Sequence[float], target_s: float) -> int:
-    """How many repeats every fit takes: `repeats`, or for fits whose first repeats took
-    `first_round` seconds, as many as bring the quickest to `target_s` in all, up to
-    `MAX_REPEATS` (never fewer than `repeats`)."""
-    timed = [seconds for seconds in first_round if seconds > 0]
-    if repeats < 1 or target_s <= 0 or not timed:
+def planned(repeats: int, first: float, target_s: float) -> int:
+    """How many repeats a fit whose first repeat took `first` seconds takes: as many as bring it
+    to `target_s` in all, never fewer than `repeats` nor (calibrating) more than `MAX_REPEATS`."""
+    if repeats < 1 or target_s <= 0 or not first > 0:
         return repeats
-    wanted = math.ceil(target_s / min(timed))
-    return max(repeats, min(MAX_REPEATS, wanted))
+    return max(repeats, min(MAX_REPEATS, math.ceil(target_s / first)))
 
 
 def in_turn(repeats: int, calls: Sequence[TimedCall], reports: Sequence[ProgressCallback],
             cancel: threading.Event | None, budget: Budget | None,
             target_s: float | None = None) -> list[list[float]]:
     """The seconds of each fit's whole steady-state calls, the fits taking turns: `repeats`
-    rounds, or as many as `planned` makes of them after the first (`target_s`: default
+    each, or as many as `planned` makes of it from its first (`target_s`: default
     `min_measured_seconds()`); a fit stops at its first partial call, all stop once the budget
     passed (a cancel raises `core.machine.device_queue.Cancelled`). `reports[i]` hears fit i."""
     target_s = min_measured_seconds() if target_s is None else target_s
     times: list[list[float]] = [[] for _ in calls]
     going = [True] * len(calls)
-    total = repeats
+    wanted = [repeats] * len(calls)
     r = 0
-    while r < total:
+    while r < max(wanted, default=0):
         for member, (call, report) in enumerate(zip(calls, reports)):
             progress.check(cancel)
             if budget is not None and budget.over():
                 going = [False] * len(calls)
-            if not going[member]:
+            if not going[member] or r >= wanted[member]:
                 continue
-            report(Progress("repeat", r, total))
+            report(Progress("repeat", r, wanted[member]))
             seconds, whole = call(r)
             if whole:
                 times[member].append(seconds)
+                if r == 0:
+                    wanted[member] = planned(repeats, seconds, target_s)
             else:
                 going[member] = False
-        if r == 0:
-            total = planned(repeats, [member[0] for member in times if member], target_s)
         r += 1
-    for report in reports:
+    for report, total in zip(reports, wanted):
         report(Progress("done", total, total))
     return times
 

@@ -256,21 +256,25 @@ def test_strategies_that_lower_to_one_program_share_its_fingerprint_and_others_d
 
 def test_a_short_fit_is_repeated_until_enough_time_is_measured(monkeypatch):
     monkeypatch.setenv("PLNLAB_MIN_MEASURED_S", "0.05")
-    specs = [_spec(strategy="scan", iterations=5), _spec(strategy="jit_step", iterations=5)]
-    results = engine.run_together(specs, cache=prepared.ExecutableCache())
+    specs = [_spec(strategy="eager", iterations=30), _spec(strategy="scan", iterations=5)]
+    heard = []
+    results = engine.run_together(specs, on_progress=heard.append, cache=prepared.ExecutableCache())
     counts = [len(r.repeat_times) for r in results]
-    # Both take the same calibrated count, more than the 2 asked for, and no more than the bound.
-    assert counts[0] == counts[1] and 2 < counts[0] <= repeats.MAX_REPEATS
-    # Planned from the first round's times: enough for the quickest to reach 0.05 s.
-    assert counts[0] == repeats.planned(2, [r.repeat_times[0] for r in results], 0.05)
-    assert all(r.repeats == 2 for r in results)  # the spec's minimum, as asked
+    # Each planned from its own first repeat: enough to reach 0.05 s, at least the 2 asked for,
+    # at most the bound; the quick scan takes more than the 2 asked for.
+    assert counts == [repeats.planned(2, r.repeat_times[0], 0.05) for r in results]
+    assert 2 < counts[1] <= repeats.MAX_REPEATS and all(r.repeats == 2 for r in results)
+    # Still in turn: each round takes every fit that still wants a repeat, in order.
+    said = [(p.member, p.done) for p in heard if p.phase == "repeat"]  # eager also reports within a repeat
+    order = [step for index, step in enumerate(said) if index == 0 or said[index - 1] != step]
+    assert order[:4] == [(0, 0), (1, 0), (0, 1), (1, 1)] and len(order) == len(set(order)) == sum(counts)
     monkeypatch.setenv("PLNLAB_MIN_MEASURED_S", "soon")
     with pytest.raises(SpecError, match="PLNLAB_MIN_MEASURED_S"):
         engine.run(_spec(), cache=prepared.ExecutableCache())
 
 
 @pytest.mark.parametrize("asked, first, target, expected", [
-    (3, [0.016], 0.25, 16), (3, [0.5], 0.25, 3), (3, [1e-5], 0.25, 25), (30, [1e-5], 0.25, 30),
-    (3, [0.016, 0.004], 0.25, 25), (3, [0.016], 0.0, 3), (0, [0.016], 0.25, 0), (3, [], 0.25, 3)])
-def test_the_repeats_are_planned_from_the_first_round(asked, first, target, expected):
+    (3, 0.016, 0.25, 16), (3, 0.5, 0.25, 3), (3, 1e-5, 0.25, 25), (30, 1e-5, 0.25, 30),
+    (3, 0.016, 0.0, 3), (0, 0.016, 0.25, 0), (3, 0.0, 0.25, 3)])
+def test_the_repeats_are_planned_from_the_first(asked, first, target, expected):
     assert repeats.planned(asked, first, target) == expected
