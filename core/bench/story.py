@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
-from core.results import spread
+from core.results import significance, spread
 from core.results.result import RunResult
 from core.spec import GRADIENT_OPTIMIZERS, FitSpec, OptimizerSpec
 
@@ -159,6 +159,12 @@ def outcomes(runs: Sequence[RunResult | None]) -> list[Outcome]:
     """
     usable = [run if run is not None and run.status == "ok" else None for run in runs]
     spreads = [spread.Spread.of_run(run, "per_iter_ms") if run is not None else None for run in usable]
+    # Steps that ran one compiled program are one speed: each shows the speed-up of their pooled
+    # repeats, so that "one program" never sits beside two different numbers.
+    for index in range(1, len(spreads)):
+        here, before = spreads[index], spreads[index - 1]
+        if here is not None and before is not None and significance.same_program(here.program, before.program):
+            spreads[index - 1] = spreads[index] = spread.Spread.pooled([before, here])
     first = spreads[0] if spreads else None
     start_mark = usable[0].timed_with if usable and usable[0] is not None else ""
     found = []

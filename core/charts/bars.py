@@ -274,10 +274,19 @@ def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt
     if base_rows.empty or not base_rows["run_s"].median() > 0:
         return note_chart(f"Run the {baseline} strategy to see speed-ups against it.", title)
     base = pooled(base_rows)
+    # Strategies that ran one compiled program are one speed: each shows the speed-up of their
+    # pooled repeats, so that one program never reads as three different speed-ups.
+    spreads = {name: pooled(group[group["ok"]]) for name, group in df.groupby("strategy", sort=False)
+               if group["ok"].any()}
+    for program in {found.program for found in spreads.values() if found.program}:
+        same = [name for name, found in spreads.items() if found.program == program]
+        if len(same) > 1:
+            together = spread.Spread.pooled([spreads[name] for name in same])
+            spreads.update((name, together) for name in same)
     rows = []
     for name, group in df.groupby("strategy", sort=False):
         done = group[group["ok"]]
-        found = spread.speedup(base, pooled(done)) if not done.empty else None
+        found = spread.speedup(base, spreads[name]) if name in spreads else None
         diverged = int((~group["ok"]).sum())
         text = found.brief if found is not None else "diverged"
         if found is not None and name == baseline:

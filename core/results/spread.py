@@ -188,12 +188,6 @@ def ratio(value: Spread, baseline: Spread) -> Ratio:
     return Ratio(value=value.median / baseline.median, low=low, high=high, significant=test.differs, test=test)
 
 
-def differs(first: Spread, second: Spread) -> bool | None:
-    """Whether two timings differ (`significance.compare`): False within noise or for one
-    program, None when either has a single repeat."""
-    return speedup(first, second).significant if first.median > 0 and second.median > 0 else None
-
-
 def _test(baseline: Spread, other: Spread, low: float, high: float) -> significance.Test:
     """The significance test of two spreads; without their samples, their ranges apart and the
     ratio's range clear of x1 by `CLEAR_OF_ONE`."""

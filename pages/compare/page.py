@@ -127,12 +127,15 @@ if frame.empty:
     st.stop()
 
 # --- filter and pick -----------------------------------------------------------------------
-# Four to a row: at 1024 px a box narrower than a quarter of the page cuts its chips.
-FILTER_ROW = 4
-boxes = [box for start in range(0, len(FILTERS), FILTER_ROW) for box in st.columns(FILTER_ROW)][:len(FILTERS)]
-for column, widget in zip(FILTERS, boxes):
-    # No empty choice: it shows as a blank chip (runs stored before a field was kept have none).
-    options = sorted(value for value in frame[column].dropna().astype(str).unique() if value.strip())
+# No empty choice: it shows as a blank chip (runs stored before a field was kept have none); no
+# box without a choice at all (a commit where the project is no git clone).
+offered = {column: sorted(value for value in frame[column].dropna().astype(str).unique() if value.strip())
+           for column in FILTERS}
+offered = {column: options for column, options in offered.items() if options}
+# Three to a row: at 1024 px a box of a quarter of the page cut its second chip to "ji…".
+FILTER_ROW = 3
+boxes = [box for start in range(0, len(offered), FILTER_ROW) for box in st.columns(FILTER_ROW)][:len(offered)]
+for (column, options), widget in zip(offered.items(), boxes):
     key = f"cmp_f_{column}"
     # Drop choices the store no longer has; only then, as assigning the key makes the
     # browser take this run's value over one picked while the page was rerunning.
@@ -142,7 +145,7 @@ for column, widget in zip(FILTERS, boxes):
         st.session_state[key] = still_stored
     widget.multiselect(FILTERS[column], options, key=key, persist_state="session", placeholder="all")
 mask = frame.index == frame.index
-for column in FILTERS:
+for column in offered:
     wanted = st.session_state.get(f"cmp_f_{column}") or []
     if wanted:
         mask &= frame[column].astype(str).isin(wanted)

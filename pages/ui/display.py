@@ -130,8 +130,12 @@ def show_run_notes(results: list[RunResult]) -> None:
                        icon=":material/warning:")
         if result.short:
             st.warning(f"{md(result.strategy)}: {md(short_note(result.estimated_gap))}", icon=":material/warning:")
-        if result.unstable:
-            st.warning(f"{md(result.strategy)}: {md(result.unstable)}", icon=":material/speed:")
+    # One box for runs timed together on one busy machine, not one per strategy.
+    busy = [r for r in results if r.unstable]
+    if busy:
+        st.warning(f"{', '.join(md(r.strategy) for r in busy)}: {md(busy[0].unstable)}"
+                   + (" (the first of them; each run's share is in its versions)" if len(busy) > 1 else ""),
+                   icon=":material/speed:")
     unsettled = [r for r in results if r.converged is False and not r.stalled and not r.short]
     if unsettled:
         st.info("Not converged: the last relative ELBO change is above the tolerance for "

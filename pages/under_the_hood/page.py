@@ -90,7 +90,8 @@ def show_inspection(inspection: findings.Inspection) -> None:
         table = pd.DataFrame(findings.executable_rows(inspection))
         table = table.loc[:, (table.notna() & (table != 0)).any()]  # e.g. code size: 0 on CPU
         st.dataframe(table, hide_index=True, column_config={
-            c: st.column_config.NumberColumn(format="%.2f") for c in table.columns if c != "executable"})
+            c: st.column_config.NumberColumn(format="%d" if c == "HLO instructions" else "%.2f")
+            for c in table.columns if c != "executable"})
 
 
 def show_layout(inspection: findings.Inspection) -> None:

@@ -114,3 +114,21 @@ def test_the_story_shows_the_runs_timed_together_over_newer_runs_timed_apart():
 def test_steps_are_frozen_records():
     with pytest.raises(dataclasses.FrozenInstanceError):
         story.STEPS[0].strategy = "scan"
+
+
+def test_steps_that_ran_one_program_show_one_speed_up_and_say_so():
+    def timed(strategy, median, program, seed):
+        import numpy as np
+
+        times = [float(t) for t in median * (1 + 0.05 * np.random.default_rng(seed).standard_normal(8))]
+        return make_run(strategy, run_s=float(np.median(times)), run_s_min=min(times), run_s_max=max(times),
+                        repeat_times=times, program=program)
+
+    eager, scan, named = timed("eager", 2.0, "", 0), timed("scan", 0.10, "abc", 1), timed("scan_namedtuple", 0.12,
+                                                                                           "abc", 2)
+    found = story.outcomes([eager, scan, named])
+    assert found[2].over_previous.same_program and found[2].over_previous.significant is False
+    # Pooled: the two steps read one speed-up since step 1, not 20 and 16.7.
+    assert found[1].since_start.value == found[2].since_start.value
+    rows = story.chart_rows([eager, scan, named], shown=2)
+    assert rows[1]["speedup"] == rows[2]["speedup"]

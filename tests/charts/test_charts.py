@@ -369,3 +369,25 @@ def test_log_axes_start_and_end_on_labelled_ticks():
                if layer["mark"]["type"] == "bar")
     low, high = bar["encoding"]["x"]["scale"]["domain"]
     assert (low, high) == (0.01, 0.1) and bar["encoding"]["x"]["axis"]["values"] == [0.01, 0.02, 0.05, 0.1]
+
+
+def test_strategies_of_one_program_show_one_speed_up_over_another_baseline():
+    """With eager as the baseline, scan and scan_namedtuple (one fingerprint) read one speed-up,
+    that of their pooled repeats, not two; a third program keeps its own."""
+    def timed(id_, strategy, median, program, seed):
+        times = list(median * (1 + 0.05 * np.random.default_rng(seed).standard_normal(8)))
+        return _run(id_, strategy, run_s=float(np.median(times)), run_s_min=min(times), run_s_max=max(times),
+                    repeat_times=times, program=program, host="h", lr=0.01, optimizer="seed", init="seed",
+                    tol=0.0, iterations_run=150)
+
+    runs = pd.DataFrame([timed(1, "eager", 2.0, "", 0), timed(2, "scan", 0.10, "abc", 1),
+                         timed(3, "scan_namedtuple", 0.13, "abc", 2), timed(4, "fori_loop", 0.10, "def", 3)])
+    data = pd.concat(_datasets(bars.speedup_bars(runs, baseline="eager").to_dict()))
+    per = data.dropna(subset=["strategy"]).drop_duplicates("strategy").set_index("strategy")
+    assert per.loc["scan", "speedup"] == per.loc["scan_namedtuple", "speedup"]
+    assert per.loc["scan", "text"] == per.loc["scan_namedtuple", "text"] and per.loc["scan", "text"].startswith("×")
+    assert per.loc["fori_loop", "speedup"] != per.loc["scan", "speedup"]
+    # Against one of them as the baseline, the other is the same program: no bar.
+    data = pd.concat(_datasets(bars.speedup_bars(runs, baseline="scan").to_dict()))
+    per = data.dropna(subset=["strategy"]).drop_duplicates("strategy").set_index("strategy")
+    assert per.loc["scan_namedtuple", "text"] == "same program" and per.loc["scan_namedtuple", "speedup"] == 1.0
