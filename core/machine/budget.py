@@ -17,6 +17,7 @@ the device ($PLNLAB_MAX_RUN_SECONDS, default 5 minutes; the queue wait does not 
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -35,22 +36,32 @@ _FLOORS = {name: runnable.dispatch_floor_s for name, runnable in catalog.RUNNABL
 _CELL_FLOORS = {"cpu": 2e-10, "gpu": 2e-12, "tpu": 2e-12}
 
 
+def seconds_setting(name: str, default: float, zero_allowed: bool = False) -> float:
+    """The environment variable `name` as a finite number of seconds, `default` when unset.
+
+    Raises:
+        SpecError: naming the variable, when it is not a number of seconds > 0 (>= 0 where
+            `zero_allowed`).
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and (seconds >= 0 if zero_allowed else seconds > 0)):
+        raise SpecError(f"{name} must be a number of seconds {'>=' if zero_allowed else '>'} 0; got {text!r}")
+    return seconds
+
+
 def max_run_seconds() -> float:
     """$PLNLAB_MAX_RUN_SECONDS when set, else `DEFAULT_MAX_RUN_SECONDS`.
 
     Raises:
         SpecError: the variable is not a number of seconds > 0.
     """
-    text = os.environ.get(MAX_RUN_SECONDS_ENV, "").strip()
-    if not text:
-        return DEFAULT_MAX_RUN_SECONDS
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not seconds > 0 or seconds == float("inf"):
-        raise SpecError(f"{MAX_RUN_SECONDS_ENV} must be a number of seconds > 0; got {text!r}")
-    return seconds
+    return seconds_setting(MAX_RUN_SECONDS_ENV, DEFAULT_MAX_RUN_SECONDS)
 
 
 def least_seconds(spec: FitSpec, shape: tuple[int, int, int] | None) -> float:

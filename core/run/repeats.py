@@ -16,14 +16,12 @@ a moment of load on a shared machine lands on every fit alike."""
 from __future__ import annotations
 
 import math
-import os
 import threading
 from typing import Callable, Sequence
 
-from core.machine.budget import Budget
+from core.machine.budget import Budget, seconds_setting
 from core.run import progress
 from core.run.progress import Progress, ProgressCallback
-from core.spec import SpecError
 
 # Times the r-th steady-state call: (its seconds, whether it ran every iteration the first
 # call ran; a call the budget stopped partway is not a repeat).
@@ -43,16 +41,7 @@ def min_measured_seconds() -> float:
     Raises:
         SpecError: the variable is not a number of seconds >= 0.
     """
-    text = os.environ.get(MIN_MEASURED_S_ENV, "").strip()
-    if not text:
-        return DEFAULT_MIN_MEASURED_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise SpecError(f"{MIN_MEASURED_S_ENV} must be a number of seconds >= 0; got {text!r}")
-    return seconds
+    return seconds_setting(MIN_MEASURED_S_ENV, DEFAULT_MIN_MEASURED_S, zero_allowed=True)
 
 
 def planned(repeats: int, first: float, target_s: float) -> int:
