@@ -80,7 +80,7 @@ st.markdown(
     "- **Clock**: `time.perf_counter()` around work that ends in `jax.block_until_ready(...)`, because JAX "
     "dispatches asynchronously and a call returns before the device has finished.\n"
     "- **Phases, reported apart**: tracing + lowering to StableHLO; XLA compilation; the first call; and "
-    "the steady state, the **median, min and max of R repeats** (the sidebar's *Repeats*), each starting "
+    "the steady state, the **median, min and max of R repeats or more** (the sidebar's *Repeats*, more for a short fit: below), each starting "
     "from the same initial state (the compiled loops consume their state, so each repeat gets a fresh copy, "
     "made before its clock starts). Per-iteration time = steady-state median / iterations run.\n"
     "- **Repeats, calibrated**: a short fit is repeated until it has been timed for 0.25 s in all, up to 25 "
