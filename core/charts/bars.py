@@ -30,7 +30,7 @@ from core.charts.style import (
     strategy_rank,
     with_spread,
 )
-from core.results import spread
+from core.results import headline, spread
 
 # Chronological, which is also the stack order; the colours are `style.PHASE_COLORS`.
 PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile",
@@ -278,11 +278,9 @@ def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt
     # pooled repeats, so that one program never reads as three different speed-ups.
     spreads = {name: pooled(group[group["ok"]]) for name, group in df.groupby("strategy", sort=False)
                if group["ok"].any()}
-    for program in {found.program for found in spreads.values() if found.program}:
-        same = [name for name, found in spreads.items() if found.program == program]
-        if len(same) > 1:
-            together = spread.Spread.pooled([spreads[name] for name in same])
-            spreads.update((name, together) for name in same)
+    for group in headline.one_program_groups(finished):
+        together = spread.Spread.pooled([spreads[name] for name in group.strategies])
+        spreads.update((name, together) for name in group.strategies)
     rows = []
     for name, group in df.groupby("strategy", sort=False):
         done = group[group["ok"]]

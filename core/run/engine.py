@@ -99,7 +99,7 @@ def run(
                                            cold=cold)
         window = (window_start, time.time())
     measurement = certified(measurement, counts)
-    _keep_machine_state(measurement, watch)
+    _keep_machine_state(measurement, _machine_state(watch))
     return RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
 
 
@@ -167,21 +167,27 @@ def run_together(
                                 cancel, allowed)
         window = (window_start, time.time())
     mark = uuid.uuid4().hex[:12]
+    state = _machine_state(watch)  # one timed window for the group: read once
     results = []
     for spec, timing, taken in zip(specs, timings, times):
         measurement = certified(timing.measurement(taken), counts)
-        _keep_machine_state(measurement, watch)
+        _keep_machine_state(measurement, state)
         result = RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
         result.timed_with = mark
         results.append(result)
     return results
 
 
-def _keep_machine_state(measurement, watch: machine_state.Watch) -> None:
+def _machine_state(watch: machine_state.Watch) -> dict:
+    """The machine's facts and its state over the timed window `watch` covered."""
+    return {**machine_state.facts(), **watch.state()}
+
+
+def _keep_machine_state(measurement, state: dict) -> None:
     """Adds the machine's state over the timed window to what the run keeps of its environment
     (`RunResult.versions`), as pyperf keeps it; pages read from it whether the run is unstable
     (`core.results.stability`)."""
-    measurement.versions = {**measurement.versions, **machine_state.facts(), **watch.state()}
+    measurement.versions = {**measurement.versions, **state}
 
 
 def _host_data(spec: FitSpec, counts: CountData | None, seconds: float) -> CountData | None:

@@ -57,9 +57,9 @@ class ExecutableCache:
                 self._items.move_to_end(key)
             return found
 
-    def put(self, key: tuple, executables: Cached) -> None:
+    def put(self, key: tuple, cached: Cached) -> None:
         with self._lock:
-            self._items[key] = executables
+            self._items[key] = cached
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
 
