@@ -7,8 +7,8 @@ module to name the functions it submits, never loads them. Each takes, by keywor
 `core.cluster.channel.TaskChannel`: progress out, cancel in, run once.
 
 What comes back is made of types that import nothing heavy: `RunResult`
-(`core.results.result`) and the findings of `core.inspect.findings` and
-`core.inspect.pitfall_notes`.
+(`core.results.result`) and the findings of `core.inspect.findings`,
+`core.inspect.trace_findings` and `core.inspect.pitfall_notes`.
 """
 
 from __future__ import annotations
@@ -87,6 +87,16 @@ def analysis(spec: FitSpec, counts: CountData | None, *, token: str, label: str)
 
     with TaskChannel(token, label):
         return roofline.analyse_apart(spec, counts)
+
+
+def timeline(spec: FitSpec, counts: CountData | None, names: tuple[str, ...], *, token: str, label: str):
+    """`core.inspect.timeline.trace_strategies`: a few iterations of each of `names` on
+    `spec`'s problem, traced by JAX's profiler (never a timing: nothing is stored)."""
+    # Deferred: JAX on the worker only.
+    from core.inspect import timeline as tracing
+
+    with TaskChannel(token, label):
+        return tracing.trace_strategies(spec, counts, names)
 
 
 def peaks(platform: str, dtype: str, remeasure: bool, *, token: str, label: str):

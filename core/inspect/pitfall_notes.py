@@ -1,7 +1,7 @@
-"""The seed tutorial's pitfalls as the pages list them: titles, what each demonstration
-shows, its code, and the result type it comes back as. Plain data: the dashboard's server
-shows all of it without JAX; the demonstrations themselves (`core.inspect.pitfalls`) run
-on a worker.
+"""The seed tutorial's pitfalls (and one any JIT level can fall into) as the pages list
+them: titles, what each demonstration shows, its code, and the result type it comes back
+as. Plain data: the dashboard's server shows all of it without JAX; the demonstrations
+themselves (`core.inspect.pitfalls`) run on a worker.
 """
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ import dataclasses
 import functools
 import pathlib
 
+from core.inspect.compile_log import Compile
+
 TITLES = {
     "trace_precedence": "Trace term: operator precedence drops Omega",
     "logdet_overflow": "log(det(Omega)) overflows in float32",
     "pytree_class": "The pytree class whose Omega never updates",
     "fused_reduction": "jaxlib 0.10.2 miscompiles a fused reduction on CPU",
+    "recompiles": "A compile every iteration: jit in the loop, a changing static argument",
 }
 # What each demo shows, before it has run (its result explains the numbers).
 SUMMARIES = {
@@ -27,6 +30,9 @@ SUMMARIES = {
                     "`tree_unflatten`. The demo runs it in `lax.scan` next to core's scan_pytree_class.",
     "fused_reduction": "jaxlib 0.10.2's CPU backend miscompiles the jitted Stirling sum of log Y! on oaks "
                        "(jax-ml/jax#39103). The demo computes it live on the installed jaxlib next to NumPy's.",
+    "recompiles": "Any JIT level falls back to compiling every iteration when the loop builds a new jitted "
+                  "function each time or passes a changing Python number as a static argument. The demo runs "
+                  "one small step three ways and shows each compile with JAX's own explanation of why.",
 }
 
 
@@ -41,6 +47,7 @@ class PitfallResult:
         correct: {label: value} computed the right way.
         reproduced: whether the bug showed here (the buggy and correct values differ).
         note: anything version- or platform-specific the numbers depend on.
+        recompiles: the demo's compiles, each with JAX's explanation and its stages' times.
     """
 
     key: str
@@ -50,6 +57,7 @@ class PitfallResult:
     correct: dict[str, float]
     reproduced: bool
     note: str = ""
+    recompiles: tuple[Compile, ...] = ()
 
 
 # The code a reader should see for each pitfall: top-level names in core/inspect/pitfalls.py.
@@ -58,7 +66,20 @@ CODE = {
     "logdet_overflow": ("logdet_overflow",),
     "pytree_class": ("SeedPLN", "pytree_class"),
     "fused_reduction": ("_log_stirling", "fused_reduction"),
+    "recompiles": ("_poisson_step", "recompiles"),
 }
+
+
+# A compile's stages as the pages' columns name them, in milliseconds.
+STAGES = {"trace ms": "trace_s", "lower ms": "lower_s", "XLA compile ms": "compile_s"}
+
+
+def compile_rows(compiles: tuple[Compile, ...]) -> list[dict]:
+    """A row per compile: the function, JAX's explanation, the call site (its file's name
+    and line) and the stages' milliseconds."""
+    return [{"function": c.function, "why": c.why, "called at": pathlib.PurePath(c.where).name,
+             **{column: None if getattr(c, field) is None else getattr(c, field) * 1e3
+                for column, field in STAGES.items()}} for c in compiles]
 
 
 def keys() -> list[str]:

@@ -8,7 +8,9 @@ correct value side by side on small data and says whether the bug showed:
 - `trace_precedence`: tr(M^T M + D Omega) instead of tr(Omega (M^T M + D));
 - `logdet_overflow`: log(det(Omega)) overflows in float32 for p = 114;
 - `pytree_class`: the level-4 class whose Omega never leaves the identity;
-- `fused_reduction`: jax-ml/jax#39103, the jitted Stirling sum on jaxlib 0.10.2.
+- `fused_reduction`: jax-ml/jax#39103, the jitted Stirling sum on jaxlib 0.10.2;
+- `recompiles`: not the seed's, but what turns any JIT level back into a compile per
+  iteration (a jit inside the loop, a changing static argument), explained by JAX.
 
 `catalogue()` lists them with the code a reader should see; `run(key)` runs one.
 """
@@ -28,6 +30,7 @@ from core.data.datasets import load_oaks, simulate
 from core.fit import model
 from core.fit.optim import make_optimizer
 from core.fit.strategies import init_state, scan_pytree_class
+from core.inspect import compile_log
 from core.inspect.pitfall_notes import CODE, SUMMARIES, TITLES, PitfallResult, source  # noqa: F401
 from core.machine import runtime
 from core.spec import OptimizerSpec
@@ -227,6 +230,58 @@ def fused_reduction() -> PitfallResult:
     )
 
 
+def _poisson_step(latent_mean, counts, step_size):
+    """One gradient step on the Poisson part of the ELBO in M: the smallest fit step."""
+    return latent_mean + step_size * (counts - jnp.exp(latent_mean))
+
+
+def recompiles(iterations: int = 4, n: int = 20, p: int = 3) -> PitfallResult:
+    """Three loops of the same step, counted and explained by JAX: jitted inside the loop,
+    with its step size as a static argument, and jitted once with the step size an array."""
+    runtime.configure()
+    counts = jnp.asarray(np.random.default_rng(0).poisson(2.0, size=(n, p)), jnp.float32)
+    start = jnp.zeros((n, p), jnp.float32)
+    schedule = [0.1 / (t + 1) for t in range(iterations)]
+    sizes = [jnp.asarray(size, jnp.float32) for size in schedule]  # made before the watch: no compile of ours
+
+    with compile_log.watch() as inside_loop:
+        latent_mean = start
+        for size in schedule:  # a new function object every iteration: JAX's cache never sees it again
+            latent_mean = jax.jit(lambda m: _poisson_step(m, counts, size))(latent_mean)
+    with compile_log.watch() as static_size:
+        step = jax.jit(_poisson_step, static_argnames="step_size")
+        latent_mean = start
+        for size in schedule:  # a static argument is part of the cache key: each new value compiles
+            latent_mean = step(latent_mean, counts, step_size=size)
+    with compile_log.watch() as once:
+        step = jax.jit(_poisson_step)
+        latent_mean = start
+        for size in sizes:  # same shapes and dtypes every call: one compile
+            latent_mean = step(latent_mean, counts, size)
+
+    def ours(compiles):
+        return [c for c in compiles if c.function in ("<lambda>", "_poisson_step")]
+
+    inside_loop, static_size, once = ours(inside_loop), ours(static_size), ours(once)
+    seconds = sum((c.trace_s or 0) + (c.lower_s or 0) + (c.compile_s or 0) for c in inside_loop + static_size)
+    return PitfallResult(
+        key="recompiles",
+        title=TITLES["recompiles"],
+        explanation=(
+            f"The same step, {iterations} iterations, three ways. `jax.jit(lambda ...)` inside the loop builds a "
+            "new function every iteration, and a step size passed as a static argument changes the cache key "
+            f"at every new value: each compiled {len(inside_loop)} and {len(static_size)} times "
+            f"({seconds * 1e3:,.0f} ms of tracing, lowering and compiling in all). Jitted once, with the step "
+            f"size an array, it compiled {len(once)} time(s). Below, each compile with JAX's own explanation "
+            "(`jax.explain_cache_misses`) and its stages' times (`jax.log_compiles`)."),
+        buggy={"compiles: jit inside the loop": float(len(inside_loop)),
+               "compiles: step size as a static argument": float(len(static_size))},
+        correct={"compiles: jitted once, step size an array": float(len(once))},
+        reproduced=len(inside_loop) > 1 and len(static_size) > 1,
+        recompiles=tuple(inside_loop + static_size + once),
+    )
+
+
 class Pitfall(NamedTuple):
     """A pitfall as the page lists it: its demo and the code worth reading."""
 
@@ -240,7 +295,7 @@ class Pitfall(NamedTuple):
 def catalogue() -> list[Pitfall]:
     """Every pitfall, in the order the tutorial meets them."""
     demos = {"trace_precedence": trace_precedence, "logdet_overflow": logdet_overflow,
-             "pytree_class": pytree_class, "fused_reduction": fused_reduction}
+             "pytree_class": pytree_class, "fused_reduction": fused_reduction, "recompiles": recompiles}
     return [Pitfall(key, TITLES[key], SUMMARIES[key], demo, tuple(globals()[name] for name in CODE[key]))
             for key, demo in demos.items()]
 

@@ -1,4 +1,4 @@
-"""Under the hood: what one strategy hands to XLA, and the seed tutorial's pitfalls run live."""
+"""Under the hood: what a strategy hands to XLA, an iteration traced, and the seed tutorial's pitfalls run live."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from core.spec import DEFAULTS, FitSpec, SpecError
 from pages.ui import resources, running, settings, state
 from pages.ui.display import guarded, si
 from pages.ui.text import md
-from pages.under_the_hood import roofline_panel
+from pages.under_the_hood import roofline_panel, timeline_panel
 
 TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretching the page
 
@@ -123,7 +123,8 @@ def show_texts(inspection: findings.Inspection) -> None:
 def show_pitfalls() -> None:
     st.header("Pitfalls of the seed tutorial")
     st.caption("Gangloff, \"JIT compilation with JAX\" (FinistR 2023) has bugs this product does not reproduce. "
-               "Each one runs here as a small demonstration: the tutorial's way next to the right way.")
+               "Each one runs here as a small demonstration: the tutorial's way next to the right way. The last "
+               "is no bug of the tutorial's but the way any JIT level loses its speed: compiling every iteration.")
     for key in pitfall_notes.keys():
         state_key = f"uth_pitfall_{key}"
         title = pitfall_notes.TITLES[key]
@@ -159,6 +160,11 @@ def show_pitfall_result(result: pitfall_notes.PitfallResult) -> None:
     rows = [{"computed": "the tutorial's way", "quantity": k, "value": f"{v:,.4f}"} for k, v in result.buggy.items()]
     rows += [{"computed": "the right way", "quantity": k, "value": f"{v:,.4f}"} for k, v in result.correct.items()]
     st.dataframe(pd.DataFrame(rows), hide_index=True)
+    if result.recompiles:
+        st.markdown("**Each compile, and why** (JAX's words):")
+        st.dataframe(pd.DataFrame(pitfall_notes.compile_rows(result.recompiles)), hide_index=True, column_config={
+            "why": st.column_config.TextColumn(width="large"),
+            **{stage: st.column_config.NumberColumn(format="%.1f") for stage in pitfall_notes.STAGES}})
     if result.note:
         st.caption(result.note)
 
@@ -216,5 +222,7 @@ elif inspected is not None:
     roofline_panel.show_roofline(*inspected, inspection)
     show_texts(inspection)
 
+st.divider()
+timeline_panel.show_timeline(spec, problem.counts)
 st.divider()
 show_pitfalls()

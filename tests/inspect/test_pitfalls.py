@@ -6,7 +6,7 @@ import jaxlib
 import numpy as np
 import pytest
 
-from core.inspect import pitfalls
+from core.inspect import pitfall_notes, pitfalls
 
 
 def test_trace_precedence_differs_and_the_correct_term_is_np():
@@ -49,9 +49,25 @@ def test_fused_reduction_agrees_on_the_installed_jaxlib_and_says_which():
     assert "0.10.2" in result.explanation and "1.114e6" in result.explanation
 
 
+def test_recompiles_counts_each_loops_compiles_and_gives_jaxs_reason_for_each():
+    result = pitfalls.recompiles(iterations=3)
+    assert result.reproduced
+    assert result.buggy == {"compiles: jit inside the loop": 3.0, "compiles: step size as a static argument": 3.0}
+    assert result.correct == {"compiles: jitted once, step size an array": 1.0}
+    compiles = result.recompiles
+    assert [c.function for c in compiles] == ["<lambda>"] * 3 + ["_poisson_step"] * 4
+    assert "re-defined repeatedly" in compiles[1].why
+    assert "step_size" in compiles[4].why and "Static(val=0.05)" in compiles[4].why
+    for c in compiles:  # every stage timed, every call site in the demo
+        assert c.trace_s > 0 and c.lower_s > 0 and c.compile_s > 0 and "pitfalls.py:" in c.where
+    rows = pitfall_notes.compile_rows(compiles)
+    assert rows[0]["called at"].startswith("pitfalls.py:") and rows[0]["XLA compile ms"] > 0
+
+
 def test_catalogue_lists_runnable_pitfalls_with_their_code():
     items = pitfalls.catalogue()
-    assert [p.key for p in items] == ["trace_precedence", "logdet_overflow", "pytree_class", "fused_reduction"]
+    assert [p.key for p in items] == ["trace_precedence", "logdet_overflow", "pytree_class", "fused_reduction",
+                                      "recompiles"]
     for item in items:
         assert item.title == pitfalls.TITLES[item.key] and item.summary
         code = pitfalls.source(item.key)

@@ -1,0 +1,109 @@
+"""Why a function compiled (again), in JAX's own words, with the time of each stage.
+
+Under `watch()`, JAX explains each tracing-cache miss (`jax.explain_cache_misses`: which
+argument changed, a static value, a shape, a dtype, or a function object never seen) and
+logs each compile's stages (`jax.log_compiles`: tracing, lowering to StableHLO, XLA's
+compilation). `read(messages)` turns those log lines into one `Compile` per compile.
+
+The types and the reading are plain Python: a pitfall's result carries them to the
+dashboard's server, which never imports JAX; `watch` imports it when called, on a worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import re
+from collections.abc import Iterable, Iterator
+
+_MISS = re.compile(r"TRACING CACHE MISS at (?P<where>\S+) \((?P<caller>[^)]*)\):\s*(?P<why>.*)", re.S)
+_TRACED = re.compile(r"Finished tracing (?P<name>.+?) for jit in (?P<s>[\d.e+-]+) sec")
+_LOWERED = re.compile(r"Finished jaxpr to MLIR module conversion jit\((?P<name>.+?)\) in (?P<s>[\d.e+-]+) sec")
+_COMPILED = re.compile(r"Finished XLA compilation of jit\((?P<name>.+?)\) in (?P<s>[\d.e+-]+) sec")
+# Messages longer than this are cut: an explanation lists every differing leaf of a pytree.
+MAX_WHY_CHARS = 600
+
+
+@dataclasses.dataclass(frozen=True)
+class Compile:
+    """One compile of a jitted function.
+
+    Attributes:
+        function: its name as JAX logs it ("<lambda>", "step").
+        why: JAX's explanation of the cache miss that caused it, e.g. "never seen
+            function" or "different input pytree: ... Static(val=2) and before
+            Static(val=1)"; "" when JAX gave none.
+        where: the call site, "file:line:column".
+        trace_s, lower_s, compile_s: seconds spent tracing to a jaxpr, lowering to
+            StableHLO and compiling with XLA (None where JAX logged no such stage: a
+            compile served by a cache).
+    """
+
+    function: str
+    why: str = ""
+    where: str = ""
+    trace_s: float | None = None
+    lower_s: float | None = None
+    compile_s: float | None = None
+
+
+def _tidy(why: str) -> str:
+    lines = [line.strip() for line in why.strip().splitlines() if line.strip()]
+    text = " ".join(lines)
+    return text if len(text) <= MAX_WHY_CHARS else text[:MAX_WHY_CHARS - 1] + "…"
+
+
+def read(messages: Iterable[str]) -> list[Compile]:
+    """One `Compile` per traced function in JAX's log `messages`, in order: a cache miss's
+    explanation opens one, the stages that follow for the same function fill it."""
+    found: list[dict] = []
+    pending_why: dict | None = None
+    for message in messages:
+        if miss := _MISS.search(message):
+            pending_why = {"why": _tidy(miss["why"]), "where": miss["where"]}
+        elif traced := _TRACED.search(message):
+            found.append({"function": traced["name"], "trace_s": float(traced["s"]), **(pending_why or {})})
+            pending_why = None
+        else:
+            for pattern, field in ((_LOWERED, "lower_s"), (_COMPILED, "compile_s")):
+                if (stage := pattern.search(message)) is not None:
+                    latest = next((entry for entry in reversed(found) if entry["function"] == stage["name"]), None)
+                    if latest is not None and field not in latest:
+                        latest[field] = float(stage["s"])
+    return [Compile(**entry) for entry in found]
+
+
+class _Collected(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def watch() -> Iterator[list[Compile]]:
+    """Collect the compiles of the block, explained; the list is filled when it ends.
+
+    JAX's messages go to its own logger only: they are taken off before its handlers
+    print them (a worker's log would fill with one warning per compile)."""
+    # Deferred: the server imports this module for its types and never loads JAX.
+    import jax
+
+    logger = logging.getLogger("jax")
+    handler = _Collected()
+    level, propagate = logger.level, logger.propagate
+    compiles: list[Compile] = []
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+    try:
+        with jax.explain_cache_misses(True), jax.log_compiles(True):
+            yield compiles
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+        compiles.extend(read(handler.messages))

@@ -1,0 +1,105 @@
+"""Inside one iteration: a few steady-state iterations of each strategy under JAX's profiler.
+
+`trace_strategies(spec, names)` prepares each strategy for `spec`'s problem as the engine
+does (its own executable cache, so nothing is shared with stored runs), runs it twice
+untraced (compile, first calls, then the untraced time), then runs every strategy once
+more inside one `jax.profiler.trace` session, each run marked by an annotation, and reads
+the trace (`core.inspect.trace_reading`). A traced run is never a timing: nothing is
+stored, and the profiler's own cost shows as traced against untraced time.
+
+Runs on a worker (`core.cluster.tasks.timeline`) under the device's lock, so that it does
+not land in another run's timed window. Python's own tracer is off: on CPU it made eager
+several times slower and the trace ten times larger; the host's launches and jit calls are
+C++ events and stay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import tempfile
+import time
+
+import jax
+import jaxlib
+
+from core.inspect import trace_reading
+from core.inspect.trace_findings import STRATEGIES, Timeline
+from core.machine.device_queue import device_lock
+from core.run.prepared import ExecutableCache, prepare
+from core.spec import FitSpec, SpecError
+
+ITERATIONS = 5
+# The trace file handed back for download; eager's at oaks x100 is a few MB.
+MAX_TRACE_BYTES = 40 * 2**20
+
+
+def _run(prep) -> float:
+    """One run of a prepared fit, in microseconds, once its arrays are ready."""
+    began = time.perf_counter()
+    jax.block_until_ready(prep.strategy.run(prep.executables, prep.problem, prep.strategy.fresh_state(prep.state),
+                                            prep.data, prep.tol))
+    return (time.perf_counter() - began) * 1e6
+
+
+def _events(trace_dir: str) -> list[trace_reading.Event]:
+    path = next(pathlib.Path(trace_dir).rglob("*.xplane.pb"))
+    profile = jax.profiler.ProfileData.from_file(str(path))
+    return [trace_reading.Event(plane.name, line.name, event.name, event.start_ns, event.duration_ns)
+            for plane in profile.planes for line in plane.lines for event in line.events]
+
+
+def _perfetto(trace_dir: str) -> bytes:
+    found = next(pathlib.Path(trace_dir).rglob("perfetto_trace.json.gz"), None)
+    if found is None or found.stat().st_size > MAX_TRACE_BYTES:
+        return b""
+    return found.read_bytes()
+
+
+def trace_strategies(spec: FitSpec, counts=None, names: tuple[str, ...] = STRATEGIES,
+                     iterations: int = ITERATIONS) -> Timeline:
+    """Trace `iterations` iterations of each of `names` on `spec`'s problem.
+
+    Args:
+        spec: the problem (data, precision, device, optimizer, start, tol); its strategy,
+            iterations and repeats are replaced.
+        counts: the data when the caller holds it (an uploaded CSV), as `prepare`.
+
+    Returns:
+        The timeline; a strategy that cannot run `spec`'s optimizer is left out and named in
+        its `skipped`, with why.
+
+    Raises:
+        SpecError: the device is absent or the data are invalid.
+    """
+    with device_lock(spec.device, label=f"timeline: {spec.dataset.label}"):
+        prepared, untraced, skipped = [], {}, []
+        for name in names:
+            try:
+                one = dataclasses.replace(spec, strategy=name, iterations=iterations, repeats=1)
+            except SpecError as exc:  # e.g. jit_per_function runs the gradient optimizers only
+                skipped.append((name, str(exc)))
+                continue
+            prep = prepare(one, counts, cache=ExecutableCache(size=1))
+            with jax.default_device(prep.device):
+                _run(prep)  # first calls: eager's and the jitted functions' own compiles
+                untraced[name] = _run(prep)
+            prepared.append(prep)
+        options = jax.profiler.ProfileOptions()
+        options.python_tracer_level = 0
+        with tempfile.TemporaryDirectory() as trace_dir:
+            with jax.profiler.trace(trace_dir, create_perfetto_trace=True, profiler_options=options):
+                for prep in prepared:
+                    with jax.default_device(prep.device), \
+                            jax.profiler.TraceAnnotation(trace_reading.ANNOTATION + prep.strategy.name):
+                        _run(prep)
+            events = _events(trace_dir)
+            perfetto = _perfetto(trace_dir)
+    first = prepared[0]
+    device = first.device
+    return Timeline(
+        dataset=spec.dataset.label, n=first.problem.n, p=first.problem.p, precision=spec.precision,
+        device=device.platform if device.device_kind == device.platform
+        else f"{device.platform} ({device.device_kind})",
+        optimizer=spec.optimizer.label, traces=trace_reading.read(events, iterations, untraced), perfetto=perfetto,
+        versions={"jax": jax.__version__, "jaxlib": jaxlib.__version__}, skipped=tuple(skipped))

@@ -1,0 +1,94 @@
+"""The Under-the-hood page's timeline: one iteration of eager, jit_step and scan, traced."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.charts import timeline as timeline_chart
+from core.cluster import submit, tasks
+from core.inspect import trace_findings
+from core.inspect.trace_findings import STRATEGIES, Timeline
+from core.spec import FitSpec
+from pages.ui import display, resources, running
+from pages.ui.display import guarded
+from pages.ui.text import md
+
+EXPLAINED = (
+    "Each strategy runs a few iterations of the sidebar's problem under JAX's profiler (`jax.profiler.trace`). "
+    "A row per strategy shows one iteration's worth of that run, from its middle: above, each executable the "
+    "host **launches**; below, each **XLA op** (a fused kernel), and in grey the **gaps**, where no XLA program "
+    "runs: Python, dispatching and waiting. Eager launches dozens of small programs an iteration; jit_step one; "
+    "scan one for the whole loop. A traced run is never a timing: nothing is stored, and the profiler's own "
+    "cost shows as traced against untraced time.")
+
+
+def trace(spec: FitSpec, counts, on_progress=None) -> Timeline:
+    """`core.inspect.timeline.trace_strategies` on a worker serving `spec.device`."""
+    return submit.call(resources.cluster(), tasks.timeline, spec, counts, STRATEGIES, platform=spec.device,
+                       label=f"timeline · {spec.dataset.label}", owner="dashboard", on_progress=on_progress)
+
+
+def show_timeline(spec: FitSpec | None, counts) -> None:
+    """The button, and the last timeline traced in this session."""
+    st.header("Inside one iteration: a timeline", anchor="timeline")
+    st.markdown(EXPLAINED)
+    clicked = st.button(f"Trace {', '.join(STRATEGIES)}", key="uth_trace", icon=":material/timeline:",
+                        disabled=spec is None)
+    if clicked and spec is not None:
+        waiting = st.empty()
+
+        def work():
+            resources.check_device(spec.device)
+            return trace(spec, counts, running.queue_notice(waiting))
+
+        with st.spinner(f"Tracing {len(STRATEGIES)} strategies on {spec.dataset.label} (compiling each first)…"):
+            traced = guarded(work, "Tracing the strategies")
+        waiting.empty()
+        if traced is not None:
+            st.session_state["uth_timeline"] = (spec.key, traced)
+    shown = st.session_state.get("uth_timeline")
+    if shown is None:
+        return
+    key, timeline = shown
+    if spec is not None and key != spec.key:
+        st.caption(":material/history: Showing the last timeline; the sidebar's problem has changed since.")
+    show(timeline)
+
+
+def show(timeline: Timeline) -> None:
+    st.markdown(f"Traced: **{md(timeline.dataset)}** ({timeline.n:,} × {timeline.p:,}) · {timeline.precision} · "
+                f"{timeline.device} · optimizer {timeline.optimizer} · "
+                f"{timeline.traces[0].iterations if timeline.traces else 0} iterations each · "
+                f"jax {timeline.versions.get('jax', '?')}")
+    for name, why in timeline.skipped:
+        st.caption(f":material/block: **{name}** left out: {md(why)}")
+    if not timeline.traces:
+        return
+    st.dataframe(pd.DataFrame(trace_findings.summary_rows(timeline)), hide_index=True, column_config={
+        "ms / iteration (untraced)": st.column_config.NumberColumn(format="%.3f"),
+        "ms / iteration (traced)": st.column_config.NumberColumn(format="%.3f"),
+        "launches / iteration": st.column_config.NumberColumn(format="%.1f", help=(
+            "executables launched from the host: a compiled loop is one for the whole run")),
+        "jit calls / iteration": st.column_config.NumberColumn(format="%.1f", help=(
+            "calls of jitted functions from Python; each of eager's operations is one")),
+        "XLA ops / iteration": st.column_config.NumberColumn(format="%.0f", help="XLA's ops (thunks) run"),
+        "gaps": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0, help=(
+            "share of the traced run during which no XLA program ran: Python, launching, waiting")),
+    })
+    display.chart(timeline_chart.timeline_chart(timeline),
+                  caption="Each row is as long as one iteration of its strategy (the tick marks its end). "
+                          "Hover a bar for the op's name and duration.")
+    left = sum(trace.spans_left_out for trace in timeline.traces)
+    if left:
+        st.caption(f"{left:,} more bars in these windows are not drawn; the trace file has them all.")
+    with st.expander("The heaviest ops of each strategy", icon=":material/list:"):
+        st.dataframe(pd.DataFrame(trace_findings.top_op_rows(timeline)), hide_index=True, column_config={
+            "µs / iteration": st.column_config.NumberColumn(format="%.1f"),
+            "calls / iteration": st.column_config.NumberColumn(format="%.1f"),
+            "share of the iteration": st.column_config.NumberColumn(format="percent")})
+    if timeline.perfetto:
+        st.download_button("Download the trace (Perfetto JSON)", timeline.perfetto, key="uth_trace_file",
+                           file_name="plnlab_timeline.perfetto.json.gz", mime="application/gzip",
+                           icon=":material/download:",
+                           help="Open it at ui.perfetto.dev or chrome://tracing: every event of the traced runs")

@@ -1,0 +1,75 @@
+"""A real profiler trace of the strategies a speaker compares, on a tiny fit: what each
+iteration launches, runs and waits for, read from JAX's own trace."""
+
+import gzip
+import json
+import pickle
+
+import pytest
+
+from core.charts import timeline as timeline_chart
+from core.inspect import timeline, trace_findings
+from core.inspect.trace_findings import GAP, LAUNCH_LANE, XLA_LANE
+from core.spec import DatasetSpec, FitSpec, OptimizerSpec
+
+TINY = DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0)
+
+
+def _spec(optimizer: str, init: str) -> FitSpec:
+    return FitSpec(dataset=TINY, strategy="scan", iterations=5, precision="float32", device="cpu",
+                   optimizer=OptimizerSpec(optimizer), init=init, repeats=1)
+
+
+@pytest.fixture(scope="module")
+def traced():
+    # The tutorial's optimizer: every strategy runs it, jit_per_function included.
+    return timeline.trace_strategies(_spec("seed", "seed"))
+
+
+def test_each_strategy_is_traced_in_turn_and_fewer_launches_come_with_more_compiled(traced):
+    assert [t.strategy for t in traced.traces] == list(trace_findings.STRATEGIES)
+    launches = {t.strategy: t.per_iteration(t.launches) for t in traced.traces}
+    # eager launches each operation, jit_per_function its five functions, jit_step one step,
+    # scan one program for the whole run.
+    assert launches["eager"] > launches["jit_per_function"] >= 5
+    assert launches["jit_per_function"] > launches["jit_step"] >= 1
+    assert launches["scan"] <= 1
+    assert traced.traces[0].jit_calls >= traced.traces[0].launches > 0
+
+
+def test_every_trace_has_ops_gaps_and_a_window_of_one_iteration(traced):
+    for trace in traced.traces:
+        assert trace.iterations == 5 and trace.ops > 0 and trace.top_ops, trace.strategy
+        assert 0 < trace.busy_us <= trace.traced_us and 0 <= trace.gap_share < 1
+        assert trace.untraced_us > 0
+        assert trace.window_us == pytest.approx(trace.traced_us / 5)
+        for span in trace.spans:
+            assert span.lane in (LAUNCH_LANE, XLA_LANE) and span.duration_us > 0
+            assert -1e-6 <= span.start_us and span.start_us + span.duration_us <= trace.window_us + 1e-6
+        assert any(span.lane == XLA_LANE and span.name != GAP for span in trace.spans), trace.strategy
+    eager = traced.traces[0]
+    # Op by op from Python: most of eager's iteration is spent outside XLA.
+    assert eager.gap_share > 0.3 and any(span.name == GAP for span in eager.spans)
+
+
+def test_the_trace_file_opens_as_perfetto_json_and_the_findings_are_plain_data(traced):
+    events = json.loads(gzip.decompress(traced.perfetto))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert any("ThunkExecutor" in event.get("name", "") for event in events)
+    assert pickle.loads(pickle.dumps(traced)) == traced
+    assert (traced.n, traced.p, traced.precision, traced.device) == (30, 4, "float32", "cpu")
+
+
+def test_a_strategy_that_cannot_run_the_optimizer_is_named_with_why_and_the_rest_are_traced():
+    traced = timeline.trace_strategies(_spec("preconditioned_lbfgs", "log_rates"), names=("jit_per_function", "scan"))
+    assert [t.strategy for t in traced.traces] == ["scan"]
+    (name, why), = traced.skipped
+    assert name == "jit_per_function" and "preconditioned_lbfgs" in why
+
+
+def test_the_chart_draws_a_row_per_lane_and_marks_each_iterations_end(traced):
+    frame = timeline_chart.frame(traced)
+    assert set(frame["kind"]) == {"launch", "XLA op", "gap"}
+    assert timeline_chart.row_order(traced)[:2] == [f"eager · {LAUNCH_LANE}", f"eager · {XLA_LANE}"]
+    spec = timeline_chart.timeline_chart(traced).to_dict()
+    assert spec["layer"][0]["mark"]["type"] == "bar" and spec["layer"][1]["mark"]["type"] == "tick"
