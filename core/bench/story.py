@@ -36,6 +36,8 @@ class Step:
         max_iterations: at most this many iterations, for a step too slow to run the
             problem's in a talk; the story compares time per iteration, which a Python
             loop's fixed cost per iteration keeps the same at any count.
+        traced: its speed-up is about what Python launches each iteration: the step
+            points to the traced timeline of one iteration (Under the hood).
     """
 
     strategy: str
@@ -45,6 +47,7 @@ class Step:
     pitfalls: tuple[str, ...] = ()
     changes: tuple[tuple[str, Any], ...] = ()
     max_iterations: int | None = None
+    traced: bool = False
 
     def spec(self, problem: FitSpec) -> FitSpec:
         """The problem's spec, run this step's way."""
@@ -71,7 +74,7 @@ STEPS: list[Step] = [
          pitfalls=("fused_reduction",)),
     Step("scan", "The whole loop in lax.scan", "seed tutorial, level 2",
          "The loop itself is compiled: one call runs every iteration on the device, with no return to Python "
-         "in between."),
+         "in between.", traced=True),
     Step("scan_namedtuple", "scan with a NamedTuple state", "seed tutorial, level 3",
          "Named, typed fields instead of dict keys: clearer code, the same compiled program, so the same speed."),
     Step("scan_pytree_class", "scan with a pytree class, done right", "seed tutorial, level 4",

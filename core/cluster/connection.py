@@ -40,6 +40,10 @@ log = logging.getLogger(__name__)
 
 WORKER_MEMORY_ENV = "PLNLAB_WORKER_MEMORY"
 START_TIMEOUT_S = 120.0
+# What this process's client builds from what workers and the scheduler send it: msgpack
+# only, never a pickle. Tasks return plain data (`core.cluster.plain`); a worker that sends an
+# object to unpickle is refused before any of it is built.
+DESERIALIZERS = ["msgpack"]
 # Where a worker's JAX finds an accelerator: a plugin installed and a device node present.
 _DEVICE_NODES = {"gpu": ("/dev/nvidia0", "/dev/kfd"), "tpu": ("/dev/accel0", "/dev/vfio/0")}
 _PLUGINS = {"gpu": ("jax-cuda", "jax-rocm"), "tpu": ("libtpu",)}
@@ -135,7 +139,7 @@ def start_local(platforms: list[str] | None = None, memory_limit: str | None = N
             preload=["core.cluster.worker_setup"], security=security.embedded(),
             env={worker_setup.LOCAL_PLATFORMS_ENV: ",".join(platforms)})
         try:
-            client = Client(local, security=local.security, set_as_default=False)
+            client = Client(local, security=local.security, set_as_default=False, deserializers=DESERIALIZERS)
             client.wait_for_workers(len(platforms), timeout=START_TIMEOUT_S)
         except BaseException:
             local.close()
@@ -152,7 +156,7 @@ def join(address: str, timeout_s: float = 10.0) -> Cluster:
     """
     tls = security.for_address(address)
     try:
-        client = Client(address, timeout=timeout_s, security=tls, set_as_default=False)
+        client = Client(address, timeout=timeout_s, security=tls, set_as_default=False, deserializers=DESERIALIZERS)
     except (OSError, TimeoutError) as exc:
         raise SpecError(f"no Dask scheduler answered at {address} ({SCHEDULER_ENV} or --scheduler): {exc}") from None
     return Cluster(client, None, Board(client))

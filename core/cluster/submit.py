@@ -31,7 +31,7 @@ from distributed import Event
 from distributed.client import FutureCancelledError
 from distributed.scheduler import KilledWorker
 
-from core.cluster import channel, worker_setup
+from core.cluster import channel, plain, worker_setup
 from core.cluster.connection import Cluster
 from core.cluster.errors import NoWorker, WorkerDied
 from core.run.progress import Cancelled, Progress, ProgressCallback
@@ -50,12 +50,14 @@ SERVED_EVERY_S = 1.0
 def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label: str, owner: str,
          on_progress: ProgressCallback | None = None, cancel: threading.Event | None = None) -> Any:
     """Runs `function(*args, token=..., label=label)` on a worker serving `platform` and
-    returns what it returns; the task's exceptions are raised here.
+    returns what it returns, rebuilt from the plain data it was sent as
+    (`core.cluster.plain`); the task's exceptions are raised here.
 
     Raises:
         WorkerDied: the worker running it died.
         Cancelled: `cancel` was set before the task finished.
         NoWorker: for `NO_WORKER_S`, no worker offered `platform`'s resource.
+        NotPlain: what came back is not plain data of the schema.
     """
     token = uuid.uuid4().hex
     inbox = cluster.board.listen(token)
@@ -110,7 +112,7 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
                         report(latest._replace(elbo=None))  # not a new point of its curve
                 finished.wait(POLL_S)
             try:
-                return future.result()
+                result = future.result()
             except KilledWorker:
                 if not started and not _ever_started(cluster, token):
                     # Lost from the dead worker's queue before it ran: the same task, sent again.
@@ -130,6 +132,7 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
                                          "lost)") from None
                 raise _died(started, "the worker process running it died (killed, out of memory or "
                                      "crashed)") from None
+            return plain.decode(result)
     finally:
         cluster.board.forget(token)
         if not future.done():  # cancelled, or the caller stopped (a page left): the task stops too

@@ -8,7 +8,8 @@ module to name the functions it submits, never loads them. Each takes, by keywor
 
 What comes back is made of types that import nothing heavy: `RunResult`
 (`core.results.result`) and the findings of `core.inspect.findings`,
-`core.inspect.trace_findings` and `core.inspect.pitfall_notes`.
+`core.inspect.trace_findings` and `core.inspect.pitfall_notes`, sent as plain data
+(`core.cluster.plain`, `@plain.returned`): the submitter unpickles nothing a worker sends.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import tempfile
 from typing import Any
 
-from core.cluster import worker_setup
+from core.cluster import plain, worker_setup
 from core.cluster.channel import TaskChannel
 from core.data.counts import CountData
 from core.results.result import RunResult
@@ -36,6 +37,7 @@ def _cache():
     return _executables
 
 
+@plain.returned
 def fit(spec: FitSpec, counts: CountData | None, owner: str, cold: bool, max_seconds: float, *, token: str,
         label: str) -> tuple[RunResult, dict[str, Any]]:
     """Fit and time `spec` (`core.run.engine.run`) under the submitter's time budget ->
@@ -53,6 +55,7 @@ def fit(spec: FitSpec, counts: CountData | None, owner: str, cold: bool, max_sec
     return result, state
 
 
+@plain.returned
 def fit_together(specs: list[FitSpec], counts: CountData | None, owner: str, max_seconds: float,
                  cold: bool = False, *, token: str, label: str) -> tuple[list[RunResult], dict[str, Any]]:
     """Fit and time `specs` side by side, their repeats in turn (`core.run.engine.run_together`)
@@ -71,6 +74,7 @@ def fit_together(specs: list[FitSpec], counts: CountData | None, owner: str, max
     return results, state
 
 
+@plain.returned
 def inspection(spec: FitSpec, counts: CountData | None, *, token: str, label: str):
     """`core.inspect.introspect.inspect_fit`: source, jaxpr, HLO, costs and layout of `spec`."""
     # Deferred: JAX on the worker only.
@@ -80,6 +84,7 @@ def inspection(spec: FitSpec, counts: CountData | None, *, token: str, label: st
         return introspect.inspect_fit(spec, counts)
 
 
+@plain.returned
 def analysis(spec: FitSpec, counts: CountData | None, *, token: str, label: str):
     """`core.inspect.roofline.analyse_apart`: XLA's costs of `spec` against this machine."""
     # Deferred: JAX on the worker only.
@@ -89,6 +94,7 @@ def analysis(spec: FitSpec, counts: CountData | None, *, token: str, label: str)
         return roofline.analyse_apart(spec, counts)
 
 
+@plain.returned
 def timeline(spec: FitSpec, counts: CountData | None, names: tuple[str, ...], *, token: str, label: str):
     """`core.inspect.timeline.trace_strategies`: a few iterations of each of `names` on
     `spec`'s problem, traced by JAX's profiler (never a timing: nothing is stored)."""
@@ -99,6 +105,7 @@ def timeline(spec: FitSpec, counts: CountData | None, names: tuple[str, ...], *,
         return tracing.trace_strategies(spec, counts, names)
 
 
+@plain.returned
 def peaks(platform: str, dtype: str, remeasure: bool, *, token: str, label: str):
     """`core.inspect.roofline.device_peaks`: this worker's measured matmul, exp and memory rates."""
     # Deferred: JAX on the worker only.
@@ -108,6 +115,7 @@ def peaks(platform: str, dtype: str, remeasure: bool, *, token: str, label: str)
         return roofline.device_peaks(platform, dtype, remeasure)
 
 
+@plain.returned
 def pitfall(key: str, *, token: str, label: str):
     """`core.inspect.pitfalls.run`: one of the seed tutorial's pitfalls, demonstrated, on the
     CPU in its turn in the host's device queue (a demo's fit must not land in another run's
@@ -120,6 +128,7 @@ def pitfall(key: str, *, token: str, label: str):
         return pitfalls.run(key)
 
 
+@plain.returned
 def sweep_point(spec: FitSpec, *, token: str, label: str) -> RunResult:
     """One run of the device sweep in its own `python -m core run` process (simulated CPU
     devices are fixed when JAX starts), storing into a scratch store of its own: the run
@@ -138,6 +147,7 @@ def sweep_point(spec: FitSpec, *, token: str, label: str) -> RunResult:
     return result
 
 
+@plain.returned
 def benchmark(bench, *, token: str, label: str) -> tuple[list[str], list[RunResult]]:
     """The command line's benchmark (`core.bench.suite.Bench`), every run side by side on this
     worker -> (its tables, its runs for the submitter's store). The runs are kept in a

@@ -10,7 +10,7 @@ import dataclasses
 import functools
 import pathlib
 
-from core.inspect.compile_log import Compile
+from core.machine.compile_log import Compile
 
 TITLES = {
     "trace_precedence": "Trace term: operator precedence drops Omega",

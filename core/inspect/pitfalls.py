@@ -30,9 +30,8 @@ from core.data.datasets import load_oaks, simulate
 from core.fit import model
 from core.fit.optim import make_optimizer
 from core.fit.strategies import init_state, scan_pytree_class
-from core.inspect import compile_log
 from core.inspect.pitfall_notes import CODE, SUMMARIES, TITLES, PitfallResult, source  # noqa: F401
-from core.machine import runtime
+from core.machine import compile_log, runtime
 from core.spec import OptimizerSpec
 
 

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from core.data.counts import CountData
-from core.machine import runtime
+from core.machine import compile_log, runtime
 from core.machine.budget import Budget
 from core.machine.compilations import CompileCounter
 from core.results.result import Measurement
@@ -49,6 +49,7 @@ class Timing:
             self._between_steps = (progress.live_elbo_reporter(report, problem.iterations, cancel, budget)
                                    if watched else progress.stop_checker(cancel, budget))
         self._repeat_counter = CompileCounter()
+        self._recompiles: list[compile_log.Compile] = []
         report(Progress("first_call", 0, problem.iterations))
         with jax.default_device(prep.device):
             # Copied outside the timing (a run that donates its state consumes it) and outside
@@ -74,12 +75,15 @@ class Timing:
         """Times the r-th steady-state call -> (its seconds, whether it ran every iteration
         the first call ran; a call the budget stopped partway is not a repeat)."""
         prep, strategy, budget = self.prep, self.prep.strategy, self.budget
-        with self._repeat_counter, jax.default_device(prep.device):
+        # JAX explains any compile here (a steady-state call should compile nothing); its
+        # flags change no cache key, and the watch stays outside the timed call.
+        with compile_log.watch() as compiles, self._repeat_counter, jax.default_device(prep.device):
             start = jax.block_until_ready(strategy.fresh_state(prep.state))
             between = (progress.repeat_reporter(self.report, r, self.spec.repeats, self.cancel, budget)
                        if self._between_steps is not None else None)
             output, seconds = timed(lambda: strategy.run(prep.executables, prep.problem, start, prep.data, prep.tol,
                                                          between))
+        self._recompiles.extend(compiles)
         return seconds, not (budget is not None and budget.passed and int(output.iterations_run) < self.elbo.size)
 
     def measurement(self, times: list[float]) -> Measurement:
@@ -105,7 +109,24 @@ class Timing:
             chunk_iterations=problem.chunk,
             timed_out=budget is not None and budget.passed,
             from_scratch=self.cold and strategy.compiled_ahead,
+            warnings=recompile_warnings(self._recompiles),
         )
+
+
+# Recompiles explained per run: the first few say why; the rest are counted.
+MAX_EXPLAINED = 3
+
+
+def recompile_warnings(compiles: list[compile_log.Compile]) -> list[str]:
+    """What a reader must know of compiles during the steady-state repeats, in JAX's words."""
+    if not compiles:
+        return []
+    said = [f"{c.function} compiled again during the timed repeats: "
+            + (c.why or "JAX gave no reason (it explains functions outside JAX itself)")
+            for c in compiles[:MAX_EXPLAINED]]
+    if len(compiles) > MAX_EXPLAINED:
+        said.append(f"{len(compiles) - MAX_EXPLAINED} more compiles during the timed repeats")
+    return said
 
 
 def start(spec: FitSpec, counts: CountData | None, report: ProgressCallback, cancel: threading.Event | None,

@@ -48,6 +48,9 @@ def test_the_story_walks_stored_steps_one_click_at_a_time(store):
     assert any("Timed apart from step 1" in caption.value for caption in at.caption)
     assert "2 · jit each function" in _chart_text(at) and len(store.list()) == 3  # stored: nothing ran
     assert any("ArrowRight" in html.proto.body for html in at.get("html"))  # the keys are bound
+    # scan's step is about what Python launches: it points to the traced iteration.
+    assert any("See it happen" in m.value for m in at.markdown)
+    assert "One iteration traced" in " ".join(link.proto.label for link in at.get("page_link"))
 
 
 def test_a_step_that_compiles_nothing_ahead_says_so(store):

@@ -1,6 +1,6 @@
 """Reading JAX's compile log: each compile with its cache miss's explanation and stages."""
 
-from core.inspect import compile_log
+from core.machine import compile_log
 
 LOG = [
     "TRACING CACHE MISS at /x/demo.py:13:8 (<module>):\n  never seen function:\n    f id=1 defined at /x/demo.py:10",
