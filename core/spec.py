@@ -65,6 +65,8 @@ MAX_FORMULA_CHARACTERS = 200
 # A learning rate and a tolerance any front door accepts (the sidebar's boxes, links, the
 # command line all read these).
 LR_RANGE = (1e-6, 10.0)
+# The learning rate of a spec whose optimizer has none, and the front doors' default.
+DEFAULT_LR = 0.01
 TOL_RANGE = (0.0, 0.99)
 
 
@@ -94,7 +96,7 @@ class FrontDoorDefaults:
     # For the strategies that take only gradient optimizers (jit_per_function, scan_analytic,
     # the PyTorch twins): the seed tutorial's own.
     gradient_optimizer: str = "seed"
-    lr: float = 0.01
+    lr: float = DEFAULT_LR
     init: str = "log_rates"
     iterations: int = 500
     repeats: int = 3
@@ -269,11 +271,12 @@ class OptimizerSpec:
             "preconditioned_lbfgs" (L-BFGS started from a model of the curvature, the
             fastest to converge).
         lr: learning rate (the initial step size for the two Rprops), for the optimizers of
-            `LEARNING_RATE_OPTIMIZERS`; the others ignore it.
+            `LEARNING_RATE_OPTIMIZERS`; the others ignore it, and their spec keeps the
+            default, so that one computation has one key whatever a front door passed.
     """
 
     name: str = "seed"
-    lr: float = 0.01
+    lr: float = DEFAULT_LR
 
     def __post_init__(self) -> None:
         _check_choice("optimizer", self.name, OPTIMIZERS)
@@ -281,6 +284,8 @@ class OptimizerSpec:
             raise SpecError(f"lr must be a number; got {self.lr!r}")
         if not LR_RANGE[0] <= float(self.lr) <= LR_RANGE[1]:
             raise SpecError(f"lr must be between {LR_RANGE[0]:g} and {LR_RANGE[1]:g}; got {self.lr}")
+        if self.name not in LEARNING_RATE_OPTIMIZERS:
+            object.__setattr__(self, "lr", DEFAULT_LR)  # frozen; unused, so not part of the key
 
     @property
     def label(self) -> str:
@@ -317,6 +322,11 @@ class FitSpec:
             `devices` of them); 0, the default, means all. Other strategies run on one
             device: for them 1 is accepted and stored as 0, so the same computation keeps
             one key.
+
+    What a runnable ignores is normalised here, not by each front door, so that the same
+    computation from the command line, a link or the sidebar has one `key`: the PyTorch
+    twins run every iteration (tol 0), and an optimizer without a learning rate keeps the
+    default `lr` (`OptimizerSpec`).
     """
 
     dataset: DatasetSpec = DatasetSpec()
@@ -344,6 +354,8 @@ class FitSpec:
         _check_int("devices", self.devices, 0, MAX_DEVICES)
         if (why := refusal(self.strategy, self.optimizer.name)) is not None:
             raise SpecError(why)
+        if not catalog.RUNNABLES[self.strategy].stops_at_tol:
+            object.__setattr__(self, "tol", 0.0)  # frozen; it runs every iteration whatever tol says
         if self.strategy != "sharded":
             if self.devices > 1:
                 raise SpecError(f"devices > 1 needs the sharded strategy (the others run on one device); "

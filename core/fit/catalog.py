@@ -64,6 +64,8 @@ class Runnable:
         donates_state: whether its new state is written over the old one (the memory
             estimate counts one state less).
         label: a few words for a chart's legend or a slide.
+        stops_at_tol: whether it stops at a spec's `tol` (every JAX strategy and pyPLNmodels);
+            the PyTorch twins run every iteration, and their specs keep tol 0.
     """
 
     name: str
@@ -77,6 +79,7 @@ class Runnable:
     needs: str = ""
     tutorial_level: int | None = None
     donates_state: bool = False
+    stops_at_tol: bool = True
 
     @property
     def is_peer(self) -> bool:
@@ -184,11 +187,13 @@ _RUNNABLES = (
         "precision. With a tolerance it stops by the rule every strategy uses (relative ELBO change), not by its "
         "own criterion.")),
     Runnable("torch_eager", "peer", "#665500", "PyTorch eager", dispatch_floor_s=5e-5, takes=_GRADIENT_ONLY,
+             stops_at_tol=False,
              needs="mirrors the optax optimizers seed, adam and rprop line for line in PyTorch", blurb=(
                  "Our algorithm line for line in PyTorch (same model, initialisation and optax optimizer "
                  "semantics: seed, adam and rprop), run op by op from a Python loop, every iteration: the "
                  "PyTorch counterpart of the eager strategy.")),
     Runnable("torch_compile", "peer", "#559977", "torch.compile", dispatch_floor_s=1e-5, takes=_GRADIENT_ONLY,
+             stops_at_tol=False,
              needs="mirrors the optax optimizers seed, adam and rprop line for line in PyTorch", blurb=(
                  "The same PyTorch step under torch.compile (TorchDynamo + Inductor, mode='default', "
                  "dynamic=False), one compiled function per iteration driven from a Python loop, like jit_step. "

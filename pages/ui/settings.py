@@ -14,7 +14,6 @@ from core.data.counts import CountData
 from core.spec import DEFAULTS as FRONT_DOOR
 from core.spec import (
     GRADIENT_OPTIMIZERS,
-    LEARNING_RATE_OPTIMIZERS,
     OAKS_COLUMNS,
     OAKS_ROWS,
     DatasetSpec,
@@ -27,8 +26,6 @@ from pages.ui.text import md, public
 from pages.ui.upload import Upload, current_upload
 
 KEY_PREFIX = "sb_"
-# Peers that run every iteration, whatever the tolerance (pyplnmodels stops at it).
-TORCH_TWINS = ("torch_eager", "torch_compile")
 
 
 class AwaitingUpload(SpecError):
@@ -103,16 +100,14 @@ class Settings:
     def fit_spec(self, strategy: str, dataset: DatasetSpec | None = None) -> FitSpec:
         """The FitSpec for `strategy` with these settings (and `dataset` if given).
 
-        Settings a strategy ignores are normalised (lr for the optimizers without one, tol
-        for the PyTorch twins, which run every iteration) so that the same computation
-        always has the same `FitSpec.key`. Raises SpecError for a strategy that cannot run
-        the optimizer (`core.spec.refusal`).
+        `FitSpec` normalises what a strategy ignores (lr, the PyTorch twins' tol), so the
+        same computation has the same key as from the command line or a link. Raises
+        SpecError for a strategy that cannot run the optimizer (`core.spec.refusal`).
         """
-        lr = float(self.lr) if self.optimizer in LEARNING_RATE_OPTIMIZERS else OptimizerSpec.lr
         return FitSpec(
             dataset=dataset or self.dataset_spec(), strategy=strategy, iterations=whole("iterations", self.iterations),
-            precision=self.precision, device=self.device, optimizer=OptimizerSpec(self.optimizer, lr), init=self.init,
-            repeats=whole("repeats", self.repeats), tol=0.0 if strategy in TORCH_TWINS else float(self.tol))
+            precision=self.precision, device=self.device, optimizer=OptimizerSpec(self.optimizer, float(self.lr)),
+            init=self.init, repeats=whole("repeats", self.repeats), tol=float(self.tol))
 
     def runnable(self, strategies: list[str]) -> tuple[list[str], list[str]]:
         """`strategies` split into those that can run this optimizer and those that refuse

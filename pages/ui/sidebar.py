@@ -13,6 +13,7 @@ import streamlit as st
 
 from core.fit import catalog
 from core.machine.device_queue import default_queue
+from core.spec import DEFAULTS as FRONT_DOOR
 from core.spec import (
     INITS,
     LEARNING_RATE_OPTIMIZERS,
@@ -192,7 +193,16 @@ def _device_inputs() -> None:
     for platform, why in found["missing"].items():
         st.caption(f":material/block: **{platform}** {why}")
     st.radio("Precision", PRECISIONS, key="sb_precision", persist_state="session", horizontal=True,
-             help="every array of the fit has this dtype")
+             help="every array of the fit has this dtype", on_change=follow_precision)
+
+
+def follow_precision() -> None:
+    """A tolerance left at one precision's default moves to the other's (float64 resolves a
+    smaller change), as the command line's default does: one problem, one key."""
+    now = st.session_state["sb_precision"]
+    before = next(other for other in PRECISIONS if other != now)
+    if st.session_state.get("sb_tol") == FRONT_DOOR.tol_for(before):
+        st.session_state["sb_tol"] = FRONT_DOOR.tol_for(now)
 
 
 def _optimizer_inputs() -> None:

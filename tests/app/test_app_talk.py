@@ -145,6 +145,22 @@ def test_a_link_sets_the_view_and_the_view_writes_the_link(store):
     at.sidebar.number_input(key="sb_iterations").set_value(40).run()
     assert at.query_params["iterations"] == "40" and at.query_params["precision"] == "float64"
     assert "repeats" not in at.query_params  # defaults stay out of the address
+    # float64 without a tolerance: float64's default, as on the command line.
+    assert at.sidebar.number_input(key="sb_tol").value == 1e-9
+
+
+def test_switching_precision_moves_a_default_tolerance_and_keeps_a_chosen_one(store):
+    from core.spec import DEFAULTS
+
+    at = open_app("pages/run/page.py")
+    assert at.sidebar.number_input(key="sb_tol").value == DEFAULTS.tol
+    at.sidebar.radio(key="sb_precision").set_value("float64").run()
+    assert at.sidebar.number_input(key="sb_tol").value == DEFAULTS.tol_float64
+    at.sidebar.radio(key="sb_precision").set_value("float32").run()
+    assert at.sidebar.number_input(key="sb_tol").value == DEFAULTS.tol
+    at.sidebar.number_input(key="sb_tol").set_value(1e-5).run()
+    at.sidebar.radio(key="sb_precision").set_value("float64").run()
+    assert at.sidebar.number_input(key="sb_tol").value == 1e-5 and not at.exception
 
 
 def AppTestWithLink(params: dict[str, str]):

@@ -1,0 +1,40 @@
+"""One computation, one key, whichever front door asked for it: the command line, a link or
+the sidebar. What a runnable ignores is normalised by the spec itself."""
+
+import pytest
+
+from core.cli import arguments
+from core.spec import DEFAULT_LR, DEFAULTS, FitSpec, OptimizerSpec
+from pages.ui.settings import Settings
+
+
+def _cli(*options: str) -> FitSpec:
+    args = arguments.build_parser().parse_args(["run", *options])
+    args.strategy = args.strategy or DEFAULTS.strategy  # as `python -m core run` fills it in
+    return arguments.fit_spec(args)
+
+
+@pytest.mark.parametrize("strategy, optimizer, options", [
+    ("scan", "preconditioned_lbfgs", []),
+    ("scan", "preconditioned_lbfgs", ["--precision", "float64"]),
+    ("scan", "preconditioned_lbfgs", ["--lr", "0.5"]),  # no learning rate: not part of the key
+    ("torch_eager", "seed", []),  # runs every iteration: tol is not part of the key
+    ("torch_compile", "seed", ["--tol", "0.001"]),
+    ("jit_per_function", "adam", ["--lr", "0.05"]),
+    ("pyplnmodels", "preconditioned_lbfgs", ["--precision", "float64"]),
+])
+def test_the_command_line_and_the_sidebar_give_one_problem_one_key(strategy, optimizer, options):
+    cli = _cli("--strategy", strategy, "--optimizer", optimizer, *options)
+    given = dict(zip(options[::2], options[1::2]))
+    precision = given.get("--precision", DEFAULTS.precision)
+    sidebar = Settings(optimizer=optimizer, precision=precision, lr=float(given.get("--lr", DEFAULTS.lr)),
+                       tol=float(given.get("--tol", DEFAULTS.tol_for(precision)))).fit_spec(strategy)
+    assert sidebar == cli and sidebar.key == cli.key
+
+
+def test_what_a_runnable_ignores_is_normalised_by_the_spec():
+    assert OptimizerSpec("preconditioned_lbfgs", 0.5).lr == DEFAULT_LR
+    assert OptimizerSpec("adam", 0.5).lr == 0.5
+    twin = FitSpec(strategy="torch_eager", tol=1e-3)
+    assert twin.tol == 0.0 and twin.key == FitSpec(strategy="torch_eager").key
+    assert FitSpec(strategy="pyplnmodels", optimizer=OptimizerSpec("preconditioned_lbfgs"), tol=1e-3).tol == 1e-3
