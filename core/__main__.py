@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 
+from core import config
 from core.cli import (
     EXIT_BAD_INPUT,
     EXIT_INTERNAL,
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("python -m core: cancelled; nothing was stored\n")
         return 130
     except Exception as error:  # noqa: BLE001 - the last line of defence of a CLI
-        if os.environ.get("PLNLAB_DEBUG"):
+        if config.raw("PLNLAB_DEBUG"):
             traceback.print_exc()
         sys.stderr.write(f"python -m core: internal error: {type(error).__name__}: {error} "
                          "(set PLNLAB_DEBUG=1 for a traceback)\n")

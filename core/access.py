@@ -14,10 +14,11 @@ import collections
 import hmac
 import ipaddress
 import math
-import os
 import threading
 import time
 from typing import Callable
+
+from core import config
 
 PASSWORD_ENV = "PLNLAB_PASSWORD"
 PASSWORD_FILE_ENV = "PLNLAB_PASSWORD_FILE"
@@ -37,11 +38,11 @@ def configured(secrets_password: str | None = None) -> str | None:
     Raises:
         AccessError: $PLNLAB_PASSWORD_FILE names a file that cannot be read or is empty.
     """
-    return os.environ.get(PASSWORD_ENV) or _held.get(PASSWORD_ENV) or _from_file() or secrets_password or None
+    return config.raw(PASSWORD_ENV) or _held.get(PASSWORD_ENV) or _from_file() or secrets_password or None
 
 
 def _from_file() -> str | None:
-    path = os.environ.get(PASSWORD_FILE_ENV, "").strip()
+    path = config.raw(PASSWORD_FILE_ENV)
     if not path:
         return None
     try:
@@ -60,7 +61,7 @@ def hold_secrets() -> None:
     """Moves $PLNLAB_PASSWORD out of this process's environment into its memory, before it
     starts processes of its own: a worker of the embedded cluster (started again by its
     nanny at any time) would inherit it, and whatever runs there could read it."""
-    value = os.environ.pop(PASSWORD_ENV, None)
+    value = config.take(PASSWORD_ENV)
     if value:
         _held[PASSWORD_ENV] = value
 
@@ -258,7 +259,7 @@ def others_may_be_deleted(signed_in: bool = False) -> bool:
     Raises:
         ValueError: the variable holds something else (the message says what is accepted).
     """
-    text = os.environ.get(ALLOW_DELETE_ENV, "").strip().lower()
+    text = config.raw(ALLOW_DELETE_ENV).lower()
     if not text:
         return not signed_in
     if text in _YES:

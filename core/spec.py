@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from typing import Any
 
+from core import config
 from core.fit import catalog
 
 # "simulated_on_device" is drawn directly on the devices (core.data.on_device), for the
@@ -43,21 +43,25 @@ OAKS_FORMULAS = ("", "~ 1 + tree", "~ 1 + orientation", "~ 1 + dist2ground", "~ 
 
 # Caps keep a mistyped number from taking a shared server down; they are generous
 # enough for the benchmarks (oaks x1000 is n = 116,000). Each can be lowered (or raised)
-# per server or shell with an environment variable: see `cap`.
-MAX_REPLICATE = 100_000
-MAX_ROWS = 10_000_000
-MAX_COLUMNS = 2_000
-MAX_COVARIATES = 50
-MAX_ITERATIONS = 1_000_000
-MAX_REPEATS = 100
-# Runs noted as under way (queued or running) at once on a store: by one owner (a session or
-# a signed-in user; Story's warm-up notes its 7 steps at once), and by everyone. A script
-# that clicks Run in a loop fills its own share, not the server's.
-MAX_QUEUED_PER_OWNER = 16
-MAX_QUEUED = 64
-# Seconds one owner's runs may have held a device in the last hour before their next run is
-# refused: a session that keeps the device busy leaves others a share of it.
-MAX_DEVICE_SECONDS_PER_HOUR = 2_700
+# per server or shell with its environment variable (`core.config`, which holds the
+# defaults): see `cap`. Runs noted as under way (queued or running) at once on a store are
+# capped by owner (a session or a signed-in user; Story's warm-up notes its 7 steps at
+# once), and for everyone: a script that clicks Run in a loop fills its own share, not the
+# server's. An owner's device seconds in the last hour are capped too: a session that
+# keeps the device busy leaves others a share of it.
+_CAP_VARIABLES = {"replicate": "PLNLAB_MAX_REPLICATE", "rows": "PLNLAB_MAX_ROWS", "columns": "PLNLAB_MAX_COLUMNS",
+                  "covariates": "PLNLAB_MAX_COVARIATES", "iterations": "PLNLAB_MAX_ITERATIONS",
+                  "repeats": "PLNLAB_MAX_REPEATS", "queued_per_owner": "PLNLAB_MAX_QUEUED_PER_OWNER",
+                  "queued": "PLNLAB_MAX_QUEUED", "device_seconds_per_hour": "PLNLAB_MAX_DEVICE_SECONDS_PER_HOUR"}
+MAX_REPLICATE = config.variable("PLNLAB_MAX_REPLICATE").default
+MAX_ROWS = config.variable("PLNLAB_MAX_ROWS").default
+MAX_COLUMNS = config.variable("PLNLAB_MAX_COLUMNS").default
+MAX_COVARIATES = config.variable("PLNLAB_MAX_COVARIATES").default
+MAX_ITERATIONS = config.variable("PLNLAB_MAX_ITERATIONS").default
+MAX_REPEATS = config.variable("PLNLAB_MAX_REPEATS").default
+MAX_QUEUED_PER_OWNER = config.variable("PLNLAB_MAX_QUEUED_PER_OWNER").default
+MAX_QUEUED = config.variable("PLNLAB_MAX_QUEUED").default
+MAX_DEVICE_SECONDS_PER_HOUR = config.variable("PLNLAB_MAX_DEVICE_SECONDS_PER_HOUR").default
 # Devices one sharded run may span; 0 means every device of the platform.
 MAX_DEVICES = 4096
 # A formula is one short line ("~ 1 + tree + dist2ground").
@@ -122,33 +126,29 @@ class SpecError(ValueError):
     """A spec, option or input that is not acceptable; the message says what is accepted."""
 
 
-_CAP_DEFAULTS = {"replicate": "MAX_REPLICATE", "rows": "MAX_ROWS", "columns": "MAX_COLUMNS",
-                 "covariates": "MAX_COVARIATES", "iterations": "MAX_ITERATIONS", "repeats": "MAX_REPEATS",
-                 "queued_per_owner": "MAX_QUEUED_PER_OWNER", "queued": "MAX_QUEUED",
-                 "device_seconds_per_hour": "MAX_DEVICE_SECONDS_PER_HOUR"}
+def cap_variable(name: str) -> str:
+    """The environment variable that sets the cap on `name` (see `cap`)."""
+    return _CAP_VARIABLES[name]
 
 
 def default_cap(name: str) -> int:
     """The built-in cap on `name` (see `cap`)."""
-    return globals()[_CAP_DEFAULTS[name]]
+    return globals()[f"MAX_{name.upper()}"]  # e.g. MAX_QUEUED_PER_OWNER
 
 
 def cap(name: str) -> int:
     """The cap on `name` ("replicate", "rows", "columns", "covariates", "iterations",
-    "repeats"): $PLNLAB_MAX_<NAME> when set (e.g. PLNLAB_MAX_ITERATIONS=5000 on a shared
-    server), else the module's MAX_<NAME>. Read on every check, so tests and servers can
-    change it without a restart of the interpreter."""
-    variable = f"PLNLAB_MAX_{name.upper()}"
-    text = os.environ.get(variable, "").strip()
-    if not text:
+    "repeats", "queued_per_owner", "queued", "device_seconds_per_hour"): its variable
+    (`_CAP_VARIABLES`, e.g. PLNLAB_MAX_ITERATIONS=5000 on a shared server) when set, else the
+    module's MAX_<NAME>. Read on every check, so tests and servers can change it without a
+    restart of the interpreter."""
+    variable = _CAP_VARIABLES[name]
+    if not config.raw(variable):
         return default_cap(name)
     try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise SpecError(f"{variable} must be a whole number >= 1; got {text!r}")
-    return value
+        return config.whole(variable)
+    except config.ConfigError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

@@ -15,13 +15,13 @@ for each file offered (`refusal`):
 
 from __future__ import annotations
 
-import os
+from core import config
 
 SERVER_MB_ENV = "PLNLAB_MAX_UPLOADS_MB"
 # The sidebar's three CSV uploaders and Compare's runs import, with room to replace one.
 MAX_FILES_PER_SESSION = 6
 MAX_SESSION_MB = 100
-DEFAULT_SERVER_MB = 512
+DEFAULT_SERVER_MB = config.variable(SERVER_MB_ENV).default
 MB = 1024 * 1024
 
 
@@ -31,12 +31,13 @@ def server_cap_bytes() -> int:
     Raises:
         ValueError: the variable is not a whole number of megabytes >= 1.
     """
-    text = os.environ.get(SERVER_MB_ENV, "").strip()
-    if not text:
+    if not config.raw(SERVER_MB_ENV):
         return DEFAULT_SERVER_MB * MB
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{SERVER_MB_ENV} must be a whole number of megabytes >= 1; got {text!r}")
-    return int(text) * MB
+    try:
+        return config.whole(SERVER_MB_ENV) * MB
+    except config.ConfigError:
+        raise ValueError(f"{SERVER_MB_ENV} must be a whole number of megabytes >= 1; "
+                         f"got {config.raw(SERVER_MB_ENV)!r}") from None
 
 
 def refusal(size: int, signed_in: bool, session_sizes: list[int], server_bytes: int) -> str | None:

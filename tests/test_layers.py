@@ -12,9 +12,10 @@ from project import ROOT
 # runnables (`core.fit.catalog`) is plain data that imports nothing of core: any wing reads it.
 # results: what a run produced, read by everything above it (the store and charts read only it);
 # machine: what a run holds; store: keeps results; run: runs and times a fit, and stores it;
-# access and upload_bounds: who may do what, and how much they may send.
-ORDER = ("spec", "access", "upload_bounds", "fit", "data", "results", "machine", "store", "run", "inspect", "charts",
-         "bench", "cluster", "cli", "__main__")
+# access and upload_bounds: who may do what, and how much they may send; config, the ground
+# floor: every environment variable, importing nothing of core.
+ORDER = ("config", "spec", "access", "upload_bounds", "fit", "data", "results", "machine", "store", "run", "inspect",
+         "charts", "bench", "cluster", "cli", "__main__")
 CATALOG = "core.fit.catalog"
 
 

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
+from core import config
 from core.cli import EXIT_OK
 from core.cli.arguments import check_strategies, dataset_spec, fit_spec
 from core.cli.output import StderrProgress, print_json, print_run, read_csv_saying_how
@@ -69,7 +69,7 @@ def scheduler_address(args) -> str:
     """The scheduler to run on: --scheduler, else $PLNLAB_SCHEDULER, else "" (this process)."""
     from core.cluster import SCHEDULER_ENV  # not `connection`: that imports Dask, a second of a start
 
-    return (args.scheduler or os.environ.get(SCHEDULER_ENV, "")).strip()
+    return (args.scheduler or config.raw(SCHEDULER_ENV)).strip()
 
 
 def run_on_cluster(address: str, store, spec: FitSpec, counts, progress, cold: bool):

@@ -10,7 +10,7 @@
 - **A team's cluster**: with PLNLAB_SCHEDULER=tls://host:8786 (or `--scheduler` on the
   command line) the same code joins that scheduler over mutual TLS (`security.for_address`),
   whose workers were started with `dask worker tls://host:8786 --nthreads 1 --preload
-  core.cluster.worker_setup` and the team's certificates (README, "A team's cluster").
+  core.cluster.worker_setup` and the team's certificates (docs/team-cluster.md).
 
 `shared()` gives the process one connection, made when first asked (never at import), and
 closes it when the process exits; a connection that broke is made again.
@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
-import os
 import pathlib
 import threading
 from importlib import metadata
@@ -31,7 +30,7 @@ import dask
 import yaml
 from distributed import Client, LocalCluster
 
-from core import access
+from core import access, config
 from core.cluster import SCHEDULER_ENV, security, worker_setup
 from core.cluster.board import Board
 from core.spec import DEVICES, SpecError
@@ -129,7 +128,7 @@ def start_local(platforms: list[str] | None = None, memory_limit: str | None = N
     """Starts the embedded cluster (see the module docstring) and waits for its workers."""
     platforms = platforms or local_platforms()
     access.hold_secrets()  # no password in the workers' environment
-    memory_limit = memory_limit or os.environ.get(WORKER_MEMORY_ENV) or "auto"
+    memory_limit = memory_limit or config.raw(WORKER_MEMORY_ENV) or "auto"
     with dask.config.set(cluster_config()):
         local = LocalCluster(
             n_workers=len(platforms), threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -164,7 +163,7 @@ def join(address: str, timeout_s: float = 10.0) -> Cluster:
 
 def connect(address: str | None = None) -> Cluster:
     """`join(address or $PLNLAB_SCHEDULER)`, else `start_local()`."""
-    address = address or os.environ.get(SCHEDULER_ENV, "").strip()
+    address = address or config.raw(SCHEDULER_ENV)
     return join(address) if address else start_local()
 
 

@@ -18,7 +18,7 @@ How each value is written:
 
 Dask's own messages (a task's exception, a killed worker) still travel in its report
 stream, which its client does not let us restrict: there, mutual TLS is what keeps out a
-worker that is not ours (README, "Security").
+worker that is not ours (docs/security.md).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ dashboard's user. So:
 - **A team's cluster** uses mutual TLS: a `tls://` address, with the CA, certificate and
   key of this client in $PLNLAB_TLS_CA_FILE, $PLNLAB_TLS_CERT and $PLNLAB_TLS_KEY (or Dask's
   own `distributed.comm.tls.*` settings). `python -m core tls DIR` makes a CA and signed
-  certificates for the scheduler, the workers and the clients (README, "A team's cluster").
+  certificates for the scheduler, the workers and the clients (docs/team-cluster.md).
 - A plain `tcp://` address is refused unless it is this machine's loopback, or the operator
   opts in with $PLNLAB_ALLOW_PLAINTEXT=1 (a network of its own, e.g. inside one container).
 """
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import dask
 from distributed.security import Security
 
-from core import access
+from core import access, config
 from core.spec import SpecError
 
 CA_ENV = "PLNLAB_TLS_CA_FILE"
@@ -67,8 +67,8 @@ def for_address(address: str):
 
 
 def _team_security(address: str):
-    files = {"tls_ca_file": os.environ.get(CA_ENV, "").strip(), "tls_client_cert": os.environ.get(CERT_ENV, "").strip(),
-             "tls_client_key": os.environ.get(KEY_ENV, "").strip()}
+    files = {"tls_ca_file": config.raw(CA_ENV), "tls_client_cert": config.raw(CERT_ENV),
+             "tls_client_key": config.raw(KEY_ENV)}
     if not any(files.values()):  # Dask's own settings (distributed.comm.tls.*), if any
         configured = {"tls_ca_file": dask.config.get("distributed.comm.tls.ca-file", None),
                       "tls_client_cert": dask.config.get("distributed.comm.tls.client.cert", None),
@@ -85,7 +85,7 @@ def _team_security(address: str):
 
 
 def _opted_in() -> bool:
-    return os.environ.get(ALLOW_PLAINTEXT_ENV, "").strip().lower() in _YES
+    return config.raw(ALLOW_PLAINTEXT_ENV).lower() in _YES
 
 
 def _loopback(address: str) -> bool:

@@ -159,7 +159,7 @@ def _no_worker(cluster: Cluster, platform: str, waited_s: float) -> NoWorker:
     return NoWorker(f"no worker of this project serves {platform} on the scheduler at {cluster.address}: {theirs}; "
                     f"waited {waited_s:.0f} s. Start one there with: dask worker {cluster.address} --nthreads 1 "
                     "--preload core.cluster.worker_setup (and the team's --tls-ca-file, --tls-cert, --tls-key; "
-                    "README, \"A team's cluster\")")
+                    "docs/team-cluster.md)")
 
 
 def _ever_started(cluster: Cluster, token: str) -> bool:

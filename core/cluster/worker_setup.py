@@ -39,6 +39,7 @@ import socket
 import time
 from typing import Any
 
+from core import config
 from core.cluster.channel import KEY_PREFIX
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ PLATFORMS_ENV = "PLNLAB_WORKER_PLATFORMS"
 LOCAL_PLATFORMS_ENV = "PLNLAB_LOCAL_PLATFORMS"  # set by the embedded cluster: platform i for worker i
 MAX_RUNS_ENV = "PLNLAB_WORKER_MAX_RUNS"
 KEEP_THREAD_LIMITS_ENV = "PLNLAB_WORKER_KEEP_THREAD_LIMITS"
-DEFAULT_MAX_RUNS = 100
+DEFAULT_MAX_RUNS = config.variable(MAX_RUNS_ENV).default
 RESOURCE_PREFIX = "plnlab-"
 # The nanny's thread limits that would make this worker differ from the command line (a
 # worker started without core/cluster/dask.yaml gets them).
@@ -89,7 +90,7 @@ def dask_setup(worker) -> None:
 
 
 def _undo_nanny_thread_limits() -> None:
-    if os.environ.get(KEEP_THREAD_LIMITS_ENV):
+    if config.raw(KEEP_THREAD_LIMITS_ENV):
         return
     # Deferred: read only in a worker process, where distributed is loaded already.
     import dask
@@ -105,10 +106,10 @@ def _undo_nanny_thread_limits() -> None:
 
 def _platforms_wanted(worker) -> list[str] | None:
     """The platforms this worker should serve, or None for every one JAX finds."""
-    named = os.environ.get(PLATFORMS_ENV, "").strip()
+    named = config.listed(PLATFORMS_ENV)
     if named:
-        return [p.strip() for p in named.split(",") if p.strip()]
-    local = [p.strip() for p in os.environ.get(LOCAL_PLATFORMS_ENV, "").split(",") if p.strip()]
+        return named
+    local = config.listed(LOCAL_PLATFORMS_ENV)
     if local:
         try:
             return [local[int(worker.name) % len(local)]]
@@ -174,8 +175,8 @@ def _max_map_count() -> int:
 
 def max_runs() -> int:
     try:
-        return max(1, int(os.environ.get(MAX_RUNS_ENV, DEFAULT_MAX_RUNS)))
-    except ValueError:
+        return config.whole(MAX_RUNS_ENV)
+    except config.ConfigError:
         return DEFAULT_MAX_RUNS
 
 

@@ -21,12 +21,13 @@ import os
 import numpy as np
 import pandas as pd
 
+from core import config
 from core.data import csv_layout
 from core.data.counts import CountData, DataError, PathLike, validate
-from core.spec import cap
+from core.spec import cap, cap_variable
 
-MAX_CSV_BYTES = 50_000_000
 MAX_CSV_MB_ENV = "PLNLAB_MAX_CSV_MB"
+MAX_CSV_BYTES = int(config.variable(MAX_CSV_MB_ENV).default * 1e6)
 # A CSV cell reading like one of these is an absent value, not a malformed one.
 _MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none", "-"})
 
@@ -117,16 +118,12 @@ def _drop_zero_columns(counts: np.ndarray, layout: csv_layout.Layout, label: str
 def max_csv_bytes() -> int:
     """The size cap on one CSV file: $PLNLAB_MAX_CSV_MB megabytes when set, else 50 MB.
     (Uploads are also capped by Streamlit's server.maxUploadSize, in .streamlit/config.toml.)"""
-    text = os.environ.get(MAX_CSV_MB_ENV, "").strip()
-    if not text:
+    if not config.raw(MAX_CSV_MB_ENV):
         return MAX_CSV_BYTES
     try:
-        megabytes = float(text)
-    except ValueError:
-        megabytes = 0.0
-    if not megabytes > 0:
-        raise DataError(f"{MAX_CSV_MB_ENV} must be a number of megabytes > 0; got {text!r}")
-    return int(megabytes * 1e6)
+        return int(config.megabytes(MAX_CSV_MB_ENV) * 1e6)
+    except config.ConfigError as exc:
+        raise DataError(str(exc)) from None
 
 
 def read_bytes(path: PathLike, max_bytes: int | None = None) -> bytes:
@@ -194,7 +191,7 @@ def _check_cap(label: str, name: str, count: int) -> None:
     if count > most:
         raise DataError(
             f"{label} has {count:,} {name}; this server fits at most {most:,} "
-            f"(PLNLAB_MAX_{name.upper()}); use fewer {name}"
+            f"({cap_variable(name)}); use fewer {name}"
         )
 
 

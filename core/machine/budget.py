@@ -17,15 +17,14 @@ the device ($PLNLAB_MAX_RUN_SECONDS, default 5 minutes; the queue wait does not 
 
 from __future__ import annotations
 
-import math
-import os
 import time
 
+from core import config
 from core.fit import catalog
 from core.spec import FitSpec, SpecError
 
 MAX_RUN_SECONDS_ENV = "PLNLAB_MAX_RUN_SECONDS"
-DEFAULT_MAX_RUN_SECONDS = 300.0
+DEFAULT_MAX_RUN_SECONDS = config.variable(MAX_RUN_SECONDS_ENV).default
 
 # Floors, in seconds, on what one iteration costs beside its arithmetic: Python's dispatch
 # of the ops or of the jitted calls (the catalog's `dispatch_floor_s`). Compiled loops dispatch once.
@@ -43,16 +42,12 @@ def seconds_setting(name: str, default: float, zero_allowed: bool = False) -> fl
         SpecError: naming the variable, when it is not a number of seconds > 0 (>= 0 where
             `zero_allowed`).
     """
-    text = os.environ.get(name, "").strip()
-    if not text:
+    if not config.raw(name):
         return default
     try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and (seconds >= 0 if zero_allowed else seconds > 0)):
-        raise SpecError(f"{name} must be a number of seconds {'>=' if zero_allowed else '>'} 0; got {text!r}")
-    return seconds
+        return config.seconds(name, zero_allowed)
+    except config.ConfigError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def max_run_seconds() -> float:

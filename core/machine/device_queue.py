@@ -28,6 +28,7 @@ import time
 import uuid
 from typing import Callable, Iterator
 
+from core import config
 from core.machine import lease
 from core.machine.host import default_cache_dir
 
@@ -80,8 +81,8 @@ class Ticket:
 
 def default_queue_dir() -> pathlib.Path:
     """$PLNLAB_QUEUE_DIR, else `queue/` beside JAX's compilation cache."""
-    if os.environ.get(QUEUE_DIR_ENV):
-        return pathlib.Path(os.environ[QUEUE_DIR_ENV]).expanduser()
+    if (chosen := config.path(QUEUE_DIR_ENV)) is not None:
+        return chosen
     return default_cache_dir().parent / "queue"
 
 

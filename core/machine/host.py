@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import pathlib
 
+from core import config
+
 CACHE_DIR_ENV = "PLNLAB_JAX_CACHE"
 
 
@@ -31,7 +33,7 @@ def native_settings() -> None:
 
 def default_cache_dir() -> pathlib.Path:
     """$PLNLAB_JAX_CACHE, else ~/.cache/plnlab/jax (XDG_CACHE_HOME honoured)."""
-    if os.environ.get(CACHE_DIR_ENV):
-        return pathlib.Path(os.environ[CACHE_DIR_ENV]).expanduser()
+    if (chosen := config.path(CACHE_DIR_ENV)) is not None:
+        return chosen
     base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
     return pathlib.Path(base) / "plnlab" / "jax"

@@ -19,6 +19,7 @@ import math
 import threading
 from typing import Callable, Sequence
 
+from core import config
 from core.machine.budget import Budget, seconds_setting
 from core.run import progress
 from core.run.progress import Progress, ProgressCallback
@@ -28,7 +29,7 @@ from core.run.progress import Progress, ProgressCallback
 TimedCall = Callable[[int], tuple[float, bool]]
 
 MIN_MEASURED_S_ENV = "PLNLAB_MIN_MEASURED_S"
-DEFAULT_MIN_MEASURED_S = 0.25
+DEFAULT_MIN_MEASURED_S = config.variable(MIN_MEASURED_S_ENV).default
 # Calibration stops here: 25 against 25 repeats resolve a difference of a few percent, and a
 # click on a projector must not wait for more.
 MAX_REPEATS = 25

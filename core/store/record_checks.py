@@ -21,7 +21,7 @@ import time
 
 from core.fit import catalog
 from core.results.result import RunResult
-from core.spec import INITS, LR_RANGE, FitSpec, SpecError, cap
+from core.spec import INITS, LR_RANGE, FitSpec, SpecError, cap, cap_variable
 
 # Clocks of the machines a file comes from may run a little ahead of this one.
 FUTURE_TOLERANCE_S = 300.0
@@ -166,7 +166,7 @@ def _check_shape(run: RunResult, spec: FitSpec) -> None:
         for name, value in (("rows", run.n), ("columns", run.p), ("covariates", run.d)):
             if value > cap(name):
                 raise RecordError(f"{value:,} {name} is more than this server fits ({cap(name):,}, "
-                                  f"PLNLAB_MAX_{name.upper()})")
+                                  f"{cap_variable(name)})")
 
 
 def _check_dates(run: RunResult) -> None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
+from core import config
 from core.results.result import RunResult
 from core.spec import cap
 from core.store import files as store_files
@@ -50,7 +51,7 @@ RESTORE_DAYS = 14
 # The most runs a store holds before imports are refused ($PLNLAB_MAX_STORED_RUNS): a file
 # of a colleague's can add thousands at once, a fit adds one.
 MAX_STORED_RUNS_ENV = "PLNLAB_MAX_STORED_RUNS"
-DEFAULT_MAX_STORED_RUNS = 100_000
+DEFAULT_MAX_STORED_RUNS = config.variable(MAX_STORED_RUNS_ENV).default
 _LIVE = "runs.deleted_at IS NULL"
 
 
@@ -60,18 +61,18 @@ def max_stored_runs() -> int:
     Raises:
         StoreError: the variable is not a whole number >= 1.
     """
-    text = os.environ.get(MAX_STORED_RUNS_ENV, "").strip()
-    if not text:
+    if not config.raw(MAX_STORED_RUNS_ENV):
         return DEFAULT_MAX_STORED_RUNS
-    if not text.isdigit() or int(text) < 1:
-        raise StoreError(f"{MAX_STORED_RUNS_ENV} must be a whole number >= 1; got {text!r}")
-    return int(text)
+    try:
+        return config.whole(MAX_STORED_RUNS_ENV)
+    except config.ConfigError as exc:
+        raise StoreError(str(exc)) from None
 
 
 def default_db_path() -> pathlib.Path:
     """`$PLNLAB_DB` if set, else `$XDG_DATA_HOME/plnlab/runs.sqlite3` (~/.local/share)."""
-    if os.environ.get(DEFAULT_DB_ENV):
-        return pathlib.Path(os.environ[DEFAULT_DB_ENV]).expanduser()
+    if (chosen := config.path(DEFAULT_DB_ENV)) is not None:
+        return chosen
     data_home = os.environ.get("XDG_DATA_HOME", "")
     if not os.path.isabs(data_home):  # the XDG spec says to ignore relative paths
         data_home = "~/.local/share"

@@ -129,7 +129,7 @@ def _cap(name: str) -> int:
     """The widget's maximum, `core.spec.cap(name)` (a value above it is put back by `_keep_in_range`)."""
     try:
         high = cap(name)
-    except SpecError as exc:  # a bad PLNLAB_MAX_* on the server: say so, use the built-in cap
+    except SpecError as exc:  # a bad cap on the server (its variable, core.config): say so, use the built-in
         st.error(public(exc), icon=":material/error:")
         high = default_cap(name)
     return high

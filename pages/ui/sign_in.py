@@ -6,12 +6,11 @@ runs a session starts."""
 from __future__ import annotations
 
 import math
-import os
 import uuid
 
 import streamlit as st
 
-from core import access
+from core import access, config
 from pages.ui import upload_guard
 from pages.ui.text import md
 
@@ -68,7 +67,7 @@ def _address() -> str:
         forwarded = st.context.headers.get("X-Forwarded-For")
     except Exception:  # noqa: BLE001 - no request context (bare mode): this machine
         return access.THIS_MACHINE
-    return access.client_address(peer, forwarded, os.environ.get(access.TRUSTED_PROXY_ENV) or None)
+    return access.client_address(peer, forwarded, config.raw(access.TRUSTED_PROXY_ENV) or None)
 
 
 def refusal(guess: str | None) -> str | None:
