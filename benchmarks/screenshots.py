@@ -7,7 +7,8 @@ look at. Needs Debian's chromium.
     .venv/bin/python benchmarks/screenshots.py --out artifacts/screenshots [--dark]
 
 For each size and page: NAME_WIDTH.png (what the screen shows) and NAME_WIDTH_full.png
-(the page laid out at the same width, 3200 px tall), then a line per cut text, if any.
+(the page laid out at the same width, 3200 px tall), then a line per cut text, if any; and
+under_the_hood_timeline_WIDTH.png, Under the hood's traced iteration once traced.
 """
 
 from __future__ import annotations
@@ -25,6 +26,20 @@ from served_app import CHARTS_DRAWN, PAGES, TRUNCATED_TEXT_JS, launch_browser, s
 
 SIZES = ((1024, 768), (1400, 900))
 TALL = 3200
+
+
+def timeline(page, out: str, suffix: str) -> None:
+    """Under the hood's traced iteration: the Trace button pressed, the timeline scrolled to."""
+    page.locator("[data-testid='stSidebarNav'] a", has_text="Under the hood").first.click()
+    wait_painted(page, timeout_ms=600_000)
+    button = page.get_by_role("button", name=re.compile(r"^Trace "))
+    button.scroll_into_view_if_needed()
+    button.click()
+    page.get_by_role("button", name=re.compile("Download the trace")).wait_for(timeout=600_000)
+    wait_painted(page, timeout_ms=600_000)
+    time.sleep(2)  # charts draw after the script has run
+    page.get_by_text("Traced: ").first.evaluate("element => element.scrollIntoView({block: 'start'})")
+    page.screenshot(path=os.path.join(out, f"under_the_hood_timeline_{suffix}.png"))
 
 
 def main() -> None:
@@ -72,6 +87,7 @@ def main() -> None:
                 time.sleep(1.5)
                 page.screenshot(path=os.path.join(args.out, f"{name}_full.png"))
                 page.set_viewport_size({"width": width, "height": height})
+            timeline(page, args.out, f"{width}{'_dark' if args.dark else ''}")
             context.close()
         browser.close()
     print(f"screenshots in {args.out}")

@@ -53,7 +53,8 @@ def timeline_chart(timeline: Timeline) -> alt.Chart:
         x=alt.X("start_ms:Q", title="ms from the start of the window (one iteration long)",
                 scale=alt.Scale(domain=[0, longest], nice=False)),
         x2="end_ms:Q",
-        y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=320)),
+        # Every lane drawn, even one with nothing in its window (scan launches once per run).
+        y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=320), scale=alt.Scale(domain=order)),
         color=alt.Color("colour:N", scale=None, legend=None),
         tooltip=[alt.Tooltip("strategy:N"), alt.Tooltip("kind:N"), alt.Tooltip("what:N"),
                  alt.Tooltip("start_ms:Q", format=".3f", title="start (ms)"),
@@ -63,5 +64,5 @@ def timeline_chart(timeline: Timeline) -> alt.Chart:
                          for trace in timeline.traces])
     # Where each strategy's iteration ends: the rows' lengths are the comparison.
     marks = alt.Chart(ends).mark_tick(color=REFERENCE_COLOR, thickness=2, size=ROW_PX).encode(
-        x="end_ms:Q", y=alt.Y("row:N", sort=order))
+        x="end_ms:Q", y=alt.Y("row:N", sort=order, scale=alt.Scale(domain=order)))
     return (bars + marks).properties(title=TITLE, height=ROW_PX * len(order))

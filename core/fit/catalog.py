@@ -111,11 +111,16 @@ class Runnable:
         """The description's first sentence."""
         return self.description.split(". ")[0].rstrip(".") + "."
 
+    @property
+    def accepted(self) -> list[str]:
+        """The optimizers it runs."""
+        return [o.name for o in OPTIMIZERS.values() if o.family in self.takes]
+
     def refusal(self, optimizer: str) -> str | None:
         """Why this runnable cannot run `optimizer`, or None when it can."""
         if OPTIMIZERS[optimizer].family in self.takes:
             return None
-        accepted = [o.name for o in OPTIMIZERS.values() if o.family in self.takes]
+        accepted = self.accepted
         return (f"strategy {self.name} {self.needs}, so it runs only the optimizers {', '.join(accepted)}; got "
                 f"{optimizer}: run it under another strategy (jit_step, scan, while_loop ...)")
 

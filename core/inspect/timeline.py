@@ -23,6 +23,7 @@ import time
 import jax
 import jaxlib
 
+from core.fit import catalog
 from core.inspect import trace_reading
 from core.inspect.trace_findings import STRATEGIES, Timeline
 from core.machine.device_queue import device_lock
@@ -77,8 +78,9 @@ def trace_strategies(spec: FitSpec, counts=None, names: tuple[str, ...] = STRATE
         for name in names:
             try:
                 one = dataclasses.replace(spec, strategy=name, iterations=iterations, repeats=1)
-            except SpecError as exc:  # e.g. jit_per_function runs the gradient optimizers only
-                skipped.append((name, str(exc)))
+            except SpecError:  # e.g. jit_per_function runs the gradient optimizers only
+                skipped.append((name, f"it runs only the optimizers {', '.join(catalog.RUNNABLES[name].accepted)}, "
+                                      f"not {spec.optimizer.name}"))
                 continue
             prep = prepare(one, counts, cache=ExecutableCache(size=1))
             with jax.default_device(prep.device):

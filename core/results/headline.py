@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     import pandas
 
 
+SAME_PROGRAM = "same program"
+
+
 class Tie(NamedTuple):
     """A run the fastest cannot be told from: its strategy, and why ("same program", or the
     test's verdict with its p-value)."""
@@ -28,6 +31,38 @@ class Fastest(NamedTuple):
 
     run: "pandas.Series"
     ties: list[Tie]
+
+    @property
+    def same_program(self) -> list[str]:
+        """The tied strategies that ran the fastest's very program."""
+        return [tie.strategy for tie in self.ties if tie.why == SAME_PROGRAM]
+
+    @property
+    def not_told_apart(self) -> list[str]:
+        """The tied strategies that ran another program, no significant difference apart."""
+        return [tie.strategy for tie in self.ties if tie.why != SAME_PROGRAM]
+
+    def brief(self) -> str:
+        """Under the headline number, a few words (a narrow column at 1024 px): who, or the tie."""
+        if not self.ties:
+            return f"{self.run['strategy']} · {int(self.run['iterations_run']):,} it"
+        others = len(self.ties)
+        if not self.not_told_apart:
+            return f"one program with {others} other{'s' * (others > 1)}"
+        return f"tied with {others} other{'s' * (others > 1)}"
+
+    def sentence(self) -> str:
+        """The tie in a sentence across the page ("" without one): which strategies are one
+        program with the fastest (one speed), which another program it cannot be told from."""
+        if not self.ties:
+            return ""
+        said = [f"Fastest to solution: **{self.run['strategy']}**, {int(self.run['iterations_run']):,} iterations"]
+        if self.same_program:
+            said.append(f"the same compiled program as {', '.join(self.same_program)}: one speed")
+        if self.not_told_apart:
+            said.append(f"tied with {', '.join(self.not_told_apart)}: no significant difference, so the order "
+                        "among them is noise")
+        return "; ".join(said) + "."
 
 
 def fastest(runs: "pandas.DataFrame", metric: str = "time_to_solution_s") -> Fastest | None:
@@ -43,7 +78,7 @@ def fastest(runs: "pandas.DataFrame", metric: str = "time_to_solution_s") -> Fas
             continue
         ratio = spread.speedup(spread.Spread.of_run(row, metric), spread.Spread.of_run(best, metric))
         if ratio.significant is False:
-            ties.append(Tie(str(row["strategy"]), "same program" if ratio.same_program else ratio.why))
+            ties.append(Tie(str(row["strategy"]), SAME_PROGRAM if ratio.same_program else ratio.why))
     return Fastest(best, ties)
 
 

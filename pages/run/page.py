@@ -133,11 +133,9 @@ if not ok.empty:
     # algorithm; the speed-up chart below gives their ratios with ranges.
     winner = headline.fastest(ok)
     if winner is not None:
-        fastest, tied = winner.run, [tie.strategy for tie in winner.ties]
+        fastest = winner.run
         # Short, as the metric's column is narrow at 1024 px: a line under the metrics names a tie.
-        who = (f"{fastest['strategy']} · {int(fastest['iterations_run']):,} it" if not tied
-               else f"tied with {len(tied)} other{'s' * (len(tied) > 1)}")
-        metrics[0].metric("Fastest to solution", display.duration(fastest["time_to_solution_s"]), who,
+        metrics[0].metric("Fastest to solution", display.duration(fastest["time_to_solution_s"]), winner.brief(),
                           delta_color="off", delta_arrow="off",
                           help="steady-state time from the first iteration to the stop at the tolerance: the median "
                                "of the repeats; they ranged over "
@@ -180,10 +178,7 @@ with metrics[3]:
     display.agreement_badge(frame)
 if not ok.empty and winner is not None and winner.ties:
     # The tie's names, across the page: the metric's column is too narrow for them at 1024 px.
-    st.caption(f"Fastest to solution: **{fastest['strategy']}**, {int(fastest['iterations_run']):,} iterations; "
-               f"tied with {', '.join(tie.strategy for tie in winner.ties)}: no significant difference, so the "
-               "order among them is noise.",
-               help="; ".join(f"{tie.strategy}: {tie.why}" for tie in winner.ties))
+    st.caption(winner.sentence(), help="; ".join(f"{tie.strategy}: {tie.why}" for tie in winner.ties))
 
 # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
 # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.

@@ -15,12 +15,9 @@ from pages.ui.display import guarded
 from pages.ui.text import md
 
 EXPLAINED = (
-    "Each strategy runs a few iterations of the sidebar's problem under JAX's profiler (`jax.profiler.trace`). "
-    "A row per strategy shows one iteration's worth of that run, from its middle: above, each executable the "
-    "host **launches**; below, each **XLA op** (a fused kernel), and in grey the **gaps**, where no XLA program "
-    "runs: Python, dispatching and waiting. Eager launches dozens of small programs an iteration; jit_step one; "
-    "scan one for the whole loop. A traced run is never a timing: nothing is stored, and the profiler's own "
-    "cost shows as traced against untraced time.")
+    "A few iterations of each strategy on the sidebar's problem, under JAX's profiler. Each row is one "
+    "iteration's worth of its run: the executables the host **launches** above, XLA's **ops** below, and in grey "
+    "the **gaps** where no XLA program runs (Python, dispatching, waiting). Never a timing: nothing is stored.")
 
 
 def trace(spec: FitSpec, counts, on_progress=None) -> Timeline:
@@ -61,10 +58,18 @@ def show(timeline: Timeline) -> None:
                 f"{timeline.device} · optimizer {timeline.optimizer} · "
                 f"{timeline.traces[0].iterations if timeline.traces else 0} iterations each · "
                 f"jax {timeline.versions.get('jax', '?')}")
-    for name, why in timeline.skipped:
-        st.caption(f":material/block: **{name}** left out: {md(why)}")
     if not timeline.traces:
+        for name, why in timeline.skipped:
+            st.caption(f":material/block: **{name}** left out: {md(why)}.")
         return
+    display.chart(timeline_chart.timeline_chart(timeline),
+                  caption="Each row is as long as one iteration of its strategy (the tick marks its end); hover a "
+                          "bar for the op's name and duration.")
+    for name, why in timeline.skipped:
+        st.caption(f":material/block: **{name}** left out: {md(why)}. Pick one of those in the sidebar to see it.")
+    left = sum(trace.spans_left_out for trace in timeline.traces)
+    if left:
+        st.caption(f"{left:,} more bars in these windows are not drawn; the trace file has them all.")
     st.dataframe(pd.DataFrame(trace_findings.summary_rows(timeline)), hide_index=True, column_config={
         "ms / iteration (untraced)": st.column_config.NumberColumn(format="%.3f"),
         "ms / iteration (traced)": st.column_config.NumberColumn(format="%.3f"),
@@ -76,12 +81,6 @@ def show(timeline: Timeline) -> None:
         "gaps": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0, help=(
             "share of the traced run during which no XLA program ran: Python, launching, waiting")),
     })
-    display.chart(timeline_chart.timeline_chart(timeline),
-                  caption="Each row is as long as one iteration of its strategy (the tick marks its end). "
-                          "Hover a bar for the op's name and duration.")
-    left = sum(trace.spans_left_out for trace in timeline.traces)
-    if left:
-        st.caption(f"{left:,} more bars in these windows are not drawn; the trace file has them all.")
     with st.expander("The heaviest ops of each strategy", icon=":material/list:"):
         st.dataframe(pd.DataFrame(trace_findings.top_op_rows(timeline)), hide_index=True, column_config={
             "µs / iteration": st.column_config.NumberColumn(format="%.1f"),

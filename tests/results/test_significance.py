@@ -107,6 +107,20 @@ def test_the_fastest_is_named_only_where_it_is_significantly_faster():
     assert [(g.program, g.strategies) for g in groups] == [("abc", ["scan", "scan_namedtuple"])]
 
 
+def test_the_headline_says_one_program_apart_from_a_tie_of_two_programs():
+    one = pd.DataFrame([dict(_run(1, "scan", _times(1.0, 12, 7), "abc"), iterations_run=40),
+                        dict(_run(2, "scan_namedtuple", _times(1.01, 12, 8), "abc"), iterations_run=40)])
+    found = headline.fastest(one)
+    assert found.brief() == "one program with 1 other" and found.not_told_apart == []
+    assert "the same compiled program as" in found.sentence() and "noise" not in found.sentence()
+    both = pd.concat([one, pd.DataFrame([_run(3, "fori_loop", _times(1.0, 12, 9), "def")])], ignore_index=True)
+    found = headline.fastest(both)
+    assert found.brief() == "tied with 2 others"
+    assert "one speed; tied with" in found.sentence() and found.sentence().endswith("is noise.")
+    alone = headline.fastest(one.iloc[:1])
+    assert alone.brief() == "scan · 40 it" and alone.sentence() == ""
+
+
 def test_compare_retests_two_stored_runs_in_one_sentence():
     rows = pd.DataFrame([dict(_run(1, "eager", _times(10.0, 8, 10)), repeat_times_json=None),
                          _run(2, "scan", _times(1.0, 8, 11))])
