@@ -72,8 +72,9 @@ class _Ops:
             # A small program runs inside its launch, on the calling thread.
             if e.name == _PROGRAM or (not _on_device(e) and _LAUNCH.search(e.name)):
                 self.programs.setdefault((e.plane, e.line), []).append((e.start_ns, e.end_ns))
-        for spans in self.programs.values():
-            spans.sort()
+        # Merged per line (a launch holds its program): one bisection then finds the span
+        # that holds an event, if any does.
+        self.programs = {where: merged(spans) for where, spans in self.programs.items()}
 
     def _in_program(self, event: Event) -> bool:
         spans = self.programs.get((event.plane, event.line), [])
@@ -106,20 +107,26 @@ def union_length(intervals: Iterable[tuple[float, float]]) -> float:
     return total
 
 
+def merged(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of [start, end) intervals as disjoint intervals, in order."""
+    union: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if union and start <= union[-1][1]:
+            union[-1][1] = max(union[-1][1], end)
+        else:
+            union.append([start, end])
+    return [(start, end) for start, end in union]
+
+
 def halfway(intervals: Iterable[tuple[float, float]]) -> float:
     """The time by which half of the union of the intervals has passed."""
-    merged = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    left = sum(end - start for start, end in merged) / 2
-    for start, end in merged:
+    union = merged(intervals)
+    left = sum(end - start for start, end in union) / 2
+    for start, end in union:
         if end - start >= left:
             return start + left
         left -= end - start
-    return merged[-1][1]
+    return union[-1][1]
 
 
 def uncovered(intervals: Iterable[tuple[float, float]], start: float, end: float) -> list[tuple[float, float]]:

@@ -87,6 +87,13 @@ def test_ops_inside_a_program_on_the_calling_thread_count_and_loops_hold_ops_wit
     assert trace.per_iteration(trace.launches) == 0.25
 
 
+def test_an_op_after_a_nested_program_ended_is_still_inside_its_launch():
+    events = [host("python", ANNOTATION + "eager", 0, 1000), host("python", LAUNCH, 10, 900),
+              host("python", "ThunkExecutor::Execute", 20, 30), host("python", "wrapped_add.1", 60, 20)]
+    (trace,) = trace_reading.read(events, iterations=1, untraced_us={})
+    assert trace.ops == 1
+
+
 def test_several_strategies_are_read_apart_in_the_order_they_ran():
     first = two_iterations()
     later = [e._replace(start_ns=e.start_ns + 5e6, name=e.name.replace("jit_step", "eager")) for e in first]
