@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import re
+import threading
 from collections.abc import Iterable, Iterator
 
 _MISS = re.compile(r"TRACING CACHE MISS at (?P<where>\S+) \((?P<caller>[^)]*)\):\s*(?P<why>.*)", re.S)
@@ -75,35 +76,57 @@ def read(messages: Iterable[str]) -> list[Compile]:
 
 
 class _Collected(logging.Handler):
+    """JAX's messages, kept per thread: each watch reads those of its own thread (JAX logs a
+    compile in the thread that asked for it), whatever other threads compile meanwhile."""
+
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.messages: list[str] = []
+        self.messages: dict[int, list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        kept = self.messages.get(record.thread)
+        if kept is not None:
+            kept.append(record.getMessage())
+
+
+_lock = threading.Lock()
+_handler = _Collected()
+_saved: tuple[int, bool] | None = None  # the logger's level and propagation before the first watch
 
 
 @contextlib.contextmanager
 def watch() -> Iterator[list[Compile]]:
     """Collect the compiles of the block, explained; the list is filled when it ends.
 
-    JAX's messages go to its own logger only: they are taken off before its handlers
-    print them (a worker's log would fill with one warning per compile)."""
+    JAX's messages go to its own logger only while any watch is open: they are taken off
+    before they reach the root logger (a worker's log would fill with one warning per
+    compile), and the logger is put back as it was when the last watch ends."""
     # Deferred: the server imports this module for its types and never loads JAX.
     import jax
 
+    global _saved
     logger = logging.getLogger("jax")
-    handler = _Collected()
-    level, propagate = logger.level, logger.propagate
+    me = threading.get_ident()
     compiles: list[Compile] = []
-    logger.addHandler(handler)
-    logger.setLevel(logging.WARNING)
-    logger.propagate = False
+    with _lock:
+        if not _handler.messages:
+            _saved = (logger.level, logger.propagate)
+            logger.addHandler(_handler)
+            logger.setLevel(logging.WARNING)
+            logger.propagate = False
+        outer = _handler.messages.setdefault(me, [])  # a watch inside a watch shares the thread's list
+        start = len(outer)
     try:
         with jax.explain_cache_misses(True), jax.log_compiles(True):
             yield compiles
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
-        compiles.extend(read(handler.messages))
+        with _lock:
+            mine = _handler.messages[me][start:]
+            if start == 0:
+                del _handler.messages[me]
+            if not _handler.messages and _saved is not None:
+                logger.removeHandler(_handler)
+                logger.setLevel(_saved[0])
+                logger.propagate = _saved[1]
+                _saved = None
+        compiles.extend(read(mine))

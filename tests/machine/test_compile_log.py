@@ -44,3 +44,27 @@ def test_watch_collects_real_compiles_and_leaves_jaxs_logger_as_it_was():
         jax.jit(lambda v: v * 2)(x)
     assert [c.function for c in compiles] == ["<lambda>"] and compiles[0].compile_s > 0
     assert (logger.level, logger.propagate, list(logger.handlers)) == before
+
+
+def test_watches_in_two_threads_each_see_their_own_compiles():
+    import threading
+
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.ones(3)
+    seen, ready = {}, threading.Barrier(2)
+
+    def compile_in_turn(name, factor):
+        with compile_log.watch() as compiles:
+            ready.wait()
+            jax.jit(lambda v: v * factor, static_argnames=())(x)
+            ready.wait()
+        seen[name] = compiles
+
+    threads = [threading.Thread(target=compile_in_turn, args=(name, k)) for k, name in enumerate("ab", 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [c.function for c in seen["a"]] == ["<lambda>"] and [c.function for c in seen["b"]] == ["<lambda>"]
