@@ -5,7 +5,7 @@ only, which Dask carries in its msgpack family. The submitter's client accepts n
 (`core.cluster.connection`: `deserializers=["msgpack"]`), so a worker that is not ours, or
 a compromised one, cannot make the server unpickle an object of its choosing: what it sends
 is refused before any of it is built. `decode` then rebuilds only the result types listed
-in `TYPES`, field by field, and refuses anything else with `NotPlain`.
+in `types()`, field by field, and refuses anything else with `NotPlain`.
 
 How each value is written:
 
@@ -13,7 +13,7 @@ How each value is written:
 - a list: a list (msgpack may give it back as a tuple); a tuple: {"t": [...]}; a dict:
   {"d": {key: value}} (string keys) or {"m": [[key, value], ...]};
 - a NumPy array of numbers: {"a": [dtype, shape, bytes]}; a NumPy scalar: its Python value;
-- one of `TYPES` (frozen dataclasses and dataclasses of plain fields): {"o": name, "f":
+- one of `types()` (frozen dataclasses and dataclasses of plain fields): {"o": name, "f":
   {field: value}}, every field of the type present and no other.
 
 Dask's own messages (a task's exception, a killed worker) still travel in its report
