@@ -160,8 +160,8 @@ def whole(name: str) -> int:
     return value
 
 
-def seconds(name: str, zero_allowed: bool = False) -> float:
-    """A finite number of seconds > 0 (>= 0 where `zero_allowed`), its default when unset."""
+def _number(name: str, unit: str, zero_allowed: bool) -> float:
+    """A finite number of `unit` > 0 (>= 0 where `zero_allowed`), its default when unset."""
     text = raw(name)
     if not text:
         return variable(name).default
@@ -170,22 +170,18 @@ def seconds(name: str, zero_allowed: bool = False) -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and (value >= 0 if zero_allowed else value > 0)):
-        raise ConfigError(f"{name} must be a number of seconds {'>=' if zero_allowed else '>'} 0; got {text!r}")
+        raise ConfigError(f"{name} must be a number of {unit} {'>=' if zero_allowed else '>'} 0; got {text!r}")
     return value
+
+
+def seconds(name: str, zero_allowed: bool = False) -> float:
+    """A finite number of seconds > 0 (>= 0 where `zero_allowed`), its default when unset."""
+    return _number(name, "seconds", zero_allowed)
 
 
 def megabytes(name: str) -> float:
     """A number of megabytes > 0, its default when unset."""
-    text = raw(name)
-    if not text:
-        return variable(name).default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ConfigError(f"{name} must be a number of megabytes > 0; got {text!r}")
-    return value
+    return _number(name, "megabytes", False)
 
 
 def switch(name: str) -> bool | None:
