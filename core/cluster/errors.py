@@ -4,30 +4,13 @@ catches them without loading Dask."""
 
 from __future__ import annotations
 
+from core.run.lifecycle import Died, RunInterrupted  # noqa: F401 - RunInterrupted: where callers catch it
 from core.spec import SpecError
 
 
-class WorkerDied(RuntimeError):
-    """The worker process running the task died before it finished.
-
-    Attributes:
-        reason: one line saying so, naming the worker, its host and what it was doing.
-        worker, host, pid: the worker that died ("" / 0 where unknown).
-        started_at: epoch seconds the task started there (0 if unknown).
-    """
-
-    def __init__(self, reason: str, worker: str = "", host: str = "", pid: int = 0, started_at: float = 0.0) -> None:
-        super().__init__(reason)
-        self.reason, self.worker, self.host, self.pid, self.started_at = reason, worker, host, pid, started_at
-
-
-class RunInterrupted(RuntimeError):
-    """The worker running the fit died; the run is stored as interrupted (`result`, a
-    `core.results.result.RunResult`)."""
-
-    def __init__(self, result) -> None:
-        super().__init__(f"interrupted: {result.error}; stored as run #{result.id}")
-        self.result = result
+class WorkerDied(Died):
+    """The worker process running the task died before it finished (see `Died`: reason,
+    worker, host, pid, started_at)."""
 
 
 class NoWorker(SpecError):

@@ -20,7 +20,7 @@ from core.data.counts import CountData
 from core.fit import catalog, precision_guard
 from core.machine import budget, device_queue, machine_state, memory_estimate
 from core.results.result import RunResult
-from core.run import jax_timing, measure, repeats
+from core.run import jax_timing, lifecycle, measure, repeats
 from core.run.certified import certified
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
@@ -87,7 +87,7 @@ def run(
     report = on_progress or ignore
     counts = _host_data(spec, counts, seconds)
     warnings = _data_warnings(spec, counts)
-    label = f"{spec.strategy} · {spec.dataset.label} · {spec.precision}"
+    label = lifecycle.label(spec)
     turn = (device_queue.default_queue().hold(spec.device, label, owner, _queue_reporter(report), cancel)
             if hold_device else contextlib.nullcontext(0.0))
     with turn as waited:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.cluster import submit, tasks
 from core.inspect import findings, pitfall_notes
+from core.run import lifecycle
 from core.spec import DEFAULTS, FitSpec, SpecError
 from pages.ui import resources, running, settings, state
 from pages.ui.display import guarded, si
@@ -23,7 +24,7 @@ def inspect_cached(spec: FitSpec, _counts=None, _on_progress=None) -> findings.I
     """`core.inspect.introspect.inspect_fit` on a worker, cached per spec (an uploaded CSV's
     spec names its content hash); `_on_progress` hears its wait in the queue."""
     return submit.call(resources.cluster(), tasks.inspection, spec, _counts, platform=spec.device,
-                       label=f"inspecting {spec.strategy} · {spec.dataset.label} · {spec.precision}", owner="dashboard",
+                       label=f"inspecting {lifecycle.label(spec)}", owner="dashboard",
                        on_progress=_on_progress)
 
 
