@@ -45,14 +45,13 @@ def main() -> None:
               f"trace file {len(traced.perfetto) / 1e3:,.0f} kB")
         for name, why in traced.skipped:
             print(f"  {name}: left out ({why.split(';')[0]})")
-        print(f"  {'strategy':10s} {'ms/it':>8s} {'traced':>8s} {'launch/it':>9s} {'jit/it':>7s} {'ops/it':>7s} "
+        print(f"  {'strategy':16s} {'ms/it':>8s} {'traced':>8s} {'launch/it':>9s} {'jit/it':>7s} {'ops/it':>7s} "
               f"{'gaps':>6s}  heaviest op")
         for row, trace in zip(trace_findings.summary_rows(traced), traced.traces):
             top = trace.top_ops[0] if trace.top_ops else None
             heaviest = f"{top.name} {top.us_per_iteration:,.0f} µs" if top else "-"
-            print(f"  {row['strategy']:10s} {row['ms / iteration (untraced)']:8.3f} {row['ms / iteration (traced)']:8.3f} "
-                  f"{row['launches / iteration']:9.1f} {row['jit calls / iteration']:7.1f} "
-                  f"{row['XLA ops / iteration']:7.0f} {row['gaps']:6.1%}  {heaviest}")
+            print(f"  {row['strategy']:16s} {row['ms/it']:8.3f} {row['ms/it traced']:8.3f} {row['launches/it']:9.1f} "
+                  f"{trace.per_iteration(trace.jit_calls):7.1f} {row['XLA ops/it']:7.0f} {row['gaps']:6.1%}  {heaviest}")
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ class PitfallResult:
         reproduced: whether the bug showed here (the buggy and correct values differ).
         note: anything version- or platform-specific the numbers depend on.
         recompiles: the demo's compiles, each with JAX's explanation and its stages' times.
+        recompile_ways: which of the demo's ways each of `recompiles` came from.
     """
 
     key: str
@@ -58,6 +59,7 @@ class PitfallResult:
     reproduced: bool
     note: str = ""
     recompiles: tuple[Compile, ...] = ()
+    recompile_ways: tuple[str, ...] = ()
 
 
 # The code a reader should see for each pitfall: top-level names in core/inspect/pitfalls.py.
@@ -70,16 +72,18 @@ CODE = {
 }
 
 
-# A compile's stages as the pages' columns name them, in milliseconds.
-STAGES = {"trace ms": "trace_s", "lower ms": "lower_s", "XLA compile ms": "compile_s"}
-
-
-def compile_rows(compiles: tuple[Compile, ...]) -> list[dict]:
-    """A row per compile: the function, JAX's explanation, the call site (its file's name
-    and line) and the stages' milliseconds."""
-    return [{"function": c.function, "why": c.why, "called at": pathlib.PurePath(c.where).name,
-             **{column: None if getattr(c, field) is None else getattr(c, field) * 1e3
-                for column, field in STAGES.items()}} for c in compiles]
+def compile_rows(result: PitfallResult) -> list[dict[str, str]]:
+    """A row per compile of `result`: the way it came from, the function, its call site
+    (file name and line), JAX's reason in full, and its stages' milliseconds in words."""
+    rows = []
+    ways = result.recompile_ways or ("",) * len(result.recompiles)
+    for way, c in zip(ways, result.recompiles):
+        stages = ", ".join(f"{name} {getattr(c, field) * 1e3:,.1f} ms" for name, field in
+                           (("trace", "trace_s"), ("lower", "lower_s"), ("XLA compile", "compile_s"))
+                           if getattr(c, field) is not None)
+        rows.append({"way": way, "function": c.function, "where": pathlib.PurePath(c.where).name,
+                     "why": c.why or "JAX gave no reason", "stages": stages})
+    return rows
 
 
 def keys() -> list[str]:

@@ -234,6 +234,10 @@ def _poisson_step(latent_mean, counts, step_size):
     return latent_mean + step_size * (counts - jnp.exp(latent_mean))
 
 
+# The three loops of the demo, as the page names them.
+WAYS = ("jit inside the loop", "step size as a static argument", "jitted once, step size an array")
+
+
 def recompiles(iterations: int = 4, n: int = 20, p: int = 3) -> PitfallResult:
     """Three loops of the same step, counted and explained by JAX: jitted inside the loop,
     with its step size as a static argument, and jitted once with the step size an array."""
@@ -243,41 +247,50 @@ def recompiles(iterations: int = 4, n: int = 20, p: int = 3) -> PitfallResult:
     schedule = [0.1 / (t + 1) for t in range(iterations)]
     sizes = [jnp.asarray(size, jnp.float32) for size in schedule]  # made before the watch: no compile of ours
 
+    # A new function for each demonstration: JAX caches by function, and a second demo in this
+    # worker would otherwise find the first one's traces and compile nothing.
+    def step(latent_mean, counts, step_size):
+        return _poisson_step(latent_mean, counts, step_size)
+
     with compile_log.watch() as inside_loop:
         latent_mean = start
         for size in schedule:  # a new function object every iteration: JAX's cache never sees it again
-            latent_mean = jax.jit(lambda m: _poisson_step(m, counts, size))(latent_mean)
+            latent_mean = jax.jit(lambda m: step(m, counts, size))(latent_mean)
     with compile_log.watch() as static_size:
-        step = jax.jit(_poisson_step, static_argnames="step_size")
+        stepped = jax.jit(step, static_argnames="step_size")
         latent_mean = start
         for size in schedule:  # a static argument is part of the cache key: each new value compiles
-            latent_mean = step(latent_mean, counts, step_size=size)
+            latent_mean = stepped(latent_mean, counts, step_size=size)
     with compile_log.watch() as once:
-        step = jax.jit(_poisson_step)
+        stepped = jax.jit(step)
         latent_mean = start
         for size in sizes:  # same shapes and dtypes every call: one compile
-            latent_mean = step(latent_mean, counts, size)
+            latent_mean = stepped(latent_mean, counts, size)
 
     def ours(compiles):
-        return [c for c in compiles if c.function in ("<lambda>", "_poisson_step")]
+        return [c for c in compiles if c.function in ("<lambda>", "step")]
 
-    inside_loop, static_size, once = ours(inside_loop), ours(static_size), ours(once)
-    seconds = sum((c.trace_s or 0) + (c.lower_s or 0) + (c.compile_s or 0) for c in inside_loop + static_size)
+    loops = [ours(inside_loop), ours(static_size), ours(once)]
+    seconds = sum((c.trace_s or 0) + (c.lower_s or 0) + (c.compile_s or 0) for c in loops[0] + loops[1])
+
+    def times(count: int) -> str:
+        return "once" if count == 1 else f"{count} times"
+
     return PitfallResult(
         key="recompiles",
         title=TITLES["recompiles"],
         explanation=(
             f"The same step, {iterations} iterations, three ways. `jax.jit(lambda ...)` inside the loop builds a "
-            "new function every iteration, and a step size passed as a static argument changes the cache key "
-            f"at every new value: each compiled {len(inside_loop)} and {len(static_size)} times "
-            f"({seconds * 1e3:,.0f} ms of tracing, lowering and compiling in all). Jitted once, with the step "
-            f"size an array, it compiled {len(once)} time(s). Below, each compile with JAX's own explanation "
+            f"new function every iteration: it compiled {times(len(loops[0]))}. A step size passed as a static "
+            f"argument is part of the cache key: {times(len(loops[1]))}. Together "
+            f"{seconds * 1e3:,.0f} ms of tracing, lowering and compiling. Jitted once, with the step size an "
+            f"array: {times(len(loops[2]))}. Below, each compile with JAX's own explanation "
             "(`jax.explain_cache_misses`) and its stages' times (`jax.log_compiles`)."),
-        buggy={"compiles: jit inside the loop": float(len(inside_loop)),
-               "compiles: step size as a static argument": float(len(static_size))},
-        correct={"compiles: jitted once, step size an array": float(len(once))},
-        reproduced=len(inside_loop) > 1 and len(static_size) > 1,
-        recompiles=tuple(inside_loop + static_size + once),
+        buggy={f"compiles: {WAYS[0]}": float(len(loops[0])), f"compiles: {WAYS[1]}": float(len(loops[1]))},
+        correct={f"compiles: {WAYS[2]}": float(len(loops[2]))},
+        reproduced=len(loops[0]) > 1 and len(loops[1]) > 1,
+        recompiles=tuple(c for loop in loops for c in loop),
+        recompile_ways=tuple(way for way, loop in zip(WAYS, loops) for _ in loop),
     )
 
 

@@ -48,7 +48,7 @@ class Fastest(NamedTuple):
             return f"{self.run['strategy']} · {int(self.run['iterations_run']):,} it"
         others = len(self.ties)
         if not self.not_told_apart:
-            return f"one program with {others} other{'s' * (others > 1)}"
+            return f"same program as {others} other{'s' * (others > 1)}"
         return f"tied with {others} other{'s' * (others > 1)}"
 
     def sentence(self) -> str:

@@ -158,14 +158,17 @@ def show_pitfall_result(result: pitfall_notes.PitfallResult) -> None:
         st.badge("Not reproduced on this installation", color="green", icon=":material/check_circle:")
     st.markdown(result.explanation)
     # Strings, not numbers: the Stirling sums differ in the sixth significant digit.
-    rows = [{"computed": "the tutorial's way", "quantity": k, "value": f"{v:,.4f}"} for k, v in result.buggy.items()]
-    rows += [{"computed": "the right way", "quantity": k, "value": f"{v:,.4f}"} for k, v in result.correct.items()]
+    def value(number: float) -> str:  # counts as counts; the Stirling sums differ in the sixth digit
+        return f"{number:,.0f}" if float(number).is_integer() else f"{number:,.4f}"
+
+    rows = [{"computed": "the tutorial's way", "quantity": k, "value": value(v)} for k, v in result.buggy.items()]
+    rows += [{"computed": "the right way", "quantity": k, "value": value(v)} for k, v in result.correct.items()]
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     if result.recompiles:
-        st.markdown("**Each compile, and why** (JAX's words):")
-        st.dataframe(pd.DataFrame(pitfall_notes.compile_rows(result.recompiles)), hide_index=True, column_config={
-            "why": st.column_config.TextColumn(width="large"),
-            **{stage: st.column_config.NumberColumn(format="%.1f") for stage in pitfall_notes.STAGES}})
+        st.markdown("**Each compile, and why** (JAX's own words):")
+        st.markdown("\n".join(f"- **{md(row['way'])}** · `{row['function']}` at `{row['where']}`: {md(row['why'])}"
+                              + (f" ({row['stages']})" if row["stages"] else "")
+                              for row in pitfall_notes.compile_rows(result)))
     if result.note:
         st.caption(result.note)
 

@@ -17,7 +17,7 @@ from pages.ui.text import md
 EXPLAINED = (
     "A few iterations of each strategy on the sidebar's problem, under JAX's profiler. Each row is one "
     "iteration's worth of its run: the executables the host **launches** above, XLA's **ops** below, and in grey "
-    "the **gaps** where no XLA program runs (Python, dispatching, waiting). Never a timing: nothing is stored.")
+    "the **gaps** where no XLA program runs (Python, dispatching, waiting). Nothing traced is stored as a run.")
 
 
 def trace(spec: FitSpec, counts, on_progress=None) -> Timeline:
@@ -63,23 +63,23 @@ def show(timeline: Timeline) -> None:
             st.caption(f":material/block: **{name}** left out: {md(why)}.")
         return
     display.chart(timeline_chart.timeline_chart(timeline),
-                  caption="Each row is as long as one iteration of its strategy (the tick marks its end); hover a "
-                          "bar for the op's name and duration.")
+                  caption="Each row is one iteration of its strategy (the tick marks its end). Dark: a launch; "
+                          "colour: an XLA op; grey: a gap, no XLA program running; white: inside a program, between "
+                          "its ops. Hover a bar for its name and duration.")
     for name, why in timeline.skipped:
         st.caption(f":material/block: **{name}** left out: {md(why)}. Pick one of those in the sidebar to see it.")
     left = sum(trace.spans_left_out for trace in timeline.traces)
     if left:
         st.caption(f"{left:,} more bars in these windows are not drawn; the trace file has them all.")
     st.dataframe(pd.DataFrame(trace_findings.summary_rows(timeline)), hide_index=True, column_config={
-        "ms / iteration (untraced)": st.column_config.NumberColumn(format="%.3f"),
-        "ms / iteration (traced)": st.column_config.NumberColumn(format="%.3f"),
-        "launches / iteration": st.column_config.NumberColumn(format="%.1f", help=(
-            "executables launched from the host: a compiled loop is one for the whole run")),
-        "jit calls / iteration": st.column_config.NumberColumn(format="%.1f", help=(
-            "calls of jitted functions from Python; each of eager's operations is one")),
-        "XLA ops / iteration": st.column_config.NumberColumn(format="%.0f", help="XLA's ops (thunks) run"),
         "gaps": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0, help=(
             "share of the traced run during which no XLA program ran: Python, launching, waiting")),
+        "launches/it": st.column_config.NumberColumn(format="%.1f", help=(
+            "executables launched from the host per iteration: a compiled loop is one for the whole run")),
+        "XLA ops/it": st.column_config.NumberColumn(format="%.0f", help="XLA's ops (thunks) run per iteration"),
+        "ms/it": st.column_config.NumberColumn(format="%.3f", help="an iteration without the profiler"),
+        "ms/it traced": st.column_config.NumberColumn(format="%.3f", help=(
+            "an iteration under the profiler, which adds its own cost")),
     })
     with st.expander("The heaviest ops of each strategy", icon=":material/list:"):
         st.dataframe(pd.DataFrame(trace_findings.top_op_rows(timeline)), hide_index=True, column_config={

@@ -111,7 +111,7 @@ def test_the_headline_says_one_program_apart_from_a_tie_of_two_programs():
     one = pd.DataFrame([dict(_run(1, "scan", _times(1.0, 12, 7), "abc"), iterations_run=40),
                         dict(_run(2, "scan_namedtuple", _times(1.01, 12, 8), "abc"), iterations_run=40)])
     found = headline.fastest(one)
-    assert found.brief() == "one program with 1 other" and found.not_told_apart == []
+    assert found.brief() == "same program as 1 other" and found.not_told_apart == []
     assert "the same compiled program as" in found.sentence() and "noise" not in found.sentence()
     both = pd.concat([one, pd.DataFrame([_run(3, "fori_loop", _times(1.0, 12, 9), "def")])], ignore_index=True)
     found = headline.fastest(both)
