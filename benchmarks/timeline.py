@@ -51,7 +51,8 @@ def main() -> None:
             top = trace.top_ops[0] if trace.top_ops else None
             heaviest = f"{top.name} {top.us_per_iteration:,.0f} µs" if top else "-"
             print(f"  {row['strategy']:16s} {row['ms/it']:8.3f} {row['ms/it traced']:8.3f} {row['launches/it']:9.1f} "
-                  f"{trace.per_iteration(trace.jit_calls):7.1f} {row['XLA ops/it']:7.0f} {row['gaps']:6.1%}  {heaviest}")
+                  f"{trace.per_iteration(trace.jit_calls):7.1f} {row['XLA ops/it']:7.0f} {row['gaps']:6.1%}  "
+                  f"{heaviest}")
 
 
 if __name__ == "__main__":
