@@ -6,8 +6,8 @@ are timed apart by `core.run.prepared`; the first call and `repeats` steady-stat
 follow, each steady-state call starting from the same initial state.
 
 `start` does everything up to the repeats and returns a `Timing` whose `repeat` times one
-steady-state call: `measure` drives its repeats in a row, `core.run.together` drives the
-repeats of several fits in turn.
+steady-state call: `measure` drives its repeats in a row, `core.run.engine.run_together`
+drives the repeats of several fits in turn.
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ class ExecutableCache:
     """Compiled executables per (strategy, Problem, device), least recently used first out.
 
     Bounded so a long-lived server that sees many shapes does not grow without limit.
-    The app holds one in `st.cache_resource`; the command line uses `DEFAULT_CACHE`.
+    Each worker holds one for its runs (`core.cluster.tasks`); a fit in this process uses
+    `DEFAULT_CACHE`.
     """
 
     def __init__(self, size: int = 64) -> None:
