@@ -35,7 +35,7 @@ class Compile:
         why: JAX's explanation of the cache miss that caused it, e.g. "never seen
             function" or "different input pytree: ... Static(val=2) and before
             Static(val=1)"; "" when JAX gave none.
-        where: the call site, "file:line:column".
+        where: the call site, "file:line:column" (the file's name alone, as in `why`).
         trace_s, lower_s, compile_s: seconds spent tracing to a jaxpr, lowering to
             StableHLO and compiling with XLA (None where JAX logged no such stage: a
             compile served by a cache).
@@ -49,9 +49,13 @@ class Compile:
     compile_s: float | None = None
 
 
+# An absolute path: shown as its file's name (a page must not show the server's folders).
+_PATH = re.compile(r"(?<![\w.])/(?:[^\s/:]+/)+([^\s/:]+)")
+
+
 def _tidy(why: str) -> str:
     lines = [line.strip() for line in why.strip().splitlines() if line.strip()]
-    text = " ".join(lines)
+    text = _PATH.sub(r"\1", " ".join(lines))
     return text if len(text) <= MAX_WHY_CHARS else text[:MAX_WHY_CHARS - 1] + "…"
 
 
@@ -62,7 +66,7 @@ def read(messages: Iterable[str]) -> list[Compile]:
     pending_why: dict | None = None
     for message in messages:
         if miss := _MISS.search(message):
-            pending_why = {"why": _tidy(miss["why"]), "where": miss["where"]}
+            pending_why = {"why": _tidy(miss["why"]), "where": _PATH.sub(r"\1", miss["where"])}
         elif traced := _TRACED.search(message):
             found.append({"function": traced["name"], "trace_s": float(traced["s"]), **(pending_why or {})})
             pending_why = None
