@@ -307,8 +307,10 @@ display.chart(comparisons.ratio_bars(ratio_runs, baseline, ratio_metric),
               + (f" {untimed} run{'s' * (untimed != 1)} with no {METRICS[ratio_metric].rsplit(' (', 1)[0]} left out."
                  if untimed else ""), legend=None)
 
-# Any run of the same problem tested again against the baseline, from the repeats stored with it.
-testable = [int(i) for i in alike["id"] if int(i) != baseline]
+# Any run of the same problem with this timing tested again against the baseline, from the
+# repeats stored with it (a run without the timing, e.g. no time to solution, has nothing to test).
+timed = alike[pd.to_numeric(alike[ratio_metric], errors="coerce") > 0] if ratio_metric in alike else alike
+testable = [int(i) for i in timed["id"] if int(i) != baseline]
 if testable:
     if st.session_state.get("cmp_retest") not in testable:
         st.session_state["cmp_retest"] = testable[0]

@@ -190,6 +190,20 @@ def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
     assert "oaks x1 · scan · " in _chart_text(at) and "oaks x100 · scan · " in _chart_text(at)
 
 
+def test_compare_tests_only_runs_that_have_the_timing_against_the_baseline(store):
+    solved = dataclasses.replace(fake_run("scan", run_s=0.05), time_to_solution_s=0.05)
+    unsolved = fake_run("jit_step", run_s=0.08)  # a fixed number of iterations: no time to solution
+    baseline = dataclasses.replace(fake_run("eager", run_s=2.0), time_to_solution_s=2.0)
+    for run in (solved, unsolved, baseline):
+        store.add(run)
+    at = open_app("pages/compare/page.py")
+    at.selectbox(key="cmp_baseline").set_value(baseline.id).run()
+    at.selectbox(key="cmp_metric_ratio").set_value("time_to_solution_s").run()
+    assert not at.exception
+    tested = at.selectbox(key="cmp_retest")
+    assert tested.value == solved.id and len(tested.options) == 1  # the untimed run is not offered
+
+
 def test_compare_draws_the_elbo_curves_of_one_problem_at_a_time(store):
     for strategy, replicate in (("scan", 1), ("eager", 1), ("scan", 100)):
         store.add(fake_run(strategy, replicate))
