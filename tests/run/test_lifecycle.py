@@ -4,13 +4,14 @@ stored, stored as interrupted, or gone."""
 import threading
 
 import pytest
-from fake_runs import make_run
 
 from core.cluster.errors import WorkerDied
 from core.run import lifecycle
 from core.run.progress import Cancelled
 from core.spec import DatasetSpec, FitSpec
 from core.store.run_store import RunStore
+
+from fake_runs import make_run
 
 SPECS = [FitSpec(dataset=DatasetSpec(kind="oaks"), strategy=name, iterations=3) for name in ("scan", "jit_step")]
 
