@@ -161,7 +161,7 @@ if step.pitfalls:
 if step.traced:
     st.markdown(":material/timeline: **See it happen.** Traced with JAX's profiler, one iteration of eager launches "
                 "dozens of small programs with gaps between them while Python dispatches the next; scan launches "
-                "one program for the whole loop and XLA's ops follow each other without a gap.")
+                "one program for the whole loop, and its ops follow each other with few gaps.")
     st.page_link("pages/under_the_hood/page.py", label="One iteration traced: Under the hood, Inside one iteration",
                  icon=":material/timeline:")
 

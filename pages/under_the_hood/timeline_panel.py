@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import streamlit as st
 
@@ -26,6 +28,11 @@ def trace(spec: FitSpec, counts, on_progress=None) -> Timeline:
                        label=f"timeline · {spec.dataset.label}", owner="dashboard", on_progress=on_progress)
 
 
+def problem_key(spec: FitSpec) -> str:
+    """The traced problem's key, whichever strategy the page's box names (every one is traced)."""
+    return dataclasses.replace(spec, strategy=STRATEGIES[-1]).key
+
+
 def show_timeline(spec: FitSpec | None, counts) -> None:
     """The button, and the last timeline traced in this session."""
     st.header("Inside one iteration: a timeline", anchor="timeline")
@@ -43,12 +50,12 @@ def show_timeline(spec: FitSpec | None, counts) -> None:
             traced = guarded(work, "Tracing the strategies")
         waiting.empty()
         if traced is not None:
-            st.session_state["uth_timeline"] = (spec.key, traced)
+            st.session_state["uth_timeline"] = (problem_key(spec), traced)
     shown = st.session_state.get("uth_timeline")
     if shown is None:
         return
     key, timeline = shown
-    if spec is not None and key != spec.key:
+    if spec is not None and key != problem_key(spec):
         st.caption(":material/history: Showing the last timeline; the sidebar's problem has changed since.")
     show(timeline)
 

@@ -100,6 +100,12 @@ def test_under_the_hood_traces_an_iteration_of_each_strategy_on_a_worker(app):
     assert summary["launches/it"].iloc[0] > summary["launches/it"].iloc[-1]
     assert app.get("vega_lite_chart")  # the timeline
     assert [b for b in app.get("download_button") if "Perfetto" in b.proto.label]
+    # Another strategy in the page's box is the same traced problem; another size is not.
+    app.selectbox(key="uth_strategy").set_value("jit_step").run()
+    assert not any("problem has changed" in c.value for c in app.caption)
+    app.session_state["sb_sim_n"] = 31
+    app.run()
+    assert any("problem has changed" in c.value for c in app.caption)
 
 
 def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monkeypatch):
