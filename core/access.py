@@ -247,7 +247,6 @@ class Throttle:
 
 
 ALLOW_DELETE_ENV = "PLNLAB_ALLOW_DELETE"
-_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def others_may_be_deleted(signed_in: bool = False) -> bool:
@@ -259,14 +258,8 @@ def others_may_be_deleted(signed_in: bool = False) -> bool:
     Raises:
         ValueError: the variable holds something else (the message says what is accepted).
     """
-    text = config.raw(ALLOW_DELETE_ENV).lower()
-    if not text:
-        return not signed_in
-    if text in _YES:
-        return True
-    if text in _NO:
-        return False
-    raise ValueError(f"{ALLOW_DELETE_ENV} must be 1 or 0 (or yes/no, true/false, on/off); got {text!r}")
+    chosen = config.switch(ALLOW_DELETE_ENV)  # a ConfigError is a ValueError
+    return not signed_in if chosen is None else chosen
 
 
 def deletion(run_ids, own_ids, password: str | None, signed_in: bool = False) -> str:

@@ -34,7 +34,6 @@ CA_ENV = "PLNLAB_TLS_CA_FILE"
 CERT_ENV = "PLNLAB_TLS_CERT"
 KEY_ENV = "PLNLAB_TLS_KEY"
 ALLOW_PLAINTEXT_ENV = "PLNLAB_ALLOW_PLAINTEXT"
-_YES = ("1", "true", "yes", "on")
 # The parties `make_certificates` signs a certificate for, each a file pair NAME.pem/NAME.key.
 PARTIES = ("scheduler", "worker", "client")
 VALID_DAYS = 365
@@ -85,7 +84,7 @@ def _team_security(address: str):
 
 
 def _opted_in() -> bool:
-    return config.raw(ALLOW_PLAINTEXT_ENV).lower() in _YES
+    return config.raw(ALLOW_PLAINTEXT_ENV).lower() in config.YES
 
 
 def _loopback(address: str) -> bool:
