@@ -7,6 +7,7 @@ import streamlit as st
 from core.charts import bars, lines
 from core.fit import catalog
 from core.results import headline, spread
+from core.results.frame import results_frame
 from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
 from pages.ui import display, resources, running, settings, state
@@ -123,9 +124,9 @@ if not shown:
 if note:
     st.caption(note)
 
-frame = display.runs_frame(shown)
+frame = results_frame(shown)
 ok = frame[frame["status"] == "ok"]
-cold_runs = display.runs_frame(cold_compiles.latest_for_each(store, shown))
+cold_runs = results_frame(cold_compiles.latest_for_each(store, shown))
 metrics = st.columns(4)
 if not ok.empty:
     # The headline is what a user waits for: the time until the fit stopped at its tolerance,

@@ -64,22 +64,6 @@ TABLE_COLUMNS = {**TIMING_COLUMNS, **COMPILE_COLUMNS, **FIT_COLUMNS,
                                                        help="steady state: median of the timed repeats")}
 
 
-def runs_frame(results: list[RunResult]) -> pd.DataFrame:
-    """One row per run, every scalar field of RunResult (no ELBO curve), each repeat's seconds,
-    the host, how many repeats were timed and whether the machine was busy."""
-    rows = [r.to_dict(with_elbo=False) for r in results]
-    frame = pd.DataFrame(rows)
-    if not frame.empty:
-        # The host tells one program's runs on two machines apart (`core.results.significance`).
-        frame["host"] = [str(r.versions.get("host", "")) for r in results]
-        frame["timed_repeats"] = [len(r.repeat_times) or r.repeats for r in results]
-        frame["busy"] = [bool(r.unstable) for r in results]
-        frame = frame.drop(columns=["spec", "versions"])
-        # What a compile costs, as the Run page's "Longest compile" counts it.
-        frame["compile_total_s"] = frame["trace_lower_s"] + frame["compile_s"]
-    return frame
-
-
 def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, np.ndarray] | None = None,
               max_points: int = decimate.DISPLAY_POINTS) -> pd.DataFrame:
     """ELBO curves in long format for `core.charts.lines.elbo_curves`, each thinned to at

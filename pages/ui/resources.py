@@ -10,13 +10,14 @@ workers report.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from typing import Iterable
 
 import streamlit as st
 
 from core.cluster import connection
+from core.cluster import devices as devices_offered
 from core.fit import catalog
-from core.spec import DEVICES, SpecError
+from core.spec import SpecError
 from core.store.run_store import RunStore, StoreError, default_db_path
 from pages.ui.text import public
 
@@ -68,42 +69,22 @@ def cluster_or_stop() -> connection.Cluster:
         st.stop()
 
 
-_devices_seen: tuple[float, dict[str, Any]] | None = None
+_devices_seen: tuple[float, devices_offered.Offered] | None = None
 # Every platform a worker of this server's cluster has offered: while its worker restarts (a
 # crash, a recycle), a run for it waits for the fresh one instead of being refused.
 _platforms_served: set[str] = set()
 
 
-def devices() -> dict[str, Any]:
+def devices() -> devices_offered.Offered:
     """The device platforms the cluster's workers offer, what they are and where, and why
-    the absent ones are absent.
-
-    Returns:
-        {"available": ["cpu", ...], "kinds": {platform: "NVIDIA H100 80GB HBM3 x1 on gpu-node"},
-         "missing": {platform: reason}, "workers": how many, "pids": {(host, pid) of each worker}}.
-    """
+    the absent ones are absent (`core.cluster.devices.offered`), read at most every
+    `DEVICES_TTL_S` seconds."""
     global _devices_seen
     now = time.monotonic()
     if _devices_seen is not None and now - _devices_seen[0] < DEVICES_TTL_S:
         return _devices_seen[1]
-    workers = cluster().workers()
-    served: dict[str, dict[str, set]] = {}
-    for facts in workers.values():
-        if not isinstance(facts, dict):  # a worker that could not answer (starting, or failing)
-            continue
-        for platform in facts.get("served", ()):
-            found = served.setdefault(platform, {"kinds": set(), "hosts": set()})
-            found["kinds"].add(facts.get("kinds", {}).get(platform, platform))
-            found["hosts"].add(facts.get("host", "?"))
-    available = [platform for platform in DEVICES if platform in served]
-    _platforms_served.update(available)
-    kinds = {platform: f"{', '.join(sorted(found['kinds']))} on {', '.join(sorted(found['hosts']))}"
-             for platform, found in served.items() if platform in available}
-    missing = {platform: "no worker of the cluster has one" for platform in DEVICES if platform not in served}
-    if not workers:
-        missing = {platform: "no worker has joined the cluster yet" for platform in DEVICES}
-    pids = {(facts.get("host"), facts.get("pid")) for facts in workers.values() if isinstance(facts, dict)}
-    found = {"available": available, "kinds": kinds, "missing": missing, "workers": len(workers), "pids": pids}
+    found = devices_offered.offered(cluster().workers())
+    _platforms_served.update(found.available)
     _devices_seen = (now, found)
     return found
 
@@ -111,7 +92,7 @@ def devices() -> dict[str, Any]:
 def check_device(platform: str) -> None:
     """SpecError when no worker offers `platform`, nor ever did (before anything runs): a
     run for a platform whose worker is restarting waits in the cluster's queue for it."""
-    available = devices()["available"]
+    available = devices().available
     if platform not in available and platform not in _platforms_served:
         raise SpecError(f"device {platform!r} is not available on this cluster's workers; available: "
                         f"{', '.join(available) or 'none yet'}")

@@ -11,6 +11,7 @@ import math
 
 import streamlit as st
 
+from core.cluster.devices import Offered
 from core.fit import catalog
 from core.machine.device_queue import default_queue
 from core.spec import DEFAULTS as FRONT_DOOR
@@ -74,7 +75,7 @@ def _queue_caption(platform: str) -> None:
         cluster = resources.cluster()
         tickets = [entry.ticket() for entry in cluster.board.entries(platform)]
         if cluster.embedded:
-            ours = resources.devices()["pids"]
+            ours = resources.devices().pids
             tickets += [t for t in default_queue().entries(platform) if (t.host, t.pid) not in ours]
     except Exception as exc:  # noqa: BLE001 - a cluster or queue that does not answer: runs will say so too
         st.caption(f":material/error: the device queue cannot be read: {public(exc)}")
@@ -184,13 +185,13 @@ def _device_inputs() -> None:
         found = resources.devices()
     except Exception as exc:  # noqa: BLE001 - the cluster cannot be reached: say so, offer the CPU
         st.error(f"The cluster that runs the fits cannot be reached: {public(exc)}", icon=":material/lan:")
-        found = {"available": [], "kinds": {}, "missing": {}}
-    available = found["available"] or ["cpu"]
+        found = Offered(available=(), kinds={}, missing={}, workers=0, pids=frozenset())  # the error says why
+    available = list(found.available) or ["cpu"]
     if st.session_state["sb_device"] not in available:
         st.session_state["sb_device"] = available[0]
     st.radio("Device", available, key="sb_device", persist_state="session", horizontal=True,
-             captions=[found["kinds"].get(p, "") for p in available])
-    for platform, why in found["missing"].items():
+             captions=[found.kinds.get(p, "") for p in available])
+    for platform, why in found.missing.items():
         st.caption(f":material/block: **{platform}** {why}")
     st.radio("Precision", PRECISIONS, key="sb_precision", persist_state="session", horizontal=True,
              help="every array of the fit has this dtype", on_change=follow_precision)
