@@ -63,7 +63,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-from core.fit import catalog  # noqa: E402
+from core import catalog  # noqa: E402
 
 from served_app import launch_browser, served_app, wait_painted  # noqa: E402
 

@@ -13,8 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-from core import config
-from core.fit import catalog
+from core import catalog, config
 
 # "simulated_on_device" is drawn directly on the devices (core.data.on_device), for the
 # sharded strategy only: no host array of its rows ever exists.
@@ -24,7 +23,7 @@ PRECISIONS = ("float32", "float64")
 DEVICES = ("cpu", "gpu", "tpu")
 # Optimizers that move B, M and S by the ELBO's gradient (optax transformations; the seed
 # tutorial's algorithm), and those that move M and S with B and Sigma at their closed forms
-# (the profiled ELBO, as pyPLNmodels fits it): the catalog (`core.fit.catalog`) lists them.
+# (the profiled ELBO, as pyPLNmodels fits it): the catalog (`core.catalog`) lists them.
 GRADIENT_OPTIMIZERS = catalog.optimizer_names(catalog.GRADIENT)
 PROFILED_OPTIMIZERS = catalog.optimizer_names(catalog.PROFILED)
 OPTIMIZERS = catalog.optimizer_names()
@@ -295,7 +294,7 @@ class OptimizerSpec:
 
 
 def refusal(strategy: str, optimizer: str) -> str | None:
-    """Why `strategy` cannot run `optimizer` (`core.fit.catalog.Runnable.refusal`), or None when it can."""
+    """Why `strategy` cannot run `optimizer` (`core.catalog.Runnable.refusal`), or None when it can."""
     found = catalog.RUNNABLES.get(strategy)
     return found.refusal(optimizer) if found is not None else None
 
@@ -306,7 +305,7 @@ class FitSpec:
 
     Attributes:
         dataset: the data.
-        strategy: a runnable's name (`core.fit.catalog`): a JAX strategy or a peer.
+        strategy: a runnable's name (`core.catalog`): a JAX strategy or a peer.
         iterations: the most iterations to run (fewer when the fit stops at `tol`).
         precision: "float32" or "float64"; every array of the fit has this dtype.
         device: platform to run on: "cpu", "gpu" or "tpu".

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable
 
+from core import catalog
 from core.data import datasets
 from core.data.counts import CountData
-from core.fit import catalog
 from core.inspect import roofline
 from core.results.result import RunResult
 from core.run import engine, stored_run

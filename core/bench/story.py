@@ -27,7 +27,7 @@ class Step:
     """One step of the story.
 
     Attributes:
-        strategy: the runnable it runs (`core.fit.catalog`).
+        strategy: the runnable it runs (`core.catalog`).
         title: a few words for the slide, e.g. "jit each function".
         origin: where it comes from: "seed tutorial, level 1" or "this project".
         fixes: what it changes over the step before, in two sentences at most.

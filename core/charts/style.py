@@ -21,10 +21,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.fit import catalog
+from core import catalog
 from core.results import significance, spread
 
-# Every runnable in teaching order, and its colour: the catalog's (`core.fit.catalog`, where
+# Every runnable in teaching order, and its colour: the catalog's (`core.catalog`, where
 # the palette's rules are written), checked by tests/charts/test_palette.py.
 STRATEGY_ORDER = tuple(catalog.RUNNABLES)
 STRATEGY_COLORS = {name: runnable.colour for name, runnable in catalog.RUNNABLES.items()}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from core.fit import catalog
+from core import catalog
 from core.spec import (
     DATASET_KINDS,
     DEFAULTS,

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import sys
 
-from core import config
+from core import catalog, config
 from core.cli import EXIT_OK
 from core.cli.arguments import check_strategies, dataset_spec, fit_spec
 from core.cli.output import StderrProgress, print_json, print_run, read_csv_saying_how
-from core.fit import catalog
 from core.spec import DEFAULTS, FitSpec, SpecError
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
+from core import catalog
 from core.cli import EXIT_OK
 from core.cli.output import print_json
-from core.fit import catalog
 from core.spec import SpecError
 
 

@@ -24,7 +24,7 @@ import time
 import jax
 import jaxlib
 
-from core.fit import catalog
+from core import catalog
 from core.inspect import trace_reading
 from core.inspect.trace_findings import STRATEGIES, Timeline
 from core.machine.device_queue import device_lock

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import time
 
-from core import config
-from core.fit import catalog
+from core import catalog, config
 from core.spec import FitSpec, SpecError
 
 MAX_RUN_SECONDS_ENV = "PLNLAB_MAX_RUN_SECONDS"

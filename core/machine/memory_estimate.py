@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from core.fit import catalog
+from core import catalog
 from core.machine import runtime
 from core.spec import FitSpec, SpecError
 

@@ -15,9 +15,10 @@ import time
 import uuid
 from typing import Sequence
 
+from core import catalog
 from core.data import datasets
 from core.data.counts import CountData
-from core.fit import catalog, precision_guard
+from core.fit import precision_guard
 from core.machine import budget, device_queue, machine_state, memory_estimate
 from core.results.result import RunResult
 from core.run import jax_timing, lifecycle, measure, repeats

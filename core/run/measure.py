@@ -1,4 +1,4 @@
-"""Timing one fit of any runnable (`core.fit.catalog`): a JAX strategy by
+"""Timing one fit of any runnable (`core.catalog`): a JAX strategy by
 `core.run.jax_timing`, a peer by `core.run.peer_timing`, which loads torch and is imported
 only when a peer runs. To everything above, a strategy and a peer are the same kind of thing."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 
+from core import catalog
 from core.data.counts import CountData
-from core.fit import catalog
 from core.machine.budget import Budget
 from core.results.result import Measurement
 from core.run import jax_timing

@@ -19,7 +19,7 @@ import math
 import statistics
 import time
 
-from core.fit import catalog
+from core import catalog
 from core.results.result import RunResult
 from core.spec import INITS, LR_RANGE, FitSpec, SpecError, cap, cap_variable
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core import catalog
 from core.charts import bars, lines
-from core.fit import catalog
 from core.results import headline, spread
 from core.results.frame import results_frame
 from core.spec import FitSpec, SpecError

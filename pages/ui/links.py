@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from core.fit import catalog
+from core import catalog
 from core.spec import DEFAULTS as FRONT_DOOR
 from core.spec import DEVICES, INITS, LR_RANGE, OAKS_FORMULAS, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, TOL_RANGE, cap
 from pages.ui.settings import DEFAULTS, key

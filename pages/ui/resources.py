@@ -14,9 +14,9 @@ from typing import Iterable
 
 import streamlit as st
 
+from core import catalog
 from core.cluster import connection
 from core.cluster import devices as devices_offered
-from core.fit import catalog
 from core.spec import SpecError
 from core.store.run_store import RunStore, StoreError, default_db_path
 from pages.ui.text import public

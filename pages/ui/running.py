@@ -9,10 +9,10 @@ import time
 import pandas as pd
 import streamlit as st
 
+from core import catalog
 from core.charts import lines
 from core.cluster import stored
 from core.cluster.errors import RunInterrupted
-from core.fit import catalog
 from core.results.result import RunResult
 from core.run.progress import PHASES, Cancelled
 from core.spec import FitSpec, SpecError

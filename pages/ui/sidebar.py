@@ -11,8 +11,8 @@ import math
 
 import streamlit as st
 
+from core import catalog
 from core.cluster.devices import Offered
-from core.fit import catalog
 from core.machine.device_queue import default_queue
 from core.spec import DEFAULTS as FRONT_DOOR
 from core.spec import (

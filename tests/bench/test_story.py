@@ -5,9 +5,9 @@ import dataclasses
 import pandas as pd
 import pytest
 
+from core import catalog
 from core.bench import story
 from core.charts import bars
-from core.fit import catalog
 from core.inspect import pitfalls
 from core.spec import FitSpec, OptimizerSpec
 

@@ -1,4 +1,4 @@
-"""The catalog (`core.fit.catalog`) is the one list of strategies, optimizers and peers: the
+"""The catalog (`core.catalog`) is the one list of strategies, optimizers and peers: the
 registries that build them match it, and no name it does not know is written anywhere."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pathlib
 
 import pytest
 
-from core.fit import algorithms, catalog, peers, strategies
+from core import catalog
+from core.fit import algorithms, peers, strategies
 from core.fit.peers.torch_optim import TWINS
 from core.spec import FitSpec, OptimizerSpec, SpecError
 

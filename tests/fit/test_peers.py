@@ -11,8 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from core import catalog
 from core.data.datasets import load_oaks
-from core.fit import catalog, model, peers, strategies
+from core.fit import model, peers, strategies
 from core.machine.runtime import configure
 from core.run import engine
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
@@ -66,9 +67,9 @@ def _relative(a, b):
 
 def test_listing_what_can_run_imports_neither_torch_nor_pyplnmodels():
     code = (
-        "import sys, core.fit.peers, core.fit.catalog\n"
+        "import sys, core.fit.peers, core.catalog\n"
         "assert [d['name'] for d in core.fit.peers.describe()] == list(core.fit.peers.PEER_NAMES)\n"
-        "assert list(core.fit.catalog.RUNNABLES)[-3:] == list(core.fit.peers.PEER_NAMES)\n"
+        "assert list(core.catalog.RUNNABLES)[-3:] == list(core.fit.peers.PEER_NAMES)\n"
         "loaded = [m for m in ('torch', 'pyPLNmodels') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )

@@ -7,8 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from core import catalog
 from core.data.datasets import load_oaks
-from core.fit import catalog, model, strategies
+from core.fit import model, strategies
 from core.machine.runtime import configure
 from core.spec import OptimizerSpec
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from core.fit import catalog
+from core import catalog
 from core.machine.compilations import CompileCounter
 from core.run import engine
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, refusal

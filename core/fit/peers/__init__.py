@@ -5,13 +5,13 @@
 - `torch_compile`: the same with the per-iteration step under `torch.compile`.
 
 Every ELBO is the ELBO itself with the exact log Y! (gammaln). This module names and
-describes them (from the catalog, `core.fit.catalog`) without importing torch or
+describes them (from the catalog, `core.catalog`) without importing torch or
 pyPLNmodels, so that listing what can run costs nothing; `core.run.peer_timing` times them.
 """
 
 from __future__ import annotations
 
-from core.fit import catalog
+from core import catalog
 
 PEER_NAMES = catalog.peer_names()
 

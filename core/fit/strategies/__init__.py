@@ -2,13 +2,13 @@
 
 `get(name)` returns a strategy instance; `names()` lists them in teaching order (from
 nothing compiled to the whole loop compiled). What each is called, does and runs is in
-the catalog (`core.fit.catalog`), which the registry here must match
+the catalog (`core.catalog`), which the registry here must match
 (tests/fit/test_catalog.py).
 """
 
 from __future__ import annotations
 
-from core.fit import catalog
+from core import catalog
 from core.fit.strategies.base import FitOutput, FitState, Problem, Strategy, fit_step, init_state
 from core.fit.strategies.eager import Eager
 from core.fit.strategies.fori_loop import ForiLoop

@@ -38,7 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from core.fit import algorithms, catalog, model
+from core import catalog
+from core.fit import algorithms, model
 from core.fit.algorithms import Algorithm, FitState
 from core.spec import OptimizerSpec
 

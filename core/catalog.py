@@ -19,7 +19,8 @@ import functools
 import inspect
 import pathlib
 
-_HERE = pathlib.Path(__file__).parent
+# The fit's modules, whose docstrings describe the strategies (read as text: they import JAX).
+_FIT = pathlib.Path(__file__).parent / "fit"
 
 GRADIENT, PROFILED = "gradient", "profiled"
 
@@ -132,7 +133,7 @@ def _docstring(source: str) -> str:
     constructor recursion depth mismatch"), and every session of a server asks from its own
     thread, while Streamlit compiles pages in others. The modules open with a plain
     triple-quoted docstring (tests/fit/test_catalog.py holds each to its `__doc__`)."""
-    text = (_HERE / source).read_text()
+    text = (_FIT / source).read_text()
     start = text.find('"""')
     end = text.find('"""', start + 3)
     return inspect.cleandoc(text[start + 3:end]) if 0 <= start < end else ""
