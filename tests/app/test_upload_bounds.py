@@ -85,6 +85,18 @@ def test_the_bounds_on_streamlits_upload_manager(monkeypatch):
         offer("in", "c", 5)
 
 
+def test_files_taken_before_the_guard_are_dropped_when_it_is_installed(monkeypatch):
+    # The first page run installs the guard: a script that opened a session and raced that
+    # run may have put a file in the unguarded manager.
+    monkeypatch.setattr(upload_guard, "_admitted", {"in"})
+    manager = MemoryUploadedFileManager("/_stcore/upload_file")
+    for session in ("raced", "in"):
+        manager.add_file(session, UploadedFileRec("a", "a.csv", "text/csv", b"0" * MiB))
+    upload_guard.guard(manager)
+    assert list(manager.file_storage) == ["in"]
+    assert manager._total_bytes == MiB and manager._file_count == 1
+
+
 def test_a_bad_server_cap_is_named(monkeypatch):
     monkeypatch.setenv(upload_bounds.SERVER_MB_ENV, "lots")
     with pytest.raises(ValueError, match="PLNLAB_MAX_UPLOADS_MB must be a whole number"):
