@@ -269,7 +269,9 @@ def _visit_under_the_hood(page, base: str) -> None:
     page.goto(f"{base}/under_the_hood")
     wait_painted(page, 120_000)
     page.get_by_role("button", name="Inspect").click()
-    page.get_by_text("FLOP / iteration").wait_for(timeout=600_000)
+    # Its figures, or an error box at once (a failed inspection shows no figures).
+    page.wait_for_function(f"() => document.body.innerText.includes('FLOP / iteration') || "
+                           f"document.querySelector({json.dumps(PROBLEMS)})", timeout=600_000)
     wait_painted(page, 600_000)
     _check_page(page)
     page.get_by_role("button", name="Run it live").first.click()

@@ -11,7 +11,7 @@ from core.cluster import submit, tasks
 from core.inspect import findings, pitfall_notes
 from core.run import lifecycle
 from core.spec import DEFAULTS, FitSpec, SpecError
-from pages.ui import resources, running, settings, state
+from pages.ui import resources, running, settings, shared_results, state
 from pages.ui.display import guarded, si
 from pages.ui.text import md
 from pages.under_the_hood import roofline_panel, timeline_panel
@@ -19,13 +19,12 @@ from pages.under_the_hood import roofline_panel, timeline_panel
 TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretching the page
 
 
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={FitSpec: lambda spec: spec.key})
-def inspect_cached(spec: FitSpec, _counts=None, _on_progress=None) -> findings.Inspection:
-    """`core.inspect.introspect.inspect_fit` on a worker, cached per spec (an uploaded CSV's
-    spec names its content hash); `_on_progress` hears its wait in the queue."""
-    return submit.call(resources.cluster(), tasks.inspection, spec, _counts, platform=spec.device,
-                       label=f"inspecting {lifecycle.label(spec)}", owner="dashboard",
-                       on_progress=_on_progress)
+def inspect_cached(spec: FitSpec, counts=None, on_progress=None) -> findings.Inspection:
+    """`core.inspect.introspect.inspect_fit` on a worker, kept per spec for every session (an
+    uploaded CSV's spec names its content hash); `on_progress` hears its wait in the queue."""
+    return shared_results.kept("inspection", spec.key, lambda: submit.call(
+        resources.cluster(), tasks.inspection, spec, counts, platform=spec.device,
+        label=f"inspecting {lifecycle.label(spec)}", owner="dashboard", on_progress=on_progress), max_entries=16)
 
 
 def text_block(title: str, text: str, language: str, file_name: str, key: str) -> None:

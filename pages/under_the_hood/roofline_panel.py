@@ -9,7 +9,7 @@ from core.charts import roofline as roofline_chart
 from core.cluster import submit, tasks
 from core.inspect import findings, floor
 from core.spec import FitSpec
-from pages.ui import display, resources, running
+from pages.ui import display, resources, running, shared_results
 from pages.ui.display import guarded, si
 
 
@@ -21,18 +21,18 @@ def measure_peaks(platform: str, dtype: str, remeasure: bool = False, on_progres
                        on_progress=on_progress)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def machine_peaks(platform: str, dtype: str, _on_progress=None) -> findings.Peaks:
-    """`measure_peaks`, cached per platform and dtype."""
-    return measure_peaks(platform, dtype, on_progress=_on_progress)
+def machine_peaks(platform: str, dtype: str, on_progress=None) -> findings.Peaks:
+    """`measure_peaks`, kept per platform and dtype for every session."""
+    return shared_results.kept("peaks", (platform, dtype),
+                               lambda: measure_peaks(platform, dtype, on_progress=on_progress), max_entries=8)
 
 
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={FitSpec: lambda spec: spec.key})
-def analysis_cached(spec: FitSpec, _counts=None, _on_progress=None) -> findings.Analysis:
-    """`core.inspect.roofline.analyse_apart` on a worker, cached per spec like `inspect_cached`."""
-    return submit.call(resources.cluster(), tasks.analysis, spec, _counts, platform=spec.device,
-                       label=f"analysing {spec.strategy} · {spec.dataset.label}", owner="dashboard",
-                       on_progress=_on_progress)
+def analysis_cached(spec: FitSpec, counts=None, on_progress=None) -> findings.Analysis:
+    """`core.inspect.roofline.analyse_apart` on a worker, kept per spec like `inspect_cached`."""
+    return shared_results.kept("analysis", spec.key, lambda: submit.call(
+        resources.cluster(), tasks.analysis, spec, counts, platform=spec.device,
+        label=f"analysing {spec.strategy} · {spec.dataset.label}", owner="dashboard", on_progress=on_progress),
+        max_entries=16)
 
 
 def duration(seconds: float) -> str:
@@ -63,7 +63,7 @@ def show_peaks(spec: FitSpec) -> findings.Peaks | None:
             if guarded(lambda: measure_peaks(spec.device, spec.precision, remeasure=True,
                                              on_progress=running.queue_notice(waiting)),
                        "Measuring the peaks") is not None:
-                machine_peaks.clear()
+                shared_results.forget("peaks")
         waiting.empty()
     waiting = st.empty()
     with st.spinner(f"Measuring this machine's peaks for {spec.device}, {spec.precision} (once per host)…"):

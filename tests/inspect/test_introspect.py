@@ -76,7 +76,7 @@ def test_eager_reports_nothing_compiled(inspections):
 
 
 def test_inspection_is_plain_picklable_data(inspections):
-    # st.cache_data pickles what it returns.
+    # Plain data: copied, kept or sent, it comes back equal.
     inspection = inspections["jit_step"]
     assert pickle.loads(pickle.dumps(inspection)) == inspection
 
