@@ -38,13 +38,16 @@ def kept(kind: str, key: Hashable, make: Callable[[], T], max_entries: int) -> T
             if key in found:  # made by another session while this one waited
                 found.move_to_end(key)
                 return found[key]
-        value = make()
-        with _lock:
-            found[key] = value
-            while len(found) > max_entries:
-                found.popitem(last=False)
-            _making.pop((kind, key), None)
-        return value
+        try:
+            value = make()
+            with _lock:
+                found[key] = value
+                while len(found) > max_entries:
+                    found.popitem(last=False)
+            return value
+        finally:
+            with _lock:
+                _making.pop((kind, key), None)
 
 
 def forget(kind: str) -> None:

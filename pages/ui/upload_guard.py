@@ -4,10 +4,10 @@ endpoint hands each file to the server's upload manager.
 `install()` wraps the manager's `add_file` once per server process: a refused file is
 answered 403 (before sign-in) or 413 (over a bound) and never stored. The first page run
 installs it, so a file PUT between the server's start and that run (by a script that opened
-a session and raced its first run) was taken unguarded: installing drops every file of a
-session not admitted, so such a file is held for those milliseconds, not for its session's life. `admit()` marks this
-session as one that may upload (it has signed in, or there is nothing to sign in to); the
-marks are kept for open sessions only.
+a session and raced its first run) is taken unguarded; installing drops every file of a
+session not admitted, so such a file is held for those milliseconds, not for its session's
+life. `admit()` marks this session as one that may upload (it has signed in, or there is
+nothing to sign in to); the marks are kept for open sessions only.
 """
 
 from __future__ import annotations
