@@ -424,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-maps-growth-per-min", type=float, default=50.0,
                         help="nor its memory mappings (a leak of executables shows here first)")
     args = parser.parse_args(argv)
+    # Stopped with SIGTERM (kill, a CI timeout), unwind like Ctrl-C: the served dashboard and
+    # its workers are stopped on the way out instead of left running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     from core.store.run_store import RunStore
 
