@@ -56,7 +56,11 @@ class Fastest(NamedTuple):
         program with the fastest (one speed), which another program it cannot be told from."""
         if not self.ties:
             return ""
-        said = [f"Fastest to solution: **{self.run['strategy']}**, {int(self.run['iterations_run']):,} iterations"]
+        iterations = f"{int(self.run['iterations_run']):,} iterations"
+        if not self.not_told_apart:  # one program, however many strategies asked for it: no winner to name
+            return (f"Fastest to solution: one compiled program, run by **{self.run['strategy']}** and "
+                    f"{', '.join(self.same_program)}: one speed, {iterations}.")
+        said = [f"Fastest to solution: **{self.run['strategy']}**, {iterations}"]
         if self.same_program:
             said.append(f"the same compiled program as {', '.join(self.same_program)}: one speed")
         if self.not_told_apart:

@@ -11,7 +11,7 @@ from core.charts import timeline as timeline_chart
 from core.cluster import submit, tasks
 from core.inspect import trace_findings
 from core.inspect.trace_findings import STRATEGIES, Timeline
-from core.spec import FitSpec
+from core.spec import FitSpec, refusal
 from pages.ui import display, resources, running
 from pages.ui.display import guarded
 from pages.ui.text import md
@@ -37,7 +37,10 @@ def show_timeline(spec: FitSpec | None, counts) -> None:
     """The button, and the last timeline traced in this session."""
     st.header("Inside one iteration: a timeline", anchor="timeline")
     st.markdown(EXPLAINED)
-    clicked = st.button(f"Trace {', '.join(STRATEGIES)}", key="uth_trace", icon=":material/timeline:",
+    # The button names what will be traced: a strategy that cannot run the sidebar's optimizer
+    # (jit_per_function runs the gradient optimizers only) is left out, and the result says why.
+    traced_here = [name for name in STRATEGIES if spec is None or refusal(name, spec.optimizer.name) is None]
+    clicked = st.button(f"Trace {', '.join(traced_here)}", key="uth_trace", icon=":material/timeline:",
                         disabled=spec is None)
     if clicked and spec is not None:
         waiting = st.empty()
@@ -46,7 +49,7 @@ def show_timeline(spec: FitSpec | None, counts) -> None:
             resources.check_device(spec.device)
             return trace(spec, counts, running.queue_notice(waiting))
 
-        with st.spinner(f"Tracing {len(STRATEGIES)} strategies on {spec.dataset.label} (compiling each first)…"):
+        with st.spinner(f"Tracing {len(traced_here)} strategies on {spec.dataset.label} (compiling each first)…"):
             traced = guarded(work, "Tracing the strategies")
         waiting.empty()
         if traced is not None:

@@ -93,6 +93,13 @@ def test_under_the_hood_traces_an_iteration_of_each_strategy_on_a_worker(app):
     tiny_problem(app)
     app.switch_page("pages/under_the_hood/page.py").run()
     assert "Inside one iteration: a timeline" in [h.value for h in app.header]
+    # The button names what it will trace: with a profiled optimizer, not jit_per_function.
+    app.session_state["sb_optimizer"] = "preconditioned_lbfgs"
+    app.run()
+    assert app.button(key="uth_trace").label == "Trace eager, jit_step, scan"
+    app.session_state["sb_optimizer"] = "seed"
+    app.run()
+    assert app.button(key="uth_trace").label == "Trace eager, jit_per_function, jit_step, scan"
     app.button(key="uth_trace").click().run()
     assert not app.exception and not app.error
     summary = next(frame.value for frame in app.dataframe if "launches/it" in frame.value.columns)
@@ -111,7 +118,6 @@ def test_under_the_hood_traces_an_iteration_of_each_strategy_on_a_worker(app):
 def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monkeypatch):
     from core.run import engine
     from core.spec import DatasetSpec, FitSpec
-    from core.store.record_checks import MIN_TIMED_CALL_S
     from core.store.run_store import RunStore
 
     # The sidebar's tiny problem, run once into the app's store (repeats differ: still a match).
