@@ -5,8 +5,9 @@
   this process and whose workers are processes of their own, one thread each, one per
   local device platform (the CPU, plus a GPU or TPU where a JAX plugin and a device are
   present), each with a memory limit (PLNLAB_WORKER_MEMORY, e.g. "8GiB"; default: an even
-  share of this machine's memory). Their nannies restart a worker that dies. No timed run is
-  retried (`allowed-failures` 0): a worker's death costs its own run.
+  share of this machine's memory). Their nannies restart a worker that dies, and a nanny the
+  cluster gave up on is replaced (`_keep_workers`). No timed run is retried
+  (`allowed-failures` 0): a worker's death costs its own run.
 - **A team's cluster**: with PLNLAB_SCHEDULER=tls://host:8786 (or `--scheduler` on the
   command line) the same code joins that scheduler over mutual TLS (`security.for_address`),
   whose workers were started with `dask worker tls://host:8786 --nthreads 1 --preload
@@ -29,6 +30,8 @@ from typing import Any
 import dask
 import yaml
 from distributed import Client, LocalCluster
+from distributed.core import Status
+from tornado.ioloop import PeriodicCallback
 
 from core import access, config
 from core.cluster import SCHEDULER_ENV, security, worker_setup
@@ -39,6 +42,8 @@ log = logging.getLogger(__name__)
 
 WORKER_MEMORY_ENV = "PLNLAB_WORKER_MEMORY"
 START_TIMEOUT_S = 120.0
+# How often the embedded cluster looks for a worker it gave up on (`_keep_workers`).
+KEEP_WORKERS_EVERY_S = 2.0
 # What this process's client builds from what workers and the scheduler send it: msgpack
 # only, never a pickle. Tasks return plain data (`core.cluster.plain`); a worker that sends an
 # object to unpickle is refused before any of it is built.
@@ -143,7 +148,37 @@ def start_local(platforms: list[str] | None = None, memory_limit: str | None = N
         except BaseException:
             local.close()
             raise
+    _keep_workers(local)
     return Cluster(client, local, Board(client))
+
+
+def _keep_workers(local: LocalCluster) -> None:
+    """Replaces any worker the embedded cluster gave up on, checking every few seconds.
+
+    A nanny restarts its dead worker, but a LocalCluster whose worker has not come back
+    within `distributed.deploy.lost-worker-timeout` (15 s; a restart that imports JAX on a
+    busy machine takes longer) closes that nanny for good and starts no other: without this,
+    the dashboard would serve no fit until restarted. The cluster's own `_correct_state` opens
+    what its spec names and it lacks; it runs under this project's Dask settings, as at
+    start-up, since a nanny reads its workers' environment from them when it is made. The
+    callback stops with the cluster (`Cluster._close` stops its periodic callbacks).
+    """
+    reported: set = set()
+
+    async def replace_lost() -> None:
+        lost = set(local.worker_spec) - set(local.workers)
+        if not lost or local.status != Status.running:
+            reported.clear()
+            return
+        if lost - reported:
+            log.warning("the embedded cluster gave up on worker(s) %s; starting new ones", sorted(lost))
+            reported.update(lost)
+        with dask.config.set(cluster_config()):
+            await local._correct_state()
+
+    watch = PeriodicCallback(replace_lost, KEEP_WORKERS_EVERY_S * 1000)
+    local.periodic_callbacks["plnlab-keep-workers"] = watch
+    local.loop.add_callback(watch.start)
 
 
 def join(address: str, timeout_s: float = 10.0) -> Cluster:

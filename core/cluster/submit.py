@@ -152,6 +152,9 @@ def _served(cluster: Cluster, platform: str) -> bool:
 
 
 def _no_worker(cluster: Cluster, platform: str, waited_s: float) -> NoWorker:
+    if cluster.embedded:  # its workers are this server's to start: nothing for the user to run
+        return NoWorker(f"this server's worker for {platform} is not up after {waited_s:.0f} s (it is started "
+                        "again by itself after a crash; a machine this busy may need a minute): try again shortly")
     workers = cluster.client.scheduler_info(n_workers=-1).get("workers", {})
     theirs = (f"its {len(workers)} worker{'s' * (len(workers) != 1)} offer no {platform} of this project (started "
               "without --preload core.cluster.worker_setup, or serving other devices)" if workers

@@ -1,7 +1,7 @@
 """The dashboard's embedded cluster: a LocalCluster with one worker per local platform over TLS
 with certificates made at start-up (no other account here can connect), no password in its
 workers' environment, warm before the first run, no retries, a dead worker's run stored as
-interrupted, closed with its server."""
+interrupted, a worker the cluster gave up on replaced, closed with its server."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+import dask
 import psutil
 import pytest
 
@@ -91,8 +92,37 @@ def test_the_embedded_cluster_is_warm_and_a_dead_worker_costs_one_run(tmp_path, 
         assert stored.run_and_store(cluster, store, TINY).status == "ok"
         workers = [facts["pid"] for facts in cluster.workers().values()]
         assert worker_pid not in workers
+        # A worker that does not come back within the cluster's lost-worker-timeout (a slow
+        # restart on a busy machine) makes the LocalCluster close its nanny for good; the
+        # embedded cluster starts another, with this project's environment.
+        with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.1s"}):
+            os.kill(workers[0], signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while cluster.local.workers:  # the cluster gave up on it
+                assert time.monotonic() < deadline, "the cluster never gave up on the restarting worker"
+                time.sleep(0.05)
+        cluster.client.wait_for_workers(1, timeout=120)
+        assert stored.run_and_store(cluster, store, TINY).status == "ok"
+
+        def trim(dask_worker=None):
+            import os
+
+            return os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+        assert list(cluster.client.run(trim).values()) == [None]
+        workers = [facts["pid"] for facts in cluster.workers().values()]
     finally:
         cluster.close()
     for pid in workers:  # closed with its server: no worker left behind
         with pytest.raises(psutil.NoSuchProcess):
             psutil.Process(pid).status()
+
+
+def test_an_embedded_cluster_without_its_worker_asks_no_one_to_start_one():
+    from types import SimpleNamespace
+
+    from core.cluster import submit
+
+    embedded = SimpleNamespace(embedded=True, address="tls://127.0.0.1:1")
+    message = str(submit._no_worker(embedded, "cpu", 30.0))
+    assert "this server's worker for cpu is not up after 30 s" in message and "dask worker" not in message
