@@ -410,6 +410,18 @@ def slope_per_min(samples: list[dict], key: str, after_s: float) -> float:
     return statistics.linear_regression(minutes, values).slope
 
 
+def timed_windows(runs) -> list[tuple[float, float]]:
+    """When each unit of the device queue held the device, in order: a run alone, or runs
+    timed together (one `timed_with` mark), which share one window by design."""
+    spans: dict[str, tuple[float, float]] = {}
+    for run in runs:
+        if run.timed_end:
+            key = run.timed_with or f"run {run.id}"
+            start, end = spans.get(key, (run.timed_start, run.timed_end))
+            spans[key] = (min(start, run.timed_start), max(end, run.timed_end))
+    return sorted(spans.values())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
@@ -481,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = [r for r in final.list() if r.error != POISON["error"]]
     left_in_flight = len(final.in_flight())
     statuses = {status: sum(r.status == status for r in runs) for status in {r.status for r in runs}}
-    windows = sorted((r.timed_start, r.timed_end) for r in runs if r.timed_end)
+    windows = timed_windows(runs)
     overlaps = sum(end > next_start for (_, end), (next_start, _) in zip(windows, windows[1:]))
     rss_growth = slope_per_min(samples, "rss", after_s=300)
     maps_growth = slope_per_min(samples, "maps", after_s=300)
@@ -495,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    {error}")
     print(f"  worker kills           {len(tally.kills)}; expected interruptions {len(tally.expected)}; "
           f"worker restarts {restarts} ({len(workers_seen)} worker processes seen)")
-    print(f"  timed windows overlap  {overlaps}")
+    print(f"  timed windows overlap  {overlaps} (of {len(windows)} windows; runs timed together are one)")
     print(f"  left in flight         {left_in_flight}")
     print(f"  scratch                {scratch}")
     print(f"  store                  {db_bytes / 1e6:.2f} MB, integrity "

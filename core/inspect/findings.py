@@ -161,6 +161,15 @@ def hlo_instructions(hlo: str) -> int:
     return len(_HLO_INSTRUCTION.findall(hlo))
 
 
+def compile_heading(compile_count: int, disk_cache_hits: int) -> str:
+    """What the "compile" seconds of an inspection measured: XLA compiling, loading executables
+    from JAX's persistent cache (then no compilation ran, and "Compile" beside "0 compilations"
+    would read as a contradiction), or both."""
+    if not disk_cache_hits:
+        return "Compile"
+    return "Compile + load" if compile_count else "Load from disk"
+
+
 def executable_rows(inspection: Inspection) -> list[dict[str, Any]]:
     """One row per executable for a table: its size in HLO instructions after XLA's passes,
     costs in MFLOP / MB / thousands, memory in MB."""

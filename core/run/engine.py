@@ -21,7 +21,7 @@ from core.data.counts import CountData
 from core.fit import precision_guard
 from core.machine import budget, device_queue, machine_state, memory_estimate
 from core.results.result import RunResult
-from core.run import jax_timing, lifecycle, measure, repeats
+from core.run import batches, jax_timing, lifecycle, measure, repeats
 from core.run.certified import certified
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
@@ -136,7 +136,7 @@ def run_together(
     for spec in specs:
         if catalog.runnable(spec.strategy).is_peer:
             raise SpecError(f"{spec.strategy} is a peer: its timing is its own, run it alone")
-        if spec.dataset != specs[0].dataset or spec.device != specs[0].device or spec.repeats != specs[0].repeats:
+        if batches.problem_key(spec) != batches.problem_key(specs[0]):
             raise SpecError("fits timed together must share their data, device and repeats")
     seconds = budget.max_run_seconds() if max_seconds is None else max_seconds
     for spec in specs:

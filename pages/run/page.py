@@ -90,8 +90,8 @@ with cold_slot:
 if clicked:
     todo = missing or specs
     # Timed together, their repeats in turn: a moment of load lands on each strategy alike.
-    results, error = running.run_side_by_side(todo, counts=problem.counts, cold=cold,
-                                              title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
+    results, error = running.run(todo, counts=problem.counts, cold=cold,
+                                 title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
     if results:
         st.session_state["run_last_ids"] = [r.id for r in results]
         stored.update({r.strategy: r for r in results})

@@ -148,8 +148,9 @@ def show() -> None:
         if simulated:
             results, error = run_in_processes(todo)
         else:
-            results, error = running.run_specs(todo, labels=[point_label(spec) for spec in todo],
-                                               title=f"Device sweep of {len(todo)} runs")
+            # One device count per run: each is its own sharded program, never timed beside another.
+            results, error = running.run(todo, labels=[point_label(spec) for spec in todo],
+                                         title=f"Device sweep of {len(todo)} runs", together=False)
         if error:
             st.error(error, icon=":material/error:")
             frame = store.frame()

@@ -111,6 +111,15 @@ with n_tab:
     # Compiling from scratch is measuring again: it runs the stored pairs too.
     todo = grid if retime or cold else [spec for spec in grid if spec.key not in stored_keys]
     label = f"Run sweep: {len(todo)} run{'s' * (len(todo) != 1)}" if todo else "Run sweep"
+    again = sum(spec.key in stored_keys for spec in grid) if retime or cold else 0
+    if again:  # the button's count includes pairs already stored: say so, and how to run only the rest
+        why = [name for name, on in (("Re-time", retime), ("Compile from scratch", cold)) if on]
+        stored = ("The pair here is" if len(grid) == 1 else "Every pair here is" if again == len(grid)
+                  else f"{again} of the {len(grid)} pairs here {'is' if again == 1 else 'are'}")
+        st.caption(f"{stored} stored already; **{'** and **'.join(why)}** "
+                   f"run{'s' * (len(why) == 1)} {'it' if again == 1 else 'them'} again"
+                   + (f" (untick {'it' if len(why) == 1 else 'both'} to run only the {len(grid) - again} left)."
+                      if len(grid) > again else "."))
     clicked = go.button(label, type="primary", key="scl_go",
                         disabled=not todo, icon=":material/play_arrow:", width="stretch",
                         help="runs every (strategy, size) pair of the grid not yet in the store" if todo else
@@ -121,8 +130,7 @@ with n_tab:
         results, error = [], None
         for k in sorted({spec.dataset.replicate for spec in todo}):
             at_k = [spec for spec in todo if spec.dataset.replicate == k]
-            done, error = running.run_side_by_side(at_k, cold=cold,
-                                                   title=f"Sweep at n = {OAKS_ROWS * k:,}: {len(at_k)} runs")
+            done, error = running.run(at_k, cold=cold, title=f"Sweep at n = {OAKS_ROWS * k:,}: {len(at_k)} runs")
             results += done
             if error:
                 break

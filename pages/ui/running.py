@@ -9,11 +9,11 @@ import time
 import pandas as pd
 import streamlit as st
 
-from core import catalog
 from core.charts import lines
 from core.cluster import stored
 from core.cluster.errors import RunInterrupted
 from core.results.result import RunResult
+from core.run import batches
 from core.run.progress import PHASES, Cancelled
 from core.spec import FitSpec, SpecError
 from core.store.run_store import StoreError
@@ -179,22 +179,26 @@ def _progress_slots(title: str, labels: list[str]):
     return cancel_slot, bars, st.empty()
 
 
-def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None,
-              title: str = "Running", cold: bool = False) -> tuple[list[RunResult], str | None]:
-    """Runs and stores `specs` in order, showing a status box with a progress bar per spec.
+def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Running", counts=None,
+        cold: bool = False, together: bool = True) -> tuple[list[RunResult], str | None]:
+    """Runs and stores `specs` in one status box, with a progress bar per spec: the JAX
+    strategies of one problem timed together, their repeats in turn, so that their ratios are
+    free of the machine's load at one moment; the peers (whose timing is their own) and fits
+    without a partner one by one (`core.run.batches`).
 
     Args:
         specs: what to run; checked for device availability before anything runs.
-        counts: uploaded CountData for csv specs, else None.
         labels: progress-bar label per spec (default: the strategy).
         title: the status box's label while running.
+        counts: uploaded CountData for csv specs, else None.
         cold: compile every spec from scratch (`core.run.engine.run(cold=True)`).
+        together: False runs every spec alone.
 
     Returns:
-        (the stored results, an error message or None). Each result is stored as soon as
-        its run has finished; a run that fails stores nothing, one whose worker died is
-        stored as interrupted. The message is markdown with every user- or store-supplied
-        part escaped (`pages.ui.text`).
+        (the stored results, an error message or None). Each batch's results are stored as
+        soon as it has finished; a failure stops the batches after it and stores nothing of
+        its own, a dead worker stores its batch as interrupted. The message is markdown with
+        every user- or store-supplied part escaped (`pages.ui.text`).
     """
     labels = labels or [spec.strategy for spec in specs]
     try:
@@ -206,89 +210,52 @@ def run_specs(specs: list[FitSpec], counts=None, labels: list[str] | None = None
     live_points: list[dict] = []
     with st.status(f"{title}…", expanded=True) as status:
         cancel_slot, bars, live = _progress_slots(title, labels)
-        for index, (spec, label, bar) in enumerate(zip(specs, labels, bars)):
+        reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy)
+                     for index, (spec, label, bar) in enumerate(zip(specs, labels, bars))]
+        for batch in batches.plan(specs, together):
+            members = [specs[index] for index in batch.members]
+            mine = [reporters[index] for index in batch.members]
+            first = batch.members[0] + 1
             # expanded must be repeated: an update without it can collapse the box.
-            status.update(label=f"{md(title)}: {md(label)} ({index + 1} of {len(specs)})…", expanded=True)
-            try:
-                reporter = _Reporter(bar, live, label, live_points, index, spec.strategy)
-                result = stored.run_and_store(cluster, store, spec, counts, on_progress=reporter, owner="dashboard",
-                                              cold=cold, owner_id=sign_in.identity())
-                reporter.finish()
-            except RunInterrupted as exc:  # the worker died: stored as interrupted, still this session's own
-                error = f"{md(label)}: {public(exc)}"
-            except (SpecError, StoreError, Cancelled) as exc:
-                error = f"{md(label)}: {public(exc)}"
-            except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
-                log.exception("run of %s failed", spec)
-                error = (f"{md(label)} failed with an internal error ({type(exc).__name__}: {public(exc)}); "
-                         "see the server log")
-            if error is None and result.status == "timed_out":  # stored, but it did not finish
-                results.append(result)
-                error = f"{md(label)}: {md(result.error)}; stored as timed out, with its curve so far"
+            status.update(label=(f"{md(title)}: {len(members)} timed together…" if batch.together else
+                                 f"{md(title)}: {mine[0].shown_label} ({first} of {len(specs)})…"), expanded=True)
+            done, error = _run_batch(cluster, store, members, mine, batch.together, counts, cold)
+            results += done
             if error:
-                bar.progress(0.0, text=f"**{md(label)}**: failed")
                 break
-            results.append(result)
-            bar.progress(1.0, text=f"**{md(label)}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
-                                   f"compile {result.trace_lower_s + result.compile_s:.2f} s ({result.cache})")
         close_status(status, cancel_slot, len(results), error)
     refresh_store_caption()
     return results, error
 
 
-def run_side_by_side(specs: list[FitSpec], counts=None, title: str = "Running",
-                     cold: bool = False) -> tuple[list[RunResult], str | None]:
-    """Runs `specs` as `run_specs` does, but the JAX strategies among them timed together, as
-    one unit in the device queue with their repeats in turn (`run_specs_together`), so that
-    their ratios are free of the machine's load at one moment; the peers (whose timing is
-    their own) then run one by one. Returns (the stored results, an error message or None)."""
-    together = [spec for spec in specs if not catalog.runnable(spec.strategy).is_peer]
-    alone = [spec for spec in specs if spec not in together]
-    if len(together) < 2:
-        return run_specs(specs, counts=counts, title=title, cold=cold)
-    results, error = run_specs_together(together, [spec.strategy for spec in together], counts=counts, cold=cold,
-                                        title=f"{title}: {len(together)} strategies timed together")
-    if error is None and alone:
-        more, error = run_specs(alone, counts=counts, title=f"{title}: the peers, each alone", cold=cold)
-        results = results + more
-    return results, error
-
-
-def run_specs_together(specs: list[FitSpec], labels: list[str], title: str,
-                       counts=None, cold: bool = False) -> tuple[list[RunResult], str | None]:
-    """Runs `specs` side by side on one worker, their repeats in turn
-    (`core.cluster.stored.run_together_and_store`), with a progress bar each; returns (the
-    stored results, an error message or None) as `run_specs` does. All or none: a failure
-    stores none of them (a dead worker stores each as interrupted). `cold` compiles each from
-    scratch."""
-    try:
-        store, cluster = _ready(specs)
-    except (SpecError, StoreError) as exc:
-        return [], public(exc)
+def _run_batch(cluster, store, specs: list[FitSpec], reporters: list[_Reporter], together: bool, counts,
+               cold: bool) -> tuple[list[RunResult], str | None]:
+    """One batch of `run`: (its stored results, an error message or None), its bars drawn."""
+    who = f"{len(specs)} strategies" if together else reporters[0].shown_label
     results: list[RunResult] = []
     error = None
-    live_points: list[dict] = []
-    with st.status(f"{title}…", expanded=True) as status:
-        cancel_slot, bars, live = _progress_slots(title, labels)
-        reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy)
-                     for index, (spec, label, bar) in enumerate(zip(specs, labels, bars))]
-        try:
+    try:
+        if together:
             results = stored.run_together_and_store(
                 cluster, store, specs, counts, on_progress=lambda progress: reporters[progress.member](progress),
                 owner="dashboard", owner_id=sign_in.identity(), cold=cold)
-        except (RunInterrupted, SpecError, StoreError, Cancelled) as exc:
-            error = public(exc)
-        except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
-            log.exception("run of %s failed", specs)
-            error = f"internal error ({type(exc).__name__}: {public(exc)}); see the server log"
-        for reporter, result in zip(reporters, results):
-            reporter.finish()
-            reporter.bar.progress(1.0, text=f"**{reporter.shown_label}**: done: {result.per_iter_ms:,.3f} "
-                                            "ms/iteration")
-        if error is None and any(result.status == "timed_out" for result in results):
-            error = "past this server's time budget: stored as timed out, with the curves so far"
-        close_status(status, cancel_slot, len(results), error)
-    refresh_store_caption()
+        else:
+            results = [stored.run_and_store(cluster, store, specs[0], counts, on_progress=reporters[0],
+                                            owner="dashboard", cold=cold, owner_id=sign_in.identity())]
+    except (RunInterrupted, SpecError, StoreError, Cancelled) as exc:  # interrupted: stored, still this session's
+        error = f"{who}: {public(exc)}"
+    except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
+        log.exception("run of %s failed", specs)
+        error = f"{who} failed with an internal error ({type(exc).__name__}: {public(exc)}); see the server log"
+    for reporter, result in zip(reporters, results):
+        reporter.finish()
+        reporter.bar.progress(1.0, text=f"**{reporter.shown_label}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
+                                        f"compile {result.trace_lower_s + result.compile_s:.2f} s ({result.cache})")
+    if error:
+        for reporter in reporters:
+            reporter.bar.progress(0.0, text=f"**{reporter.shown_label}**: failed")
+    elif timed_out := [result for result in results if result.status == "timed_out"]:  # stored, but unfinished
+        error = f"{who}: {md(timed_out[0].error)}; stored as timed out, with the curve{'s' * together} so far"
     return results, error
 
 

@@ -78,8 +78,10 @@ def show_inspection(inspection: findings.Inspection) -> None:
                           help="counted from jax.monitoring events while tracing, lowering and compiling; "
                                "includes small op-by-op compilations of argument set-up")
         columns[2].metric("Trace + lower", f"{inspection.trace_lower_s:.2f} s")
-        columns[3].metric("Compile", f"{inspection.compile_s:.2f} s",
-                          help="loaded from JAX's persistent cache when 'disk' below")
+        columns[3].metric(findings.compile_heading(inspection.compile_count, inspection.disk_cache_hits),
+                          f"{inspection.compile_s:.2f} s",
+                          help="XLA compiling, and loading executables from JAX's persistent cache (the "
+                               "persistent-cache loads below)")
         instructions = sum(findings.hlo_instructions(e.optimized_hlo) for e in inspection.executables)
         st.caption(f"Cache: **{inspection.cache}** ({inspection.disk_cache_hits} persistent-cache load"
                    f"{'s' * (inspection.disk_cache_hits != 1)}). Figures for a cold in-process cache. "

@@ -8,6 +8,7 @@ test_app's; fits are tiny.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pandas as pd
 import pyarrow as pa
@@ -61,6 +62,26 @@ def test_a_step_that_compiles_nothing_ahead_says_so(store):
     assert not at.exception
     notes = " ".join(caption.value for caption in at.caption)
     assert "nothing compiled ahead" in notes and "paid once" not in notes
+
+
+def test_a_step_within_noise_of_the_last_names_both_speed_ups(store):
+    # Steps 2 and 3 overlap (medians 0.10 and 0.13 s, samples spread over both): one speed,
+    # though their speed-ups since step 1 differ; the sentence says both and why.
+    specs = story.specs(settings.DEFAULTS.fit_spec("eager"))
+    shapes = [(2.0, [1.8, 1.9, 2.0, 2.1, 2.2]), (0.10, [0.05, 0.07, 0.10, 0.15, 0.16]),
+              (0.13, [0.06, 0.09, 0.13, 0.17, 0.18])]
+    for index, (median, times) in enumerate(shapes):
+        run = fake_run(story.STEPS[index].strategy, run_s=median, spec=specs[index])
+        store.add(dataclasses.replace(run, run_s_min=min(times), run_s_max=max(times), repeat_times=times,
+                                      repeats=len(times), program=f"program-{index}"))
+    at = open_app("pages/story/page.py")
+    at.button(key="story_next").click().run()
+    at.button(key="story_next").click().run()
+    assert at.subheader[0].value.startswith("Step 3 of")
+    said = next(m.value for m in at.markdown if "The same speed as step 2" in m.value)
+    figures = re.findall(r"×[\d.]+", said)
+    assert said.startswith("The same speed as step 2: no significant difference (×") and len(set(figures)) == 2, said
+    assert any(f">{figures[0]}<" in html.proto.body for html in at.get("html"))  # the big number is "here"
 
 
 def test_the_last_step_leads_back_to_the_first(store):
@@ -267,6 +288,9 @@ def test_a_scaling_sweep_from_scratch_reruns_stored_pairs(store):
     assert at.button(key="scl_go").disabled  # every pair stored
     at.toggle(key="scl_cold").set_value(True).run()
     assert not at.button(key="scl_go").disabled and at.button(key="scl_go").label == "Run sweep: 1 run"
+    # The count includes the stored pair: the page says so.
+    assert any(c.value.startswith("The pair here is stored already; **Compile from scratch** runs it again.")
+               for c in at.caption), [c.value for c in at.caption]
     at.button(key="scl_go").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     runs = store.list()
