@@ -224,7 +224,9 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
     else:
         x = dict(x=alt.X("seconds:Q", stack="zero", title="time (s)"))
     hollow = alt.datum.diverged | alt.datum.cold
-    y = alt.Y("run:N", sort=list(df["run"]), title=None)
+    # Every run's label, even where a page sets a height of under 24 px a bar: Vega's default
+    # drops every other one that touches its neighbour, and a bar without its name says nothing.
+    y = alt.Y("run:N", sort=list(df["run"]), title=None, axis=alt.Axis(labelOverlap=False))
     stacked = alt.Chart(long).mark_bar().encode(
         **x,
         y=y,

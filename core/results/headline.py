@@ -58,8 +58,9 @@ class Fastest(NamedTuple):
             return ""
         iterations = f"{int(self.run['iterations_run']):,} iterations"
         if not self.not_told_apart:  # one program, however many strategies asked for it: no winner to name
-            return (f"Fastest to solution: one compiled program, run by **{self.run['strategy']}** and "
-                    f"{', '.join(self.same_program)}: one speed, {iterations}.")
+            runners = sorted([self.run["strategy"], *self.same_program])
+            listed = ", ".join(runners[:-1]) + f" and {runners[-1]}"
+            return f"Fastest to solution: {listed}, one compiled program: one speed, {iterations}."
         said = [f"Fastest to solution: **{self.run['strategy']}**, {iterations}"]
         if self.same_program:
             said.append(f"the same compiled program as {', '.join(self.same_program)}: one speed")

@@ -38,6 +38,8 @@ TABLE_ROWS = 500
 # The runs table's height beyond its 35 px rows: the header row, the borders, and room for the
 # horizontal scrollbar its many columns bring at 1024 px (without it, the last row was cut).
 TABLE_CHROME_PX = 38 + 16
+# Rows the table shows before it scrolls, whole (a row cut at the bottom edge read as lost).
+TABLE_VISIBLE_ROWS = 10
 COLUMNS = {
     **display.TABLE_COLUMNS,
     "id": st.column_config.NumberColumn("run", format="#%d"),
@@ -173,7 +175,8 @@ if from_link:
 st.session_state["cmp_table_drawn"] = True
 event = st.dataframe(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.session_state['cmp_version']}",
                      on_select="rerun", selection_mode="multi-row", hide_index=True, column_config=fitted_columns(view),
-                     height=min(420, TABLE_CHROME_PX + 35 * max(1, len(view))), selection_default=ticked_default)
+                     height=TABLE_CHROME_PX + 35 * min(TABLE_VISIBLE_ROWS, max(1, len(view))),
+                     selection_default=ticked_default)
 # Positions in `view`; a tick made before the filters changed may point past its end.
 rows = [r for r in (event.selection.rows if event is not None else []) if r < len(view)]
 picked = view.iloc[rows] if rows else view

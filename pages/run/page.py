@@ -16,6 +16,9 @@ from pages.ui.text import md, public
 # The first chart in the first screen of a projector, however many strategies, with the tie line
 # above it (at 160 px the axis title fell 23 px below 768 with three strategies tied).
 CHART_HEIGHT = 120
+# The phases chart (right, beside the speed-up) grows past that by its rows, its cold compiles
+# included: at 20 px a row Vega dropped every other run's name.
+ROW_PX = 24
 
 st.title("Which JIT strategy is fastest?", anchor=False)
 
@@ -143,7 +146,7 @@ if not ok.empty:
                                + display.duration_range(spread.Spread.of_run(fastest)))
     else:
         fastest = ok.loc[ok["run_s"].idxmin()]
-        metrics[0].metric("Fastest fit", display.duration(fastest["run_s"]), "tolerance not met: no solution",
+        metrics[0].metric("Fastest fit", display.duration(fastest["run_s"]), f"{fastest['strategy']}: no solution",
                           delta_color="off", delta_arrow="off",
                           help="steady-state time of the fit; set a tolerance in the sidebar to stop at "
                                "convergence and time the solution")
@@ -163,7 +166,8 @@ if not ok.empty:
         made = list(cold_runs["trace_lower_s"] + cold_runs["compile_s"]) if not cold_runs.empty else []
         places = " and ".join(sorted(set(loaded["cache"])))
         if paid or made:
-            metrics[2].metric("Longest compile", display.duration(max(paid + made)),
+            # Nothing compiled by this run: the figure is the compile paid when the program was made.
+            metrics[2].metric("Longest compile" if paid else "Compile, when made", display.duration(max(paid + made)),
                               f"{len(loaded)} loaded from {places}" if len(loaded) else None,
                               delta_color="off", delta_arrow="off",
                               help="trace + lower + XLA compile of these strategies' programs, as it was paid: by this "
@@ -180,6 +184,11 @@ with metrics[3]:
 if not ok.empty and winner is not None and winner.ties:
     # The tie's names, across the page: the metric's column is too narrow for them at 1024 px.
     st.caption(winner.sentence(), help="; ".join(f"{tie.strategy}: {tie.why}" for tie in winner.ties))
+elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
+    why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
+           else "No tolerance is set (the sidebar's Tolerance)")
+    st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
+               f"{int(fastest['iterations_run']):,} iterations fastest, and the charts below compare the fits as run.")
 
 # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
 # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.
@@ -195,7 +204,8 @@ with left:
                   "Mann–Whitney U test on the repeats; same program: XLA compiled one program for both).",
                   legend=None)
 with right:
-    display.chart(bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=CHART_HEIGHT),
+    rows = len(frame) + len(cold_runs)
+    display.chart(bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=max(CHART_HEIGHT, ROW_PX * rows)),
                   "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
                   "its whisker the fastest to the slowest repeat."
                   + (" A (cached) run loaded its compiled program instead of compiling it (strategies that compile "

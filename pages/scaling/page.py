@@ -102,7 +102,9 @@ with n_tab:
     state.default("scl_cold", True)
     with retime_slot:
         retime = st.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime",
-                             persist_state="session")
+                             persist_state="session",
+                             help="run stored pairs again with the programs already compiled; **Compile from "
+                                  "scratch** runs them again too, compiling each anew")
         cold = st.toggle("Compile from scratch", key="scl_cold", persist_state="session",
                          help="skip the in-memory and on-disk compilation caches for these runs, so each compile "
                               "is measured; the new executables are cached afterwards")
@@ -111,29 +113,29 @@ with n_tab:
     # Compiling from scratch is measuring again: it runs the stored pairs too.
     todo = grid if retime or cold else [spec for spec in grid if spec.key not in stored_keys]
     label = f"Run sweep: {len(todo)} run{'s' * (len(todo) != 1)}" if todo else "Run sweep"
-    again = sum(spec.key in stored_keys for spec in grid) if retime or cold else 0
-    if again:  # the button's count includes pairs already stored: say so, and how to run only the rest
+    stored_here = sum(spec.key in stored_keys for spec in grid)
+    if stored_here and (retime or cold):  # the button's count includes stored pairs: say so, and how to skip them
         why = [name for name, on in (("Re-time", retime), ("Compile from scratch", cold)) if on]
-        stored = ("The pair here is" if len(grid) == 1 else "Every pair here is" if again == len(grid)
-                  else f"{again} of the {len(grid)} pairs here {'is' if again == 1 else 'are'}")
-        st.caption(f"{stored} stored already; **{'** and **'.join(why)}** "
-                   f"run{'s' * (len(why) == 1)} {'it' if again == 1 else 'them'} again"
-                   + (f" (untick {'it' if len(why) == 1 else 'both'} to run only the {len(grid) - again} left)."
-                      if len(grid) > again else "."))
+        pairs = ("The pair here is" if len(grid) == 1 else "Every pair here is" if stored_here == len(grid)
+                 else f"{stored_here} of the {len(grid)} pairs here {'is' if stored_here == 1 else 'are'}")
+        st.caption(f"{pairs} stored already; **{'** and **'.join(why)}** "
+                   f"run{'s' * (len(why) == 1)} {'it' if stored_here == 1 else 'them'} again"
+                   + (f" (untick {'it' if len(why) == 1 else 'both'} to run only the {len(grid) - stored_here} left)."
+                      if len(grid) > stored_here else "."))
+    elif stored_here and todo:
+        st.caption(f"{stored_here} of the {len(grid)} pairs here {'is' if stored_here == 1 else 'are'} stored "
+                   "already and left out: tick **Re-time** to run them again.")
     clicked = go.button(label, type="primary", key="scl_go",
                         disabled=not todo, icon=":material/play_arrow:", width="stretch",
-                        help="runs every (strategy, size) pair of the grid not yet in the store" if todo else
-                        "every pair is already in the store: tick Re-time to run them again")
+                        help=("runs every (strategy, size) pair of the grid, the stored ones again" if todo and
+                              (retime or cold) else "runs every (strategy, size) pair of the grid not yet in the store"
+                              if todo else "every pair is already in the store: tick Re-time to run them again"))
     if clicked:
-        # Each size's strategies timed together, their repeats in turn: ratios between strategies at
-        # one size carry no load of another moment.
-        results, error = [], None
-        for k in sorted({spec.dataset.replicate for spec in todo}):
-            at_k = [spec for spec in todo if spec.dataset.replicate == k]
-            done, error = running.run(at_k, cold=cold, title=f"Sweep at n = {OAKS_ROWS * k:,}: {len(at_k)} runs")
-            results += done
-            if error:
-                break
+        # One call: each size's strategies timed together, their repeats in turn (core.run.batches),
+        # so that ratios between strategies at one size carry no load of another moment.
+        results, error = running.run(todo, labels=[f"{spec.strategy} · n = {OAKS_ROWS * spec.dataset.replicate:,}"
+                                                   for spec in todo],
+                                     cold=cold, title=f"Sweep of {len(todo)} run{'s' * (len(todo) != 1)}")
         if error:
             st.error(error, icon=":material/error:")
             frame = store.frame()

@@ -25,7 +25,7 @@ TIMING_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
     "time_to_solution_s": st.column_config.NumberColumn(
         "to solution (s)", format="%.4f",
-        help="steady-state seconds from the first iteration to the stop at the tolerance; empty when the fit "
+        help="steady-state seconds from the first iteration to the stop at the tolerance; \"None\" when the fit "
              "ran a fixed number of iterations or did not meet it"),
     "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f",
                                                  help="steady-state time per iteration (ms)"),
@@ -117,13 +117,20 @@ def show_run_notes(results: list[RunResult]) -> None:
     busy = [r for r in results if r.unstable]
     if busy:
         st.warning(f"{', '.join(md(r.strategy) for r in busy)}: {md(busy[0].unstable)}"
-                   + (" (the first of them; each run's share is in its versions)" if len(busy) > 1 else ""),
+                   + (f" (the figures are {md(busy[0].strategy)}'s)" if len(busy) > 1 else ""),
                    icon=":material/speed:")
     unsettled = [r for r in results if r.converged is False and not r.stalled and not r.short]
     if unsettled:
         st.info("Not converged: the last relative ELBO change is above the tolerance for "
                 + ", ".join(f"{md(r.strategy)} ({r.final_change:.1e} > {r.tol:g})" for r in unsettled)
                 + ". More iterations would move the ELBO further.", icon=":material/trending_up:")
+    # Beside runs that stop at a tolerance, a run of a fixed number of iterations (a PyTorch twin
+    # has no stopping test) is neither converged nor not: say so, or its absence above reads as one.
+    fixed = [r for r in results if r.status == "ok" and not r.tol] if any(r.tol for r in results) else []
+    if fixed:
+        st.caption(f"{', '.join(md(r.strategy) for r in fixed)} ran every one of "
+                   f"{'its' if len(fixed) == 1 else 'their'} iterations, with no stopping test: "
+                   "not judged converged or not.")
 
 
 def agreement_badge(frame: pd.DataFrame) -> float:

@@ -217,7 +217,8 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
             mine = [reporters[index] for index in batch.members]
             first = batch.members[0] + 1
             # expanded must be repeated: an update without it can collapse the box.
-            status.update(label=(f"{md(title)}: {len(members)} timed together…" if batch.together else
+            status.update(label=(f"{md(title)}: {len(members)} timed together · {md(members[0].dataset.label)}…"
+                                 if batch.together else
                                  f"{md(title)}: {mine[0].shown_label} ({first} of {len(specs)})…"), expanded=True)
             done, error = _run_batch(cluster, store, members, mine, batch.together, counts, cold)
             results += done

@@ -119,9 +119,10 @@ class Settings:
     def refused_note(self, refused: list[str]) -> tuple[str, str]:
         """A caption (markdown) saying which strategies were not run and how to run them,
         and their refusals in full for its help."""
-        caption = (f":material/block: Not run: {', '.join(refused)}, which run only the gradient optimizers "
-                   f"{', '.join(GRADIENT_OPTIMIZERS)}, not {self.optimizer}. Pick one of those in the sidebar to "
-                   "run them.")
+        one = len(refused) == 1
+        caption = (f":material/block: Not run: {', '.join(refused)}, which run{'s' * one} only the gradient "
+                   f"optimizers {', '.join(GRADIENT_OPTIMIZERS)}, not {self.optimizer}. Pick one of those in the "
+                   f"sidebar to run {'it' if one else 'them'}.")
         return caption, " ".join(refusal(name, self.optimizer) or "" for name in refused)
 
     @property

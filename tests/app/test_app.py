@@ -181,7 +181,7 @@ def test_one_program_is_one_speed_on_the_run_page(store):
     at = open_app()
     assert not at.exception, [e.value for e in at.exception]
     assert at.metric[0].delta == "same program as 1 other"
-    assert any("one compiled program, run by **scan_namedtuple** and scan: one speed" in c.value for c in at.caption)
+    assert any("scan and scan_namedtuple, one compiled program: one speed" in c.value for c in at.caption)
     assert any(c.value.startswith("**Same program**: scan, scan_namedtuple lower to one XLA program (fingerprint "
                                   "`0123456789abcdef`)") for c in at.caption)
 

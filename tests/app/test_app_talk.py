@@ -149,7 +149,7 @@ def test_compiling_from_scratch_on_the_run_page_and_the_cold_compile_beside_a_ca
     assert warm.cache == "memory"  # the cold run left its executable in the worker's cache
     assert f"scan: cold compile #{cold.id}" in _chart_text(at)
     # Not "0 µs": what compiling the loaded program cost when the cold run made it.
-    longest = next(m for m in at.metric if m.label == "Longest compile")
+    longest = next(m for m in at.metric if m.label == "Compile, when made")  # nothing compiled by this run
     assert longest.proto.delta == "1 loaded from memory"
     assert longest.value == display.duration(cold.trace_lower_s + cold.compile_s)
 
@@ -274,6 +274,26 @@ def test_deleting_others_runs_can_be_turned_off_while_own_runs_stay_deletable(st
     at.button(key="cmp_delete_yes").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert [r.id for r in store.list()] == [theirs.id]
+
+
+def test_a_scaling_sweep_over_two_sizes_times_each_sizes_strategies_together(store):
+    # One status box for the whole sweep (two boxes, one per size, drew two Cancel buttons with
+    # one key: StreamlitDuplicateElementKey at the second size).
+    at = open_app("pages/scaling/page.py")
+    at.session_state["sb_iterations"], at.session_state["sb_repeats"] = 5, 1
+    at.pills(key="scl_strategies").set_value(["scan", "jit_step"])
+    at.pills(key="scl_sizes").set_value([1, 10]).run()
+    at.toggle(key="scl_cold").set_value(False).run()
+    assert at.button(key="scl_go").label == "Run sweep: 4 runs"
+    at.button(key="scl_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    runs = store.list()
+    assert sorted((r.n, r.strategy) for r in runs) == [(116, "jit_step"), (116, "scan"), (1160, "jit_step"),
+                                                       (1160, "scan")]
+    marks = {n: {r.timed_with for r in runs if r.n == n} for n in (116, 1160)}
+    assert all(len(found) == 1 and "" not in found for found in marks.values())  # each size timed together
+    assert len({r.timed_with for r in runs}) == 2
+    assert at.button(key="scl_go").disabled  # every pair stored
 
 
 def test_a_scaling_sweep_from_scratch_reruns_stored_pairs(store):
