@@ -184,7 +184,9 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
     """Runs and stores `specs` in one status box, with a progress bar per spec: the JAX
     strategies of one problem timed together, their repeats in turn, so that their ratios are
     free of the machine's load at one moment; the peers (whose timing is their own) and fits
-    without a partner one by one (`core.run.batches`).
+    without a partner one by one (`core.run.batches`). Once per script run: its Cancel button
+    has one key, so a page hands it all it runs at once (a second call raises
+    StreamlitDuplicateElementKey).
 
     Args:
         specs: what to run; checked for device availability before anything runs.
