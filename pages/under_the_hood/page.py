@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pandas as pd
 import streamlit as st
@@ -19,12 +20,17 @@ from pages.under_the_hood import roofline_panel, timeline_panel
 TEXT_HEIGHT = 480  # px: long texts scroll inside their box instead of stretching the page
 
 
-def inspect_cached(spec: FitSpec, counts=None, on_progress=None) -> findings.Inspection:
-    """`core.inspect.introspect.inspect_fit` on a worker, kept per spec for every session (an
-    uploaded CSV's spec names its content hash); `on_progress` hears its wait in the queue."""
-    return shared_results.kept("inspection", spec.key, lambda: submit.call(
-        resources.cluster(), tasks.inspection, spec, counts, platform=spec.device,
-        label=f"inspecting {lifecycle.label(spec)}", owner="dashboard", on_progress=on_progress), max_entries=16)
+def inspect_cached(spec: FitSpec, counts=None, on_progress=None) -> tuple[findings.Inspection, float]:
+    """(`core.inspect.introspect.inspect_fit` on a worker, when it was made: epoch seconds),
+    kept per spec for every session (an uploaded CSV's spec names its content hash);
+    `on_progress` hears its wait in the queue."""
+    def make() -> tuple[findings.Inspection, float]:
+        inspection = submit.call(resources.cluster(), tasks.inspection, spec, counts, platform=spec.device,
+                                 label=f"inspecting {lifecycle.label(spec)}", owner="dashboard",
+                                 on_progress=on_progress)
+        return inspection, time.time()
+
+    return shared_results.kept("inspection", spec.key, make, max_entries=16)
 
 
 def text_block(title: str, text: str, language: str, file_name: str, key: str) -> None:
@@ -220,7 +226,12 @@ elif inspected is not None:
     if spec is not None and inspected[0].key != spec.key:
         st.caption(":material/history: Showing the last inspection; the settings above have changed since. "
                    "Press **Inspect** to see them.")
-    inspection = inspect_cached(*inspected)
+    inspection, made_at = inspect_cached(*inspected)
+    # Inspect again shows the kept inspection at once: say so, or its unchanged compile
+    # figures read as a second compile that cost the same.
+    made = time.strftime("%H:%M:%S", time.localtime(made_at))
+    st.caption(f":material/history: Inspected at {made} (server time) and kept by this server for every session: "
+               "its figures are that compile's.")
     show_inspection(inspection)
     if inspection.strategy == "sharded" and inspection.layout:
         show_layout(inspection)

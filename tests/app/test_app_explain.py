@@ -79,6 +79,9 @@ def test_under_the_hood_inspects_a_tiny_fit_and_runs_a_pitfall(app):
     assert len(app.tabs) >= 10  # five executables, twice (StableHLO and optimized HLO)
     assert any("func.func" in c.value for c in app.code) and any("HloModule" in c.value for c in app.code)
     assert [m.value for m in app.metric if m.label == "Executables"] == ["5"]
+    # Inspect again shows the kept inspection, and says so.
+    app.button(key="uth_go").click().run()
+    assert any("kept by this server for every session" in c.value for c in app.caption)
     app.button(key="uth_run_trace_precedence").click().run()
     assert not app.exception
     assert len(app.dataframe) >= 2  # the per-executable table and the pitfall's values
