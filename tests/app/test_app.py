@@ -98,6 +98,26 @@ def test_pages_render_with_stored_runs(store):
         assert not at.error, [e.value for e in at.error]
 
 
+def test_a_run_without_a_stopping_test_is_said_so_beside_runs_that_have_one(store):
+    seed = dataclasses.replace(settings.DEFAULTS, optimizer="seed")  # an optimizer the PyTorch twin runs
+    store.add(fake_run("scan", spec=seed.fit_spec("scan")))
+    store.add(fake_run("torch_eager", run_s=0.5, spec=seed.fit_spec("torch_eager")))
+    assert store.list()[0].tol == 0 and store.list()[1].tol > 0  # the twin has no stopping test
+    at = open_app()
+    at.session_state["sb_optimizer"] = "seed"
+    at.pills(key="run_strategies").set_value(["scan", "torch_eager"]).run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert any(plain(c.value) == "torch_eager ran every one of its iterations, with no stopping test: not judged "
+                                 "converged or not." for c in at.caption), [c.value for c in at.caption]
+
+
+def test_the_note_on_refused_strategies_agrees_with_their_number():
+    one, _ = settings.DEFAULTS.refused_note(["torch_eager"])
+    two, _ = settings.DEFAULTS.refused_note(["torch_eager", "torch_compile"])
+    assert "torch_eager, which runs only" in one and one.endswith("to run it.")
+    assert "torch_compile, which run only" in two and two.endswith("to run them.")
+
+
 def test_run_page_runs_stores_and_shows_results(store):
     at = tiny_problem(open_app())
     assert [b.label for b in at.button] == ["Run 2 strategies"]
@@ -113,6 +133,8 @@ def test_run_page_runs_stores_and_shows_results(store):
     # 6 iterations do not meet the sidebar's tolerance: a fit, not a solution, says so.
     assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"]
     assert "no solution" in at.metric[0].delta
+    assert any(c.value.startswith("None met the tolerance (1e-07) within its iterations, so no strategy has a time "
+                                  "to solution") and "ran its 6 iterations fastest" in c.value for c in at.caption)
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
     # Three narrow tables (none scrolls sideways on a projector): timings, compilation, fit.
     table = pd.concat([at.dataframe[0].value] + [at.dataframe[i].value.drop(columns="strategy") for i in (1, 2)],

@@ -78,6 +78,7 @@ def test_timing_bars_take_a_log_axis_where_totals_span_more_than_ten_times(runs)
     encoding = spec["layer"][0]["encoding"]
     assert encoding["x"]["scale"]["type"] == "log" and encoding["x2"]["field"] == "end"
     assert "log scale" in encoding["x"]["title"]
+    assert encoding["y"]["axis"]["labelOverlap"] is False  # every run's name, however short its row
     data = pd.concat(_datasets(spec)).dropna(subset=["phase"])
     floor = encoding["x"]["scale"]["domainMin"]
     assert 0 < floor <= data.loc[data["seconds"] > 0, "seconds"].min()
