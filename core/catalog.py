@@ -195,7 +195,7 @@ _RUNNABLES = (
     Runnable("torch_eager", "peer", "#665500", "PyTorch eager", dispatch_floor_s=5e-5, takes=_GRADIENT_ONLY,
              stops_at_tol=False,
              needs="mirrors the optax optimizers seed, adam and rprop line for line in PyTorch", blurb=(
-                 "Our algorithm line for line in PyTorch (same model, initialisation and optax optimizer "
+                 "The JAX strategies' fit line for line in PyTorch (same model, initialisation and optax optimizer "
                  "semantics: seed, adam and rprop), run op by op from a Python loop, every iteration: the "
                  "PyTorch counterpart of the eager strategy.")),
     Runnable("torch_compile", "peer", "#559977", "torch.compile", dispatch_floor_s=1e-5, takes=_GRADIENT_ONLY,

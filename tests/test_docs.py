@@ -72,6 +72,7 @@ def test_every_command_names_what_exists(page):
 def test_the_readme_starts_with_the_two_commands_and_stays_short():
     readme = PAGES[0].read_text()
     commands = _commands(PAGES[0])
-    assert commands[0].endswith("streamlit run app.py") and commands[1].endswith("python -m pytest -q")
+    assert commands[0].endswith("streamlit run app.py")
+    assert commands[1].endswith("python -m pytest -q -n 2 --dist loadfile")
     assert len(readme.splitlines()) <= 80
     assert pathlib.Path(ROOT, ".ci", "run").read_text().rstrip().endswith(commands[1])
