@@ -77,21 +77,24 @@ LINE_PX = 18
 
 
 def lines_axis(lines: int, split_at: str) -> alt.Axis:
-    """A band axis whose labels are split at `split_at` into at most `lines` lines, centred on their rows."""
+    """A band axis whose labels are split at `split_at` into at most `lines` lines, centred on their rows.
+    `labelLimit` 0: a line is drawn whole (Vega cuts one past 180 px with an ellipsis)."""
     return alt.Axis(labelExpr=f"split(datum.label, '{split_at}')", labelLineHeight=LINE_PX,
-                    labelOffset=-(lines - 1) * LINE_PX / 2)
+                    labelOffset=-(lines - 1) * LINE_PX / 2, labelLimit=0)
 
 
 def wrapped(text: str, most_chars: int, split_at: str = AXIS_LABEL_BREAK) -> str:
     """`text` with its parts (split at `split_at`) joined on lines of at most `most_chars`
-    characters where they allow it, the lines separated by a newline."""
+    characters where they allow it, the lines separated by a newline. A broken line ends with
+    the separator's mark, past `most_chars` ("oaks x1 · scan ·"): without it, on an axis, the
+    next line ("preconditioned_lbfgs") read as a row of its own."""
     lines: list[str] = []
     for part in str(text).split(split_at):
         if lines and len(lines[-1]) + len(split_at) + len(part) <= most_chars:
             lines[-1] += split_at + part
         else:
             lines.append(part)
-    return "\n".join(lines)
+    return (split_at.rstrip() + "\n").join(lines)
 
 
 def longest_line_px(texts, breaks: str | None = None) -> int:
