@@ -126,6 +126,7 @@ def test_long_group_names_wrap_to_a_projectors_width_and_notes_stay_inside_the_p
     assert max(len(line.removesuffix(" ·")) for line in lines) <= most and data["row"].str.contains("\n").all()
     assert spec["height"] == {"step": bars.LINE_PX * 2 + 12}  # two lines a row: "oaks x1 · scan" / its optimizer
     assert y["axis"]["labelOffset"] == -bars.LINE_PX / 2  # centred on the row
+    assert y["axis"]["labelLimit"] == 0  # each line drawn whole, the separator's mark included
     noted = data[data["text"] != ""]
     low, high = scale["domain"]
     share = bars.text_share(noted["text"], lines)
