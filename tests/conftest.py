@@ -1,5 +1,6 @@
 """Shared test setup: tests import their helpers (`reference_pln`, `served_app`, `project`)
-from this folder, and every test process gets its own run store and JAX compilation cache."""
+from this folder, every test process gets its own run store and JAX compilation cache, and
+every compile is quick unless a test asks for the lab's own (`xla_settings`)."""
 
 import os
 import sys
@@ -9,12 +10,18 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import xla_settings  # noqa: E402 - a module of this folder, found through the line above
+
 # Set before any test imports core, so nothing touches the user's own store or cache.
 _scratch = tempfile.mkdtemp(prefix="plnlab-tests-")
 os.environ["PLNLAB_DB"] = os.path.join(_scratch, "runs.sqlite3")
 os.environ["PLNLAB_JAX_CACHE"] = os.path.join(_scratch, "jax-cache")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # see core.machine.host.native_settings
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# XLA's quick CPU settings for every compile of the session, here and in the processes tests
+# start (see xla_settings), beside any XLA_FLAGS already set. A test that gives a process it
+# starts an XLA_FLAGS of its own (simulated devices) replaces them there.
+os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {xla_settings.QUICK_FLAGS}".strip()
 # Each fit takes exactly its spec's repeats: calibration (core.run.repeats) would add up to a
 # quarter of a second to each of the suite's hundreds of small fits. Its own tests turn it on.
 os.environ.setdefault("PLNLAB_MIN_MEASURED_S", "0")
@@ -31,16 +38,17 @@ def cluster():
     connection.close_shared()
 
 
-# The suite's heaviest files, heaviest first (156 s down to 42 s each, in one process on 2 cores). Under
+# The suite's heaviest files, heaviest first (205 s down to 39 s each, two processes on 2 cores). Under
 # pytest-xdist (`-n 2 --dist loadfile`, the README's command) the workers take whole files in
 # collection order, so these are handed out first and the lighter files fill in behind them:
 # in collection order the last heavy file ran alone for minutes. Out of date, it only balances worse.
 HEAVIEST_FIRST = (
-    "app/test_projector.py", "fit/test_corpus.py", "app/test_app.py", "run/test_repeated_runs.py", "test_cli.py",
-    "cluster/test_team_cluster.py", "app/test_shared_server.py", "app/test_app_talk.py", "fit/test_stopping.py",
-    "fit/test_agreement.py", "fit/test_strategies.py", "app/test_browser.py", "fit/test_sharded.py",
-    "fit/test_convergence.py", "run/test_engine.py", "app/test_server_process.py", "fit/test_reductions.py",
-    "machine/test_memory_estimate.py", "fit/test_preconditioned_lbfgs.py", "machine/test_concurrency.py",
+    "fit/test_corpus.py", "app/test_projector.py", "app/test_app.py", "app/test_shared_server.py",
+    "app/test_app_talk.py", "test_cli.py", "fit/test_reductions.py", "run/test_repeated_runs.py",
+    "fit/test_convergence.py", "cluster/test_team_cluster.py", "fit/test_agreement.py", "fit/test_strategies.py",
+    "fit/test_stopping.py", "fit/test_sharded.py", "app/test_browser.py", "app/test_server_process.py",
+    "machine/test_distributed.py", "machine/test_concurrency.py", "fit/test_peers.py", "run/test_engine.py",
+    "fit/test_production_compile.py",
 )
 
 

@@ -149,7 +149,27 @@ def start_local(platforms: list[str] | None = None, memory_limit: str | None = N
             local.close()
             raise
     _keep_workers(local)
+    _ignore_unknown_removals(local)
     return Cluster(client, local, Board(client))
+
+
+def _ignore_unknown_removals(local: LocalCluster) -> None:
+    """Lets the cluster's watch of its workers survive the removal of a worker it never saw
+    added.
+
+    A worker replaced while its old nanny restarts one of its own (`_keep_workers`) can join
+    and leave the scheduler before the cluster hears of it; distributed 2026.8 then looks its
+    name up in `scheduler_info`, raises KeyError, and the watch ends with it: `close()` raised
+    that KeyError after a worker was killed twice in a row. Such a worker has nothing to undo.
+    """
+    update = local._update_worker_status
+
+    def update_known(op, msg):
+        if op == "remove" and msg not in local.scheduler_info.get("workers", {}):
+            return
+        update(op, msg)
+
+    local._update_worker_status = update_known
 
 
 def _keep_workers(local: LocalCluster) -> None:

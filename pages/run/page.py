@@ -78,13 +78,13 @@ clicked = go.button(label, type="primary", key="run_go", width="stretch",
 about, cold_slot = st.columns([5, 2], vertical_alignment="top")
 with about:
     note = problem.label
-    if skipped:
-        caption, why = problem.refused_note(skipped)
-        note += f" · {caption}"
     if stored and missing:
         note += (f" · {len(stored)} of these already ran and are shown below; this runs "
                  f"{', '.join(s.strategy for s in missing)}")
-    st.caption(note, help=why if skipped else None)
+    st.caption(note)
+    if skipped:
+        # A box, not a caption's tail: ticked and silently left out, a strategy read as run.
+        st.warning(problem.refused_note(skipped), icon=":material/block:")
 with cold_slot:
     cold = st.toggle("Compile from scratch", key="run_cold", persist_state="session",
                      help="compile from scratch: skip the in-memory and on-disk compilation caches for this run, so "

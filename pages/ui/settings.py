@@ -116,14 +116,12 @@ class Settings:
         refused = [name for name in strategies if refusal(name, self.optimizer) is not None]
         return [name for name in strategies if name not in refused], refused
 
-    def refused_note(self, refused: list[str]) -> tuple[str, str]:
-        """A caption (markdown) saying which strategies were not run and how to run them,
-        and their refusals in full for its help."""
+    def refused_note(self, refused: list[str]) -> str:
+        """A sentence (markdown) saying which strategies were not run and how to run them."""
         one = len(refused) == 1
-        caption = (f":material/block: Not run: {', '.join(refused)}, which run{'s' * one} only the gradient "
-                   f"optimizers {', '.join(GRADIENT_OPTIMIZERS)}, not {self.optimizer}. Pick one of those in the "
-                   f"sidebar to run {'it' if one else 'them'}.")
-        return caption, " ".join(refusal(name, self.optimizer) or "" for name in refused)
+        return (f"Not run: {', '.join(refused)}, which run{'s' * one} only the gradient optimizers "
+                f"{', '.join(GRADIENT_OPTIMIZERS)}, not {self.optimizer}. Pick one of those in the sidebar to run "
+                f"{'it' if one else 'them'}.")
 
     @property
     def counts(self) -> CountData | None:

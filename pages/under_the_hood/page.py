@@ -59,7 +59,8 @@ def show_inspection(inspection: findings.Inspection) -> None:
     st.caption(f"{inspection.precision} · {inspection.device} · {inspection.iterations:,} iterations · "
                f"optimizer {inspection.optimizer} · "
                f"jax {inspection.versions['jax']}, jaxlib {inspection.versions['jaxlib']}")
-    st.markdown(inspection.description.removeprefix(f"{inspection.strategy}: "))
+    described = inspection.description.removeprefix(f"{inspection.strategy}: ")
+    st.markdown(described[:1].upper() + described[1:])  # a paragraph of its own, not a list item's tail
     if not inspection.compiled:
         st.info("**Nothing is compiled ahead of time.** Each JAX operation is dispatched to XLA on its own, "
                 "so there is no whole-program HLO, cost analysis or memory analysis to show. Its source is "

@@ -151,10 +151,13 @@ def show_roofline(spec: FitSpec, counts, inspection: findings.Inspection) -> Non
     columns[2].metric("Memory side", duration(bound.memory_s), help="compulsory bytes / bandwidth")
     columns[3].metric("Binds", bound.bound, help="which side sets the floor")
     peak = f"; XLA's peak memory {si(analysis.peak_bytes, 'B')}" if analysis.peak_bytes else ""
-    st.caption(f"Compulsory bytes per iteration: {si(analysis.compulsory_bytes, 'B')} (data read once, state read "
-               f"and written), against XLA's {si(cost.bytes_accessed, 'B')} accessed, which counts every operand "
-               f"of every op, cache hits included: an upper bound, not a floor. The model's arrays hold "
-               f"{si(analysis.model_bytes, 'B')}{peak}.")
+    # Compulsory bytes are often several times the model's arrays, which reads as a mistake unless said why.
+    st.caption(f"Compulsory bytes per iteration: {si(analysis.compulsory_bytes, 'B')}, the data read once and the "
+               f"fit's whole state read and written. The model's own arrays (Y, O, X, B, M, S and Omega) hold "
+               f"{si(analysis.model_bytes, 'B')}; the rest of the state is the optimizer's (L-BFGS's kept steps and "
+               f"gradient changes, Adam's moments: arrays the size of M and S). XLA counts "
+               f"{si(cost.bytes_accessed, 'B')} accessed, every operand of every op, cache hits included: an upper "
+               f"bound, not a floor{peak}.")
     measured = show_measured(spec, machine, bound)
     measured_s, run_id = measured if measured else (None, None)
     if cost.flops > 0 and analysis.compulsory_bytes > 0:

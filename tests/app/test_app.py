@@ -112,10 +112,18 @@ def test_a_run_without_a_stopping_test_is_said_so_beside_runs_that_have_one(stor
 
 
 def test_the_note_on_refused_strategies_agrees_with_their_number():
-    one, _ = settings.DEFAULTS.refused_note(["torch_eager"])
-    two, _ = settings.DEFAULTS.refused_note(["torch_eager", "torch_compile"])
+    one = settings.DEFAULTS.refused_note(["torch_eager"])
+    two = settings.DEFAULTS.refused_note(["torch_eager", "torch_compile"])
     assert "torch_eager, which runs only" in one and one.endswith("to run it.")
     assert "torch_compile, which run only" in two and two.endswith("to run them.")
+
+
+def test_a_strategy_ticked_beside_an_optimizer_it_cannot_run_is_said_not_run_in_a_box(store):
+    at = open_app()
+    at.pills(key="run_strategies").set_value(["scan", "torch_eager"]).run()  # the default optimizer: profiled
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert [plain(w.value) for w in at.warning] == [plain(settings.DEFAULTS.refused_note(["torch_eager"]))]
+    assert [b.label for b in at.button] == ["Run 1 strategy"]
 
 
 def test_run_page_runs_stores_and_shows_results(store):

@@ -149,7 +149,10 @@ def test_iterations_typed_as_1e9_are_refused_with_the_range_and_the_kept_value(s
     box.press("Enter")
     wait_painted(page, 120_000)
     page.get_by_text("iterations must be a whole number; got 12.5").first.wait_for(timeout=30_000)
-    assert page.get_by_role("button", name=re.compile(r"^Run ")).count() == 0  # nothing can run meanwhile
+    # Nothing can run meanwhile. The rerun that refuses 12.5 may still be under way when the
+    # message shows (Streamlit keeps the last run's Run button, stale, until the rerun ends).
+    page.get_by_role("button", name=re.compile(r"^Run ")).first.wait_for(state="detached", timeout=30_000)
+    assert page.get_by_role("button", name=re.compile(r"^Run ")).count() == 0
     box.fill("2e3")  # exponent notation that is a whole number is taken as typed
     box.press("Enter")
     wait_painted(page, 120_000)

@@ -5,12 +5,14 @@ interrupted, a worker the cluster gave up on replaced, closed with its server.""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
 import ssl
 import threading
 import time
+import types
 from urllib.parse import urlsplit
 
 import dask
@@ -126,3 +128,17 @@ def test_an_embedded_cluster_without_its_worker_asks_no_one_to_start_one():
     embedded = SimpleNamespace(embedded=True, address="tls://127.0.0.1:1")
     message = str(submit._no_worker(embedded, "cpu", 30.0))
     assert "this server's worker for cpu is not up after 30 s" in message and "dask worker" not in message
+
+
+def test_the_clusters_watch_survives_the_removal_of_a_worker_it_never_saw_added():
+    # A replaced worker can join and leave between two of the watch's updates: distributed alone
+    # raises KeyError there, which ends the watch and later fails the cluster's close().
+    from distributed.deploy.spec import SpecCluster
+
+    local = types.SimpleNamespace(scheduler_info={"workers": {}}, workers={})
+    local._update_worker_status = functools.partial(SpecCluster._update_worker_status, local)
+    with pytest.raises(KeyError):
+        local._update_worker_status("remove", "tls://127.0.0.1:1")
+    connection._ignore_unknown_removals(local)
+    local._update_worker_status("remove", "tls://127.0.0.1:1")
+    assert local.scheduler_info == {"workers": {}}

@@ -23,10 +23,12 @@ from core.results import outcome
 from core.run import direct
 from core.spec import DEFAULTS, OPTIMIZERS
 
+from xla_settings import QUICK
+
 BOUND = {"float32": 1e-5, "float64": 1e-7}
-# XLA's quicker CPU settings: the fits' arithmetic as the lab compiles it, built in a third of
-# the time (some 80 programs here; the run path's own compile is tested on oaks elsewhere).
-QUICK = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+# XLA's quicker CPU settings (the session's, `xla_settings`), named again: the fits' arithmetic
+# as the lab compiles it, built in a third of the time (some 80 programs here); the lab's own
+# compile of the default is tested on the hard sets in test_production_compile.
 # A float64 evaluation may sit above the optimum by its own rounding only.
 ABOVE = 1e-9
 SMALL = corpus.names(large=False)

@@ -12,7 +12,8 @@ same range and at every block boundary.
 Compiling a program per row count takes 0.1 s with XLA's defaults, too long for 2,100 of
 them, so the sweep compiles groups of row counts per program with XLA's quicker CPU
 settings (the numbers are the same: a reduction's result does not depend on how fast its
-code was built), in two threads; the hypothesis test compiles as the fit does.
+code was built), in two threads; the hypothesis test compiles as the lab does (XLA's defaults,
+`xla_settings.PRODUCTION`, over the session's quick settings).
 """
 
 import concurrent.futures
@@ -26,9 +27,10 @@ from hypothesis import strategies as st
 from core.fit import model, profiled
 from core.machine.runtime import configure
 
+from xla_settings import PRODUCTION, QUICK
+
 ROWS = 2100
 GROUP = 60
-QUICK = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
 # float32 terms summed in float64 (wide_sum) or in 256-row float32 blocks added in float64
 # (wide_cross): relative to the sum of |terms|, within a few float32 roundings of a block.
 WIDE_TOLERANCE = 3e-6
@@ -105,7 +107,7 @@ def test_the_float32_evaluation_is_float64_numpys_at_any_row_count(rows, d):
     S = rng.uniform(0.2, 0.8, (rows, p))
     data = model.make_data(Y, O, X, "float32")
     M32, S32 = M.astype(np.float32), S.astype(np.float32)
-    found = jax.jit(profiled.evaluate)(M32, S32, jax.device_put(data))
+    found = jax.jit(profiled.evaluate, compiler_options=PRODUCTION)(M32, S32, jax.device_put(data))
     # The reference takes the float32 numbers the fit holds, so only the sums differ.
     expected = _numpy_profiled_elbo(*(np.asarray(a, np.float64) for a in (data.counts, data.offsets, data.covariates,
                                                                           M32, S32)), float(data.log_factorial_sum))

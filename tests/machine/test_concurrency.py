@@ -14,6 +14,7 @@ import time
 
 import pytest
 import streamlit as st
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 
 from core.store.run_store import RunStore
@@ -23,10 +24,23 @@ from project import ROOT
 APP = os.path.join(ROOT, "app.py")
 
 
-# CPython 3.11's compile() is not safe in several threads at once ("AST constructor
-# recursion depth mismatch"), and AppTest compiles the script on every run: the sessions
-# set up one at a time and click Run a quarter second apart, well before the first fit
-# has released the device, so the runs themselves still contend for it.
+# CPython 3.11's ast.parse is not safe in several threads at once ("AST constructor recursion
+# depth mismatch"). A server's sessions share one script cache, which compiles a page under its
+# lock; AppTest gives each run a cache of its own, so four sessions here parsed the pages at
+# once whenever their runs lined up. One compile at a time, as on a server.
+_COMPILE = threading.Lock()
+_get_bytecode = ScriptCache.get_bytecode
+
+
+def _one_compile_at_a_time(cache: ScriptCache, script_path: str):
+    with _COMPILE:
+        return _get_bytecode(cache, script_path)
+
+
+# The sessions set up one at a time (AppTest's widgets are found through its process-wide
+# runtime: set up together, a session once came back without its Run button) and click Run a
+# quarter second apart, well before the first fit has released the device, so that the runs
+# themselves still contend for it.
 _SETUP = threading.Lock()
 STAGGER_S = 0.25
 
@@ -72,6 +86,7 @@ def test_four_cli_processes_and_four_sessions_take_turns(tmp_path, monkeypatch, 
            "PLNLAB_QUEUE_DIR": queue}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setattr(ScriptCache, "get_bytecode", _one_compile_at_a_time)
     st.cache_resource.clear()
     processes = [subprocess.Popen(
         [sys.executable, "-m", "core", "run", "--dataset", "simulated", "--n", str(60 + i), "--p", "5",

@@ -1,0 +1,21 @@
+"""XLA's CPU settings in the suite: quick for what a test drives, the lab's own where a test
+guards the compiled arithmetic.
+
+Compiling is most of the suite's fit time (about 800 of 1,200 s of the in-process fit tests,
+measured with jax.monitoring), so conftest sets `QUICK_FLAGS` in XLA_FLAGS for the whole
+session: the test processes, and the servers, command lines and workers they start, which
+inherit the environment. These settings build the same HLO program with the CPU's older
+emitters and no LLVM optimisation: the fits' arithmetic, compiled in about half the time.
+
+The programs users run are built with XLA's defaults (`PRODUCTION`, which a compile's
+options override XLA_FLAGS with): tests/fit/test_production_compile.py fits the default on
+the corpus sets that broke it before, and tests/fit/test_reductions.py evaluates the ELBO at
+any row count, both so compiled. A test process started with its own XLA_FLAGS (the
+simulated devices of the sharding tests) compiles with the defaults too.
+"""
+
+QUICK = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+QUICK_FLAGS = "--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=0"
+# XLA's defaults, spelled out: the same optimized HLO as no options at all (checked by
+# tests/fit/test_production_compile.py).
+PRODUCTION = {"xla_cpu_use_fusion_emitters": True, "xla_backend_optimization_level": 3}
