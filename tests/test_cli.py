@@ -11,6 +11,7 @@ REQUIRED = {"id", "strategy", "dataset", "n", "p", "precision", "device", "itera
             "error", "compile_s", "first_call_s", "run_s", "run_s_min", "run_s_max", "per_iter_ms",
             "compile_count", "recompile_count", "cache", "final_elbo", "elbo", "versions"}
 from project import ROOT
+from xla_settings import with_device_count
 
 
 def cli(*args, env=None):
@@ -141,7 +142,7 @@ def test_bad_input_exits_2_with_one_line(args, message, store):
 
 def test_sharded_run_over_some_devices_with_data_drawn_on_them(store):
     # 2 of 3 simulated devices; the strategy defaults to sharded for data drawn on the devices.
-    env = dict(store, XLA_FLAGS="--xla_force_host_platform_device_count=3")
+    env = dict(store, XLA_FLAGS=with_device_count(3))
     done = cli("run", "--dataset", "simulated_on_device", "--n", "50", "--p", "4", "--d", "2", "--seed", "3",
                "--devices", "2", "--iterations", "5", "--repeats", "1", "--json", env=env)
     assert done.returncode == 0, done.stderr

@@ -10,8 +10,8 @@ emitters and no LLVM optimisation: the fits' arithmetic, compiled in about half 
 The programs users run are built with XLA's defaults (`PRODUCTION`, which a compile's
 options override XLA_FLAGS with): tests/fit/test_production_compile.py fits the default on
 the corpus sets that broke it before, and tests/fit/test_reductions.py evaluates the ELBO at
-any row count, both so compiled. A test process started with its own XLA_FLAGS (the
-simulated devices of the sharding tests) compiles with the defaults too.
+any row count, both so compiled. Processes started with simulated CPU devices keep the
+quick settings beside their device count (`with_device_count`).
 """
 
 QUICK = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
@@ -19,3 +19,8 @@ QUICK_FLAGS = "--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_le
 # XLA's defaults, spelled out: the same optimized HLO as no options at all (checked by
 # tests/fit/test_production_compile.py).
 PRODUCTION = {"xla_cpu_use_fusion_emitters": True, "xla_backend_optimization_level": 3}
+
+
+def with_device_count(count: int) -> str:
+    """An XLA_FLAGS value for a process with `count` simulated CPU devices, compiling quick."""
+    return f"{QUICK_FLAGS} --xla_force_host_platform_device_count={count}"

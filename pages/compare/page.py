@@ -288,8 +288,14 @@ display.chart(comparisons.reach_bars(reached, within),
 st.header("Relative to a baseline run")
 ids = sorted(int(i) for i in picked["id"])
 described = comparison.run_names(picked)
-if st.session_state.get("cmp_baseline") not in ids:  # the timing's box below holds its default already
+# A new set of runs (rows ticked or unticked, filters changed) gets its own default baseline: a
+# pin kept from the whole table's runs was once a run with no value of the timing, so the
+# ratios drew nothing. A pin made among these runs, or read from a link on the first draw,
+# stays. (The timing's box below holds its default already.)
+among = st.session_state.get("cmp_baseline_among")
+if st.session_state.get("cmp_baseline") not in ids or (among is not None and among != ids):
     st.session_state["cmp_baseline"] = comparison.default_baseline(picked, st.session_state["cmp_metric_ratio"])
+st.session_state["cmp_baseline_among"] = ids
 # The baseline across the column: a run's name grows with what sets it apart from the others.
 baseline = st.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
                         format_func=described.get, help="only runs of the same problem size are divided by it")

@@ -164,7 +164,8 @@ with n_tab:
                       "Whiskers: the fastest to the slowest repeat.")
     with right:
         display.chart(lines.scaling_lines(runs, "run_s").properties(height=280),
-                      "Seconds for one whole fit (all iterations) at steady state, log-log; whiskers as left.")
+                      "Seconds for one whole fit (all iterations) at steady state, log-log. Whiskers: the "
+                      "fastest to the slowest repeat.")
 
     display.chart(lines.compile_vs_run(runs).properties(height=340),
                   "Dashed: trace+lower+compile of runs that compiled, solid: one steady-state fit. Where solid "

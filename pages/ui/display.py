@@ -117,7 +117,7 @@ def show_run_notes(results: list[RunResult]) -> None:
     busy = [r for r in results if r.unstable]
     if busy:
         st.warning(f"{', '.join(md(r.strategy) for r in busy)}: {md(busy[0].unstable)}"
-                   + (f" (the figures are {md(busy[0].strategy)}'s)" if len(busy) > 1 else ""),
+                   + (f" (the share measured while {md(busy[0].strategy)} was timed)" if len(busy) > 1 else ""),
                    icon=":material/speed:")
     unsettled = [r for r in results if r.converged is False and not r.stalled and not r.short]
     if unsettled:

@@ -99,7 +99,8 @@ def _whole_number_input(container, label: str, low: int, high: int, key: str, st
     then refuses it with a generic note and the server never hears of it, so the box has
     none: a value outside [low, high] reaches this page, which keeps the last valid one
     and says so, naming the range (drawn under the box's row, across the sidebar). A
-    fraction gets through and is refused by the page (`settings.whole`), naming the setting.
+    fraction is put back the same way: the box would show it rounded ("13" for 12.5) beside a
+    refusal of 12.5 that stayed until a whole number was typed.
     """
     if isinstance(st.session_state.get(key), int):  # set by a test or an older session: the box's own type
         st.session_state[key] = float(st.session_state[key])
@@ -111,17 +112,20 @@ def _whole_number_input(container, label: str, low: int, high: int, key: str, st
 
 
 def _keep_in_range(label: str, key: str, low: int, high: int) -> str | None:
-    """Put back the last valid value of box `key` when it holds one outside [low, high];
-    the message saying so, or None."""
+    """Put back the last valid value of box `key` when it holds a fraction or a value outside
+    [low, high]; the message saying so, or None."""
     last_valid = f"{key}_last_valid"
     value = st.session_state.get(key)
-    if not isinstance(value, (int, float)) or (math.isfinite(value) and low <= value <= high):
+    in_range = isinstance(value, (int, float)) and math.isfinite(value) and low <= value <= high
+    if not isinstance(value, (int, float)) or (in_range and float(value).is_integer()):
         if isinstance(value, (int, float)):
             st.session_state[last_valid] = value
         return None
     kept = st.session_state.get(last_valid)
     kept = float(min(max(kept, low), high)) if isinstance(kept, (int, float)) else float(low)
     st.session_state[key] = kept
+    if in_range:
+        return f"{label}: {value:g} is not a whole number; kept {kept:,.0f}."
     typed = f"{value:,.0f}" if math.isfinite(value) and abs(value) < 1e15 else f"{value:g}"
     return f"{label}: {typed} is outside the allowed range, {low:,} to {high:,}; kept {kept:,.0f}."
 

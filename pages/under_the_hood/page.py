@@ -84,7 +84,9 @@ def show_inspection(inspection: findings.Inspection) -> None:
         columns[1].metric("XLA compilations", inspection.compile_count,
                           help="counted from jax.monitoring events while tracing, lowering and compiling; "
                                "includes small op-by-op compilations of argument set-up")
-        columns[2].metric("Trace + lower", f"{inspection.trace_lower_s:.2f} s")
+        columns[2].metric("Trace + lower", f"{inspection.trace_lower_s:.2f} s",
+                          help="Python running the strategy's functions on abstract arrays (tracing) and "
+                               "turning the result into StableHLO (lowering), before XLA compiles it")
         columns[3].metric(findings.compile_heading(inspection.compile_count, inspection.disk_cache_hits),
                           f"{inspection.compile_s:.2f} s",
                           help="XLA compiling, and loading executables from JAX's persistent cache (the "
@@ -222,7 +224,7 @@ if clicked and spec is not None:
 inspected = st.session_state.get("uth_inspected")
 if inspected is None and spec is not None:
     st.info("Press **Inspect** to compile the chosen strategy for the sidebar's problem and look at "
-            "what XLA receives. oaks x1000 takes a few seconds.", icon=":material/search:")
+            "what XLA receives. It takes a few seconds, longer for large problems.", icon=":material/search:")
 elif inspected is not None:
     if spec is not None and inspected[0].key != spec.key:
         st.caption(":material/history: Showing the last inspection; the settings above have changed since. "

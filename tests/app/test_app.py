@@ -742,3 +742,13 @@ def test_iterations_outside_their_range_keep_the_last_value_and_say_so(store, ty
     assert at.sidebar.number_input(key="sb_iterations").value == 60
     at.run()  # said once: the next rerun shows the kept value and no message
     assert not at.sidebar.warning and at.sidebar.number_input(key="sb_iterations").value == 60
+
+
+def test_a_fraction_of_iterations_keeps_the_last_value_and_says_so(store):
+    at = open_app()
+    at.sidebar.number_input(key="sb_iterations").set_value(60).run()
+    at.sidebar.number_input(key="sb_iterations").set_value(12.5).run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert [w.value for w in at.sidebar.warning] == ["Iterations: 12.5 is not a whole number; kept 60."]
+    assert at.sidebar.number_input(key="sb_iterations").value == 60
+    assert [b.label for b in at.button if b.key == "run_go"]  # the page still offers its Run button

@@ -225,6 +225,21 @@ def test_compare_tests_only_runs_that_have_the_timing_against_the_baseline(store
     assert tested.value == solved.id and len(tested.options) == 1  # the untimed run is not offered
 
 
+def test_a_new_set_of_runs_gets_a_baseline_with_the_timing_a_pin_among_them_stays(store):
+    solved = dataclasses.replace(fake_run("scan", run_s=0.05), time_to_solution_s=0.05)
+    unsolved = fake_run("jit_step", run_s=0.08)  # a fixed number of iterations: no time to solution
+    other = dataclasses.replace(fake_run("eager", run_s=2.0), time_to_solution_s=2.0)
+    for run in (solved, unsolved, other):
+        store.add(run)
+    at = open_app("pages/compare/page.py")
+    assert at.selectbox(key="cmp_metric_ratio").value == "time_to_solution_s"
+    at.selectbox(key="cmp_baseline").set_value(unsolved.id).run()
+    assert at.selectbox(key="cmp_baseline").value == unsolved.id  # pinned among the same runs: kept
+    at.multiselect(key="cmp_f_strategy").set_value(["jit_step", "scan"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="cmp_baseline").value == solved.id  # not the untimed pin, which draws nothing
+
+
 def test_compare_draws_the_elbo_curves_of_one_problem_at_a_time(store):
     for strategy, replicate in (("scan", 1), ("eager", 1), ("scan", 100)):
         store.add(fake_run(strategy, replicate))

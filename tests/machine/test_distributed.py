@@ -17,6 +17,7 @@ from core.machine import distributed
 from core.spec import SpecError
 
 from project import ROOT
+from xla_settings import with_device_count
 
 # 50 rows over 4 devices leaves 2 padding rows, held by process 1.
 FIT = ["run", "--dataset", "simulated", "--n", "50", "--p", "8", "--d", "2", "--seed", "4",
@@ -31,7 +32,7 @@ def _free_port() -> int:
 
 
 def _start(args, devices, env):
-    env = dict(os.environ, **env, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+    env = dict(os.environ, **env, XLA_FLAGS=with_device_count(devices),
                OPENBLAS_NUM_THREADS="1")
     return subprocess.Popen([sys.executable, "-m", "core", *args], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
