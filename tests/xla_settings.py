@@ -4,8 +4,8 @@ guards the compiled arithmetic.
 Compiling is most of the suite's fit time (about 800 of 1,200 s of the in-process fit tests,
 measured with jax.monitoring), so conftest sets `QUICK_FLAGS` in XLA_FLAGS for the whole
 session: the test processes, and the servers, command lines and workers they start, which
-inherit the environment. These settings build the same HLO program with the CPU's older
-emitters and no LLVM optimisation: the fits' arithmetic, compiled in about half the time.
+inherit the environment. These settings compile the same StableHLO program with the CPU's
+older emitters and no LLVM optimisation: the fits' arithmetic, compiled in about half the time.
 
 The programs users run are built with XLA's defaults (`PRODUCTION`, which a compile's
 options override XLA_FLAGS with): tests/fit/test_production_compile.py fits the default on

@@ -15,6 +15,7 @@ import pyarrow as pa
 from test_app import CHART, fake_run, open_app, tiny_problem
 
 from core.bench import story
+from core.results.result import RunResult
 from core.spec import DatasetSpec, OptimizerSpec
 from pages.ui import display, settings
 from pages.ui.text import plain
@@ -211,12 +212,19 @@ def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
     assert "oaks x1 · scan · " in _chart_text(at) and "oaks x100 · scan · " in _chart_text(at)
 
 
-def test_compare_tests_only_runs_that_have_the_timing_against_the_baseline(store):
+def _solved_unsolved_and_eager(store) -> tuple[RunResult, RunResult, RunResult]:
+    """A scan run with a time to solution, a jit_step run without (a fixed number of
+    iterations), and an eager run with one, stored in that order."""
     solved = dataclasses.replace(fake_run("scan", run_s=0.05), time_to_solution_s=0.05)
-    unsolved = fake_run("jit_step", run_s=0.08)  # a fixed number of iterations: no time to solution
-    baseline = dataclasses.replace(fake_run("eager", run_s=2.0), time_to_solution_s=2.0)
-    for run in (solved, unsolved, baseline):
+    unsolved = fake_run("jit_step", run_s=0.08)
+    eager = dataclasses.replace(fake_run("eager", run_s=2.0), time_to_solution_s=2.0)
+    for run in (solved, unsolved, eager):
         store.add(run)
+    return solved, unsolved, eager
+
+
+def test_compare_tests_only_runs_that_have_the_timing_against_the_baseline(store):
+    solved, unsolved, baseline = _solved_unsolved_and_eager(store)
     at = open_app("pages/compare/page.py")
     at.selectbox(key="cmp_baseline").set_value(baseline.id).run()
     at.selectbox(key="cmp_metric_ratio").set_value("time_to_solution_s").run()
@@ -226,11 +234,7 @@ def test_compare_tests_only_runs_that_have_the_timing_against_the_baseline(store
 
 
 def test_a_new_set_of_runs_gets_a_baseline_with_the_timing_a_pin_among_them_stays(store):
-    solved = dataclasses.replace(fake_run("scan", run_s=0.05), time_to_solution_s=0.05)
-    unsolved = fake_run("jit_step", run_s=0.08)  # a fixed number of iterations: no time to solution
-    other = dataclasses.replace(fake_run("eager", run_s=2.0), time_to_solution_s=2.0)
-    for run in (solved, unsolved, other):
-        store.add(run)
+    solved, unsolved, _ = _solved_unsolved_and_eager(store)
     at = open_app("pages/compare/page.py")
     assert at.selectbox(key="cmp_metric_ratio").value == "time_to_solution_s"
     at.selectbox(key="cmp_baseline").set_value(unsolved.id).run()

@@ -1,7 +1,7 @@
 """The default fit as the lab compiles it (XLA's defaults) is right on the sets that broke it.
 
-The rest of the suite compiles with XLA's quick CPU settings (`xla_settings`): the same HLO
-program, built by other emitters with no LLVM optimisation. What users run is built with the
+The rest of the suite compiles with XLA's quick CPU settings (`xla_settings`): the same
+StableHLO program, compiled by the older emitters with no LLVM optimisation. What users run is built with the
 defaults, whose fused reductions are where jaxlib 0.10.2 miscompiled (jax-ml/jax#39103), so
 the default fit is compiled here with them, on the corpus sets where it once diverged or
 stopped short, in both precisions, and must end at the optimum and say so.
@@ -67,5 +67,5 @@ def test_the_default_compiled_as_users_get_it_reaches_the_optimum(name):
     with concurrent.futures.ThreadPoolExecutor(2) as pool:  # XLA compiles a program on one core
         for precision, ended, checked in pool.map(judged, ("float32", "float64")):
             assert ended.status == "ok" and ended.converged, (precision, ended.error, checked.gap)
-            assert 0 <= corpus.gap(checked.elbo, optimum) + 1e-9 and corpus.gap(checked.elbo, optimum) <= BOUND[
-                precision], (precision, checked.elbo, optimum)
+            # Below the optimum by at most the bound, above it by float64's rounding at most.
+            assert -1e-9 <= corpus.gap(checked.elbo, optimum) <= BOUND[precision], (precision, checked.elbo, optimum)
