@@ -27,6 +27,9 @@ from core.charts.style import (
     with_spread,
 )
 
+# The factor the scaling charts' log domains extend past their data on each side.
+SCALING_PAD = 1.3
+
 
 def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
                 max_points_per_run: int = 2000, height: int = 340) -> alt.Chart:
@@ -114,8 +117,16 @@ def scaling_lines(runs: pd.DataFrame, y: str = "per_iter_ms") -> alt.Chart | alt
     tips = ["strategy:N", alt.Tooltip("n:Q", format=","), alt.Tooltip(f"{y}:Q", format=".4g", title=UNITS[y]),
             alt.Tooltip("low:Q", format=".4g", title="fastest repeat"),
             alt.Tooltip("high:Q", format=".4g", title="slowest repeat")]
-    enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log"), title="n (rows, log scale)"),
-               y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log"), title=f"{UNITS[y]}, log scale"),
+    # Domains a little past the data, with ticks inside them: Vega's nice log domain ran the n
+    # axis to 100,000 for a largest n of 11,600, and put the top point on the top edge.
+    # (Every run's, the diverged crosses' and the whiskers' values inside.)
+    n_low, n_high = float(df["n"].min()) / SCALING_PAD, float(df["n"].max()) * SCALING_PAD
+    shown = pd.concat([df[y], med["low"], med["high"]]).dropna()
+    y_low, y_high = float(shown[shown > 0].min()) / SCALING_PAD, float(shown.max()) * SCALING_PAD
+    enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log", domain=[n_low, n_high], nice=False),
+                       axis=log_axis(n_low, n_high, "n (rows, log scale)")),
+               y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", domain=[y_low, y_high], nice=False),
+                       axis=log_axis(y_low, y_high, f"{UNITS[y]}, log scale")),
                color=color_by_strategy(df), tooltip=tips)
     lines = alt.Chart(med).mark_line(point=True).encode(**enc)
     ranged = med[med["high"] > med["low"]]

@@ -140,6 +140,15 @@ def test_color_scale_domain_follows_strategy_order():
     assert set(style.STRATEGY_COLORS) == set(style.STRATEGY_ORDER)
 
 
+def test_the_scaling_axes_end_just_past_the_data(runs):
+    # Vega's nice log domain ran n to 100,000 for a largest n of 11,600.
+    chart = lines.scaling_lines(runs).to_dict()
+    encoding = chart.get("layer", [chart])[0]["encoding"]
+    for channel, values in (("x", runs["n"]), ("y", runs["per_iter_ms"])):
+        low, high = encoding[channel]["scale"]["domain"]
+        assert low < values.min() and values.max() < high <= 1.5 * values.max(), (channel, low, high)
+
+
 def test_log_scales_where_promised(runs, elbo_long):
     assert {("x", "n"), ("y", "per_iter_ms")} <= _log_fields(lines.scaling_lines(runs).to_dict())
     assert {("x", "n"), ("y", "seconds")} <= _log_fields(lines.compile_vs_run(runs).to_dict())
