@@ -15,7 +15,7 @@ quick settings beside their device count (`with_device_count`).
 """
 
 QUICK = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
-QUICK_FLAGS = "--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=0"
+QUICK_FLAGS = " ".join(f"--{name}={str(value).lower()}" for name, value in QUICK.items())
 # XLA's defaults, spelled out: the same optimized HLO as no options at all (checked by
 # tests/fit/test_production_compile.py).
 PRODUCTION = {"xla_cpu_use_fusion_emitters": True, "xla_backend_optimization_level": 3}

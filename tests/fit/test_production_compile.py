@@ -1,10 +1,10 @@
 """The default fit as the lab compiles it (XLA's defaults) is right on the sets that broke it.
 
 The rest of the suite compiles with XLA's quick CPU settings (`xla_settings`): the same
-StableHLO program, compiled by the older emitters with no LLVM optimisation. What users run is built with the
-defaults, whose fused reductions are where jaxlib 0.10.2 miscompiled (jax-ml/jax#39103), so
-the default fit is compiled here with them, on the corpus sets where it once diverged or
-stopped short, in both precisions, and must end at the optimum and say so.
+StableHLO program, compiled by the older emitters with no LLVM optimisation. What users run
+is built with the defaults, whose fused reductions are where jaxlib 0.10.2 miscompiled
+(jax-ml/jax#39103), so the default fit is compiled here with them, on the corpus sets where
+it once diverged or stopped short, in both precisions, and must end at the optimum and say so.
 """
 
 import concurrent.futures
