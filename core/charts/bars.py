@@ -37,6 +37,11 @@ PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile",
           "first_call_s": "first call", "run_s": "steady state"}
 # Bars whose totals span more than this factor get a log time axis.
 LOG_SPAN = 10.0
+# On that log axis the first phase is drawn from this share of the shortest phase (a whole
+# decade below made every first segment look large), and the axis ends this factor past
+# the longest run.
+LOG_FLOOR_SHARE = 0.5
+LOG_PAD = 1.2
 # How a run's y label says its executable was not compiled for it.
 CACHE_NOTES = {"memory": "cached", "disk": "cached"}
 COLD_NOTE = "cold compile"
@@ -219,10 +224,15 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
     totals = long.groupby("run")["end"].max()
     totals = totals[totals > 0]
     if not totals.empty and totals.max() > LOG_SPAN * totals.min():
-        floor = 10.0 ** np.floor(np.log10(long.loc[long["seconds"] > 0, "seconds"].min()))
+        floor = LOG_FLOOR_SHARE * long.loc[long["seconds"] > 0, "seconds"].min()
         long["start"] = (long["end"] - long["seconds"]).clip(lower=floor)
         long["end"] = long["end"].clip(lower=floor)
-        x = dict(x=alt.X("start:Q", title="time (s, log scale)", scale=alt.Scale(type="log", domainMin=floor)),
+        # Past the longest bar and the slowest repeat's whisker end alike.
+        slowest = (df["trace_lower_s"] + df["compile_s"] + df["first_call_s"]
+                   + df.get("run_s_max", df["run_s"]).fillna(df["run_s"]))
+        top = max(totals.max(), slowest.max()) * LOG_PAD
+        x = dict(x=alt.X("start:Q", axis=log_axis(floor, top, "time (s, log scale)"),
+                         scale=alt.Scale(type="log", domain=[floor, top], nice=False)),
                  x2="end:Q")
     else:
         x = dict(x=alt.X("seconds:Q", stack="zero", title="time (s)"))
@@ -319,7 +329,7 @@ def story_bars(rows: pd.DataFrame, steps: list[str],
     """The story's growing chart: one bar per step shown so far, in its strategy's colour.
 
     Args:
-        rows: `core.bench.story.chart_rows` (step, strategy, per_iter_ms, run_s, run_s_min,
+        rows: `core.results.story.chart_rows` (step, strategy, per_iter_ms, run_s, run_s_min,
             run_s_max, repeats, speedup: the label of the speed-up since the first step).
         steps: every step's label, in order: the axis lists them all from the start, so that
             each new bar appears in its place and nothing moves.

@@ -17,7 +17,7 @@ import math
 import altair as alt
 import pandas as pd
 
-ROOF_COLORS = {"memory side: bandwidth x intensity": "#0072B2", "compute side: matmul peak": "#D55E00"}
+ROOF_COLORS = {"memory side: bandwidth × intensity": "#0072B2", "compute side: matmul peak": "#D55E00"}
 POINT_SHAPES = {"floor (the roof at this intensity)": "circle", "measured": "diamond"}
 TITLE = "Roofline: attainable rate against arithmetic intensity"
 
@@ -69,7 +69,7 @@ def point_frame(work: float, compulsory_bytes: float, matmul_flops_per_s: float,
     if measured_s:
         rows.append({"intensity": intensity, "gflops_per_s": work / measured_s / 1e9,
                      "point": list(POINT_SHAPES)[1], "label": measured_label, "seconds": measured_s,
-                     "x_floor": measured_s / floor_s, "note": f"{measured_s / floor_s:,.1f}x floor"})
+                     "x_floor": measured_s / floor_s, "note": f"{measured_s / floor_s:,.1f} × floor"})
     return pd.DataFrame(rows)
 
 
@@ -113,7 +113,7 @@ def roofline_chart(matmul_flops_per_s: float, bytes_per_s: float, exp_per_s: flo
         tooltip=["label:N", alt.Tooltip("intensity:Q", format=".3g", title="intensity"),
                  alt.Tooltip("gflops_per_s:Q", format=".3g", title="GFLOP/s"),
                  alt.Tooltip("seconds:Q", format=".3g", title="s / iteration"),
-                 alt.Tooltip("x_floor:Q", format=".1f", title="x floor")])
+                 alt.Tooltip("x_floor:Q", format=".1f", title="× floor")])
     # The floor's note to the left, the measurement's to the right: near 1x they would overlap.
     floor_note = alt.Chart(points.iloc[:1]).mark_text(align="right", dx=-12, fontSize=14)
     measured_note = alt.Chart(points.iloc[1:]).mark_text(align="left", dx=12, fontSize=14)

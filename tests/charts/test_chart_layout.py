@@ -10,8 +10,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import pytest
-
 from charts.test_charts import _datasets, elbo_long, runs  # noqa: F401 - fixtures, used by name
+
 from core.charts import bars, comparisons, lines, style, theme
 
 
@@ -77,11 +77,17 @@ def test_timing_bars_take_a_log_axis_where_totals_span_more_than_ten_times(runs)
     spec = bars.timing_bars(runs).to_dict()  # eager at n = 11600 beside scan at n = 116: decades apart
     encoding = spec["layer"][0]["encoding"]
     assert encoding["x"]["scale"]["type"] == "log" and encoding["x2"]["field"] == "end"
-    assert "log scale" in encoding["x"]["title"]
+    assert "log scale" in encoding["x"]["axis"]["title"]
     assert encoding["y"]["axis"]["labelOverlap"] is False  # every run's name, however short its row
     data = pd.concat(_datasets(spec)).dropna(subset=["phase"])
-    floor = encoding["x"]["scale"]["domainMin"]
-    assert 0 < floor <= data.loc[data["seconds"] > 0, "seconds"].min()
+    floor, top = encoding["x"]["scale"]["domain"]
+    # The first phase starts at half the shortest phase, not a decade below it (which made
+    # every first segment look large), and the axis is ticked to just past the longest run.
+    assert floor == pytest.approx(data.loc[data["seconds"] > 0, "seconds"].min() / 2)
+    longest = data.groupby("run")["end"].max().max()
+    assert longest < top <= 1.5 * longest
+    ticks = encoding["x"]["axis"]["values"]
+    assert min(ticks) >= floor and max(ticks) <= top and max(ticks) * 10 > longest
     for run, parts in data.groupby("run"):
         parts = parts.sort_values("phase_rank")
         # Each phase starts where the one before it ended, and ends at the run's time so far.

@@ -136,7 +136,7 @@ def test_chart_point_sits_at_the_floor_and_the_measured_multiple():
     bound = roofline.floor(2e9, 1e7, 4e8, MACHINE)
     assert points["seconds"].iloc[0] == pytest.approx(bound.seconds)  # the chart's floor is the floor
     assert points["x_floor"].iloc[1] == pytest.approx(0.3 / bound.seconds)
-    assert points["note"].iloc[1] == "10.0x floor"
+    assert points["note"].iloc[1] == "10.0 × floor"
 
 
 def test_chart_is_valid_vega_lite_with_log_axes():
