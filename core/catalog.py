@@ -57,7 +57,7 @@ class Runnable:
         source: the file under core/fit whose docstring describes it (strategies).
         blurb: its description, where no module of its own has one (peers).
         dispatch_floor_s: a floor on what one iteration costs beside its arithmetic (Python's
-            dispatch of ops or calls), for the time budget (`core.machine.budget`); 0 for
+            dispatch of ops or calls), for the time budget (`core.coordination.budget`); 0 for
             compiled loops, which dispatch once.
         takes: the optimizer families it runs; a spec pairing it with another is refused.
         needs: why it takes only those (for the refusal's message).
@@ -151,7 +151,7 @@ _OPTIMIZERS = (
 OPTIMIZERS: dict[str, Optimizer] = {optimizer.name: optimizer for optimizer in _OPTIMIZERS}
 
 _GRADIENT_ONLY = (GRADIENT,)
-# Floors on Python's dispatch per iteration (see `core.machine.budget`): eager ~14 ms an
+# Floors on Python's dispatch per iteration (see `core.coordination.budget`): eager ~14 ms an
 # iteration measured on a 2-core CPU, floor 0.5 ms; jit_step ~80 us, floor 10 us.
 # Colours: the tutorial's five kept from Okabe-Ito and Paul Tol's schemes, the others picked by
 # an exhaustive search over an sRGB grid so that, under normal vision and simulated protanopia

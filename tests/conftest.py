@@ -47,7 +47,7 @@ HEAVIEST_FIRST = (
     "app/test_app_talk.py", "test_cli.py", "fit/test_reductions.py", "run/test_repeated_runs.py",
     "fit/test_convergence.py", "cluster/test_team_cluster.py", "fit/test_agreement.py", "fit/test_strategies.py",
     "fit/test_stopping.py", "fit/test_sharded.py", "app/test_browser.py", "app/test_server_process.py",
-    "machine/test_distributed.py", "machine/test_concurrency.py", "fit/test_peers.py", "run/test_engine.py",
+    "machine/test_distributed.py", "coordination/test_concurrency.py", "fit/test_peers.py", "run/test_engine.py",
     "fit/test_production_compile.py",
 )
 

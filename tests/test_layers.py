@@ -13,9 +13,10 @@ from project import ROOT
 # variable), the catalog of runnables (what can be fitted, named once) and the spec (what a
 # fit is, its defaults and its limits).
 # results: what a run produced, read by everything above it (the store and charts read only it);
-# machine: what a run holds; store: keeps results; run: runs and times a fit, and stores it;
+# machine: the machine a run is on; coordination: who holds the device, across processes;
+# store: keeps results; run: runs and times a fit, and stores it;
 # access and upload_bounds: who may do what, and how much they may send.
-ORDER = ("config", "catalog", "spec", "access", "upload_bounds", "fit", "data", "results", "machine", "store", "run",
+ORDER = ("config", "catalog", "spec", "access", "upload_bounds", "fit", "data", "results", "machine", "coordination", "store", "run",
          "inspect", "charts", "bench", "cluster", "cli", "__main__")
 
 

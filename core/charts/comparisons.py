@@ -30,7 +30,6 @@ from core.charts.style import (
     log_axis,
     log_grid_above,
     log_grid_below,
-    natural_key,
     not_diverged,
     note_chart,
     row_spread,
@@ -38,6 +37,8 @@ from core.charts.style import (
     with_spread,
 )
 from core.results import spread
+from core.results.comparison import group_names
+from core.results.ordering import natural_key
 
 # The most of a projector's chart width the group names may take on one line each.
 MOST_LABEL_SHARE = 0.4
@@ -50,13 +51,6 @@ def label(metric: str) -> str:
 
 def _without_unit(metric: str) -> str:
     return label(metric).rsplit(" (", 1)[0]
-
-
-def group_names(runs: pd.DataFrame, by: list[str]) -> pd.Series:
-    """Each run's group: its values of `by` joined, "oaks x100 · scan · seed"."""
-    if runs.empty:
-        return pd.Series("", index=runs.index, dtype=str)
-    return runs[by].astype(str).agg(" · ".join, axis=1)
 
 
 def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_ms",
@@ -76,7 +70,7 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
         of any run (line). Groups with diverged runs say "(k diverged)", so an all-diverged
         group is listed rather than dropped; a group whose runs have no value of `metric`
         (no time to solution for a fixed number of iterations) would be an empty row and is
-        left out (`core.bench.comparison.unmeasured_groups` names them); a group that holds
+        left out (`core.results.comparison.unmeasured_groups` names them); a group that holds
         runs of several optimizers, which time different algorithms, says "(k optimizers)".
     """
     title = f"{label(metric)} by {', '.join(by)}: median and range"

@@ -21,11 +21,11 @@ from core.charts.style import (
     log_grid_above,
     log_grid_below,
     median_by,
-    natural_order,
     not_diverged,
     note_chart,
     with_spread,
 )
+from core.results.ordering import natural_order
 
 # The factor the scaling charts' log domains extend past their data on each side.
 SCALING_PAD = 1.3

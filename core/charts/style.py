@@ -15,7 +15,6 @@ charts in `core.charts.bars`, the roofline in `core.charts.roofline`.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import altair as alt
 import numpy as np
@@ -193,11 +192,3 @@ def row_spread(row: pd.Series, metric: str) -> spread.Spread:
                                program=significance.program_identity(row))
 
 
-def natural_key(text: str) -> tuple:
-    """A sort key reading digits as numbers: "#2 scan" before "#10 scan"."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(text)))
-
-
-def natural_order(values) -> list[str]:
-    """The distinct values as strings, in `natural_key` order."""
-    return sorted({str(v) for v in values}, key=natural_key)

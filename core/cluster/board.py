@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from core.cluster.channel import KEY_PREFIX, TOPIC
-from core.machine.device_queue import Ticket
+from core.coordination.device_queue import Ticket
 
 log = logging.getLogger(__name__)
 # How long a view of the scheduler's tasks is reused: every rerun of every page draws the

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Any
 
-from core.machine.device_queue import Ticket
+from core.coordination.device_queue import Ticket
 from core.run.progress import Progress
 
 TOPIC = "plnlab"

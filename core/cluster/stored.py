@@ -14,8 +14,8 @@ import threading
 
 from core.cluster import submit, tasks
 from core.cluster.connection import Cluster
+from core.coordination import budget
 from core.data.counts import CountData
-from core.machine import budget
 from core.results.result import RunResult
 from core.run import lifecycle
 from core.run.progress import ProgressCallback
@@ -27,7 +27,7 @@ def run_and_store(cluster: Cluster, store: RunStore, spec: FitSpec, counts: Coun
                   on_progress: ProgressCallback | None = None, cancel: threading.Event | None = None,
                   owner: str = "dashboard", cold: bool = False, owner_id: str = "") -> RunResult:
     """Fits `spec` on a worker (`core.cluster.tasks.fit`) under this process's time budget
-    (`core.machine.budget.max_run_seconds`) and stores the result, owned by `owner_id`
+    (`core.coordination.budget.max_run_seconds`) and stores the result, owned by `owner_id`
     (`RunResult.owner`; an interrupted run too); returns the stored result. `owner` is how
     others see the run queued ("dashboard", "command line").
 

@@ -121,8 +121,8 @@ def pitfall(key: str, *, token: str, label: str):
     CPU in its turn in the host's device queue (a demo's fit must not land in another run's
     timed window)."""
     # Deferred: JAX on the worker only.
+    from core.coordination.device_queue import device_lock
     from core.inspect import pitfalls
-    from core.machine.device_queue import device_lock
 
     with TaskChannel(token, label), device_lock("cpu", label=f"pitfall demo: {key}"):
         return pitfalls.run(key)

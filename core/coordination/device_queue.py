@@ -3,7 +3,7 @@ every thread and process (dashboard sessions, command-line runs, benchmarks).
 
 Each waiter writes a ticket into the platform's folder under the queue directory;
 tickets are served in the order they were written. A ticket is a lease
-(`core.machine.lease`): its owner holds a lock on the ticket file that the kernel releases
+(`core.coordination.lease`): its owner holds a lock on the ticket file that the kernel releases
 when the owner dies, however it dies, so a ticket is alive exactly while its owner is,
 whatever its process id says (in a container every server is pid 1). Tickets written
 under another kernel (a queue folder shared between machines) are alive while their
@@ -29,7 +29,7 @@ import uuid
 from typing import Callable, Iterator
 
 from core import config
-from core.machine import lease
+from core.coordination import lease
 from core.machine.host import default_cache_dir
 
 QUEUE_DIR_ENV = "PLNLAB_QUEUE_DIR"
@@ -52,7 +52,7 @@ class Ticket:
         host, pid: the process that holds the ticket (shown, never used to judge it).
         enqueued_at: epoch seconds of arrival.
         started_at: epoch seconds the lock was taken, or None while waiting.
-        kernel: `core.machine.lease.kernel_id()` of the holder's machine.
+        kernel: `core.coordination.lease.kernel_id()` of the holder's machine.
     """
 
     ticket: str
@@ -92,7 +92,7 @@ class DeviceQueue:
     Args:
         directory: where tickets and lock files live (default: `default_queue_dir()`).
         expiry_s: seconds the heartbeat of a ticket from another machine may stand
-            still before the ticket is taken for dead (`core.machine.lease.Watcher`).
+            still before the ticket is taken for dead (`core.coordination.lease.Watcher`).
     """
 
     def __init__(self, directory: str | os.PathLike | None = None, expiry_s: float = lease.EXPIRY_S) -> None:

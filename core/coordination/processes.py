@@ -1,5 +1,5 @@
 """Whether a process of this host still exists, by its pid: kept only to judge in-flight notes
-written before leases (`core.machine.lease`), which need no pid."""
+written before leases (`core.coordination.lease`), which need no pid."""
 
 from __future__ import annotations
 

@@ -21,12 +21,12 @@ import sys
 import jax
 import jaxlib
 
+from core.coordination.device_queue import device_lock
 from core.fit import model, strategies
 from core.fit.strategies import base
 from core.inspect.findings import DISPLAY_CHARS, Executable, Inspection, clip, executable_rows  # noqa: F401
 from core.inspect.layout import array_layouts
 from core.inspect.xla_analysis import Cost, normalise_cost, normalise_memory
-from core.machine.device_queue import device_lock
 from core.run.prepared import ExecutableCache, prepare
 from core.spec import FitSpec
 

@@ -30,11 +30,11 @@ import time
 import jax
 import jax.numpy as jnp
 
+from core.coordination.device_queue import device_lock
 from core.inspect.findings import Analysis, Floor, Peaks  # noqa: F401
 from core.inspect.floor import floor, matching_runs, times_floor  # noqa: F401
 from core.inspect.xla_analysis import Cost, Memory, normalise_cost, normalise_memory
 from core.machine import runtime
-from core.machine.device_queue import device_lock
 from core.machine.host import default_cache_dir
 from core.run.prepared import ExecutableCache, prepare
 

@@ -25,9 +25,9 @@ import jax
 import jaxlib
 
 from core import catalog
+from core.coordination.device_queue import device_lock
 from core.inspect import trace_reading
 from core.inspect.trace_findings import STRATEGIES, Timeline
-from core.machine.device_queue import device_lock
 from core.run.prepared import ExecutableCache, prepare
 from core.spec import FitSpec, SpecError
 

@@ -1,1 +1,2 @@
-"""The machine a run holds: JAX runtime and processes, device queue, leases, time budget, memory, compile counts."""
+"""The machine a run is on: JAX runtime and native settings, compile counts and their
+reasons, its state while a run is timed, memory estimates, multi-process JAX."""

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from core.charts.comparisons import group_names
-from core.charts.style import natural_key
 from core.results import spread
+from core.results.ordering import natural_key
 
 # What makes two runs the same problem size: the data (its label names the size) and its shape.
 PROBLEM = ("dataset", "n", "p")
@@ -20,6 +19,13 @@ PROBLEM = ("dataset", "n", "p")
 DEFAULT_GROUPS = ["dataset", "strategy", "optimizer"]
 # The timings a run measures at every repeat (the others once): those a test can compare.
 REPEATED = ("run_s", "per_iter_ms", "time_to_solution_s")
+
+
+def group_names(runs: pd.DataFrame, by: list[str]) -> pd.Series:
+    """Each run's group: its values of `by` joined, "oaks x100 · scan · seed"."""
+    if runs.empty:
+        return pd.Series("", index=runs.index, dtype=str)
+    return runs[by].astype(str).agg(" · ".join, axis=1)
 
 
 def same_problem(runs: pd.DataFrame, run_id: int) -> pd.Series:

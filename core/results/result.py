@@ -73,7 +73,7 @@ class Measurement:
         times: seconds of each timed steady-state call.
         shape: (n, p, d) of the data fitted.
         optimizer, lr, init: what actually ran (pyplnmodels ignores the spec's).
-        timed_out: the run passed its time budget (`core.machine.budget`) and stopped early:
+        timed_out: the run passed its time budget (`core.coordination.budget`) and stopped early:
             `elbo` is the curve so far and `times` the repeats that finished (maybe none).
         warnings: what the runnable itself knows a reader of its numbers must be told.
         final_change: the last relative ELBO change as the runnable's stopping test read it

@@ -29,7 +29,7 @@ class Step:
     Attributes:
         strategy: the runnable it runs (`core.catalog`).
         title: a few words for the slide, e.g. "jit each function".
-        origin: where it comes from: "seed tutorial, level 1" or "this project".
+        origin: where it comes from: "from the tutorial, level 1" or "added by this lab".
         fixes: what it changes over the step before, in two sentences at most.
         pitfalls: keys of `core.inspect.pitfalls` this step is about.
         changes: FitSpec fields this step sets over the problem's (field, value) pairs.
@@ -64,27 +64,27 @@ SLOW_STEP_ITERATIONS = 40
 
 
 STEPS: list[Step] = [
-    Step("eager", "No JIT", "seed tutorial, level 0",
+    Step("eager", "No JIT", "from the tutorial, level 0",
          "The starting point: a Python loop dispatches every JAX operation to XLA on its own, hundreds of "
          "tiny calls per iteration, none fused.",
          pitfalls=("trace_precedence", "logdet_overflow"), max_iterations=SLOW_STEP_ITERATIONS),
-    Step("jit_per_function", "jit each function", "seed tutorial, level 1",
+    Step("jit_per_function", "jit each function", "from the tutorial, level 1",
          "The gradient, the optimizer's update, Sigma and its inverse are each compiled once: five calls per "
          "iteration instead of hundreds, and XLA fuses the work inside each.",
          pitfalls=("fused_reduction",)),
-    Step("scan", "The whole loop in lax.scan", "seed tutorial, level 2",
+    Step("scan", "The whole loop in lax.scan", "from the tutorial, level 2",
          "The loop itself is compiled: one call runs every iteration on the device, with no return to Python "
          "in between.", traced=True),
-    Step("scan_namedtuple", "scan with a NamedTuple state", "seed tutorial, level 3",
+    Step("scan_namedtuple", "scan with a NamedTuple state", "from the tutorial, level 3",
          "Named, typed fields instead of dict keys: clearer code, the same compiled program, so the same speed."),
-    Step("scan_pytree_class", "scan with a pytree class, done right", "seed tutorial, level 4",
+    Step("scan_pytree_class", "scan with a pytree class, done right", "from the tutorial, level 4",
          "A class with methods that return new objects, every array a pytree child. The seed's version "
          "never updated Omega.",
          pitfalls=("pytree_class",)),
-    Step("fori_loop", "lax.fori_loop", "this project",
+    Step("fori_loop", "lax.fori_loop", "added by this lab",
          "The ELBO goes into a preallocated buffer updated in place: the same while loop underneath, so it "
          "times like scan."),
-    Step("scan_analytic", "Hand-derived gradients", "this project",
+    Step("scan_analytic", "Hand-derived gradients", "added by this lab",
          "Gradients written out, one triangular solve for Omega and packed parameters: less work per "
          "iteration for the same trajectory."),
 ]

@@ -16,10 +16,11 @@ import uuid
 from typing import Sequence
 
 from core import catalog
+from core.coordination import budget, device_queue
 from core.data import datasets
 from core.data.counts import CountData
 from core.fit import precision_guard
-from core.machine import budget, device_queue, machine_state, memory_estimate
+from core.machine import machine_state, memory_estimate
 from core.results.result import RunResult
 from core.run import batches, jax_timing, lifecycle, measure, repeats
 from core.run.certified import certified
@@ -49,7 +50,7 @@ def run(
     """Fit `spec` and time it; the result is not stored (see `core.run.stored_run`).
 
     The timed section (data transfer, compilation, first call, repeats) holds the
-    device: it waits its turn in the host's device queue (`core.machine.device_queue`), and the
+    device: it waits its turn in the host's device queue (`core.coordination.device_queue`), and the
     result records the wait (`queue_wait_s`) and the section's epoch window
     (`timed_window`), so that anyone can check that two windows never overlap.
 
@@ -69,7 +70,7 @@ def run(
             caches for this run only (`core.run.cold_compile`); the run still stores its
             executables in both. It compiles while holding the device queue.
         max_seconds: how long the run may hold the device (default: this process's
-            `core.machine.budget.max_run_seconds()`; a run on a worker gets its server's).
+            `core.coordination.budget.max_run_seconds()`; a run on a worker gets its server's).
 
     A run may hold the device for `max_seconds`: one that cannot finish within it is
     refused, one that passes it stops and returns as "timed_out".

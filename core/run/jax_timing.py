@@ -17,9 +17,9 @@ import threading
 import jax
 import numpy as np
 
+from core.coordination.budget import Budget
 from core.data.counts import CountData
 from core.machine import compile_log, runtime
-from core.machine.budget import Budget
 from core.machine.compilations import CompileCounter
 from core.results.result import Measurement
 from core.run import progress

@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 
 from core import catalog
+from core.coordination.budget import Budget
 from core.data.counts import CountData
-from core.machine.budget import Budget
 from core.results.result import Measurement
 from core.run import jax_timing
 from core.run.prepared import ExecutableCache

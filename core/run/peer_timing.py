@@ -30,12 +30,12 @@ import numpy as np
 import torch
 from torch._dynamo.utils import counters
 
+from core.coordination.budget import Budget
 from core.data import datasets
 from core.data.counts import CountData
 from core.fit.peers import pyplnmodels_fit as peer
 from core.fit.peers import torch_fit
 from core.fit.peers.torch_optim import make_torch_optimizer
-from core.machine.budget import Budget
 from core.results.result import Measurement
 from core.run import progress
 from core.run.progress import Progress, ProgressCallback

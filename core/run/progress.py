@@ -11,8 +11,8 @@ import threading
 import time
 from typing import Any, Callable, NamedTuple
 
-from core.machine.budget import Budget
-from core.machine.device_queue import Cancelled  # noqa: F401 - raised by `check`; the fit path's name for it
+from core.coordination.budget import Budget
+from core.coordination.device_queue import Cancelled  # noqa: F401 - raised by `check`; the fit path's name for it
 
 
 class Phase(NamedTuple):

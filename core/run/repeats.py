@@ -20,7 +20,7 @@ import threading
 from typing import Callable, Sequence
 
 from core import config
-from core.machine.budget import Budget, seconds_setting
+from core.coordination.budget import Budget, seconds_setting
 from core.run import progress
 from core.run.progress import Progress, ProgressCallback
 
@@ -59,7 +59,7 @@ def in_turn(repeats: int, calls: Sequence[TimedCall], reports: Sequence[Progress
     """The seconds of each fit's whole steady-state calls, the fits taking turns: `repeats`
     each, or as many as `planned` makes of it from its first (`target_s`: default
     `min_measured_seconds()`); a fit stops at its first partial call, all stop once the budget
-    passed (a cancel raises `core.machine.device_queue.Cancelled`). `reports[i]` hears fit i."""
+    passed (a cancel raises `core.coordination.device_queue.Cancelled`). `reports[i]` hears fit i."""
     target_s = min_measured_seconds() if target_s is None else target_s
     times: list[list[float]] = [[] for _ in calls]
     going = [True] * len(calls)

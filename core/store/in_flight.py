@@ -1,6 +1,6 @@
 """Runs under way: a note in the store per run, alive exactly while its process is.
 
-`RunStore.begin` writes a row in table `in_flight` and takes a lease (`core.machine.lease`)
+`RunStore.begin` writes a row in table `in_flight` and takes a lease (`core.coordination.lease`)
 named by it, in a folder beside the store file; `finish` replaces the row by the result
 in one transaction, `abandon` removes it. The lease's lock is released by the kernel when
 the process dies, however it dies, so a note whose lease nobody holds is a run that was
@@ -24,7 +24,7 @@ import time
 import uuid
 from typing import Any
 
-from core.machine import lease, processes
+from core.coordination import lease, processes
 
 LEASE_SUFFIX = ".json"
 

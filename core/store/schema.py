@@ -52,7 +52,7 @@ def _migration_2() -> list[str]:
 
 
 def _migration_3() -> list[str]:
-    # An in-flight run's liveness is its lease file (core.machine.lease), named here: the
+    # An in-flight run's liveness is its lease file (core.coordination.lease), named here: the
     # kernel releases the lease's lock when its process dies, whatever its pid says.
     return ["ALTER TABLE in_flight ADD COLUMN lease TEXT"]
 

@@ -9,10 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from core import access as delete_rules
-from core.bench import comparison
 from core.charts import comparisons, lines
 from core.charts.style import LABELS
-from core.results import reach, stability
+from core.results import comparison, reach, stability
 from core.store.run_store import IMPORTED, RESTORE_DAYS, StoreError
 from pages.ui import display, links, resources, sign_in, state
 from pages.ui import upload as upload_widgets

@@ -9,10 +9,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.bench import story
 from core.charts import bars
 from core.inspect import pitfall_notes
-from core.results import spread
+from core.results import spread, story
 from core.spec import SpecError, refusal
 from core.store import cold_compiles
 from pages.story import keys
@@ -174,7 +173,7 @@ if step.traced:
 
 st.divider()
 st.caption(
-    "The seed tutorial's levels one at a time, then this project's faster ones, on the sidebar's problem. Every "
+    "The tutorial's levels one at a time, then this lab's faster ones, on the sidebar's problem. Every "
     f"step runs one algorithm and is compared by its time per iteration; step 1 runs at most "
     f"{story.SLOW_STEP_ITERATIONS} iterations, which show its cost per iteration as well as more would. "
     "**Next** (→, Page Down) adds a step and times it, with any step before it not timed yet; **Previous** "

@@ -13,7 +13,7 @@ import streamlit as st
 
 from core import catalog
 from core.cluster.devices import Offered
-from core.machine.device_queue import default_queue
+from core.coordination.device_queue import default_queue
 from core.spec import DEFAULTS as FRONT_DOOR
 from core.spec import (
     INITS,

@@ -680,7 +680,7 @@ def test_a_fit_too_big_for_memory_is_refused_with_the_estimate(store):
 
 
 def test_the_sidebar_says_who_holds_the_device(store, tmp_path, monkeypatch):
-    from core.machine.device_queue import DeviceQueue
+    from core.coordination.device_queue import DeviceQueue
 
     monkeypatch.setenv("PLNLAB_QUEUE_DIR", str(tmp_path / "queue"))
     at = open_app()

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 from test_app import CHART, fake_run, open_app, tiny_problem
 
-from core.bench import story
+from core.results import story
 from core.results.result import RunResult
 from core.spec import DatasetSpec, OptimizerSpec
 from pages.ui import display, settings

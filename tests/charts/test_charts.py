@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from core.charts import bars, comparisons, lines, style
-from core.results import agreement
+from core.results import agreement, ordering
 
 from project import ROOT
 
@@ -292,7 +292,7 @@ def test_titles_and_axes_name_timings_in_words(runs):
 
 
 def test_labels_sort_naturally():
-    assert style.natural_order(["#10 scan", "#2 scan", "#1 eager", "#11 scan"]) == [
+    assert ordering.natural_order(["#10 scan", "#2 scan", "#1 eager", "#11 scan"]) == [
         "#1 eager", "#2 scan", "#10 scan", "#11 scan"]
     runs = pd.DataFrame([_run(i, "scan", dataset=f"oaks x{k}") for i, k in ((1, 10), (2, 2), (3, 100))])
     groups = pd.concat(_datasets(comparisons.grouped_summary(runs, by=["dataset"]).to_dict()))["group"]

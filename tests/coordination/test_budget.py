@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from core.machine import budget
+from core.coordination import budget
 from core.run import engine, prepared, stored_run
 from core.run.progress import Cancelled
 from core.spec import DatasetSpec, FitSpec, SpecError

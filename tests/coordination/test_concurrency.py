@@ -76,7 +76,7 @@ def _set_up(index: int) -> AppTest:
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_four_cli_processes_and_four_sessions_take_turns(tmp_path, monkeypatch, cluster):
     def queue_folder(dask_worker=None):
-        from core.machine.device_queue import default_queue_dir
+        from core.coordination.device_queue import default_queue_dir
 
         return str(default_queue_dir())
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from core.machine.device_queue import DeviceQueue
+from core.coordination.device_queue import DeviceQueue
 from core.run.progress import Cancelled
 
 from project import ROOT
@@ -90,7 +90,7 @@ def test_platforms_queue_apart(queue):
 HOLDER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
-    from core.machine.device_queue import DeviceQueue
+    from core.coordination.device_queue import DeviceQueue
     with DeviceQueue({folder!r}).hold("cpu", "doomed", "test"):
         print("holding", flush=True)
         time.sleep(600)

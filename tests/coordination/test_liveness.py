@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from core.machine import lease
-from core.machine.device_queue import DeviceQueue
+from core.coordination import lease
+from core.coordination.device_queue import DeviceQueue
 from core.run.progress import Cancelled
 from core.spec import FitSpec
 from core.store.run_store import RunStore
@@ -138,7 +138,7 @@ def test_a_lease_is_judged_by_its_lock_not_by_its_pid(tmp_path):
         assert info["what"] == "a run" and info["pid"] == os.getpid() and info["kernel"] == lease.kernel_id()
     assert not path.exists()
     # A lease left by a process that died: its file stays, its lock is gone.
-    code = (f"import sys, os; sys.path.insert(0, {str(ROOT)!r}); from core.machine import lease; "
+    code = (f"import sys, os; sys.path.insert(0, {str(ROOT)!r}); from core.coordination import lease; "
             f"lease.Lease({str(path)!r}, {{}}); os._exit(0)")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     assert path.exists() and not watcher.alive(path)

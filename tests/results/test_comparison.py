@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from core.bench import comparison
+from core.results import comparison
 
 
 def _frame(rows):

@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.bench import comparison
-from core.results import headline, significance, spread
+from core.results import comparison, headline, significance, spread
 
 
 def _times(median: float, n: int, seed: int, noise: float = 0.02) -> list[float]:

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from core import catalog
-from core.bench import story
 from core.charts import bars
 from core.inspect import pitfalls
+from core.results import story
 from core.spec import FitSpec, OptimizerSpec
 
 from fake_runs import make_run
@@ -26,7 +26,7 @@ def test_steps_start_with_the_tutorial_levels_and_name_what_exists():
 
 def test_a_step_runs_the_problem_its_own_way():
     problem = FitSpec(iterations=77, precision="float64", repeats=story.STORY_REPEATS)
-    step = story.Step("while_loop", "stop when converged", "this project", "…", changes=(("tol", 1e-4),))
+    step = story.Step("while_loop", "stop when converged", "added by this lab", "…", changes=(("tol", 1e-4),))
     spec = step.spec(problem)
     assert (spec.strategy, spec.iterations, spec.precision, spec.tol) == ("while_loop", 77, "float64", 1e-4)
     assert [s.strategy for s in story.specs(problem)] == [s.strategy for s in story.STEPS]

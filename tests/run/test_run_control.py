@@ -10,9 +10,9 @@ import jax
 import numpy as np
 import pytest
 
+from core.coordination.device_queue import DeviceQueue, default_queue, device_lock
 from core.fit import strategies
 from core.machine import memory_estimate
-from core.machine.device_queue import DeviceQueue, default_queue, device_lock
 from core.run import engine, prepared, stored_run
 from core.run.progress import Cancelled
 from core.spec import DatasetSpec, FitSpec, SpecError
