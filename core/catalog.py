@@ -195,13 +195,13 @@ _RUNNABLES = (
     Runnable("torch_eager", "peer", "#665500", "PyTorch eager", dispatch_floor_s=5e-5, takes=_GRADIENT_ONLY,
              stops_at_tol=False,
              needs="mirrors the optax optimizers seed, adam and rprop line for line in PyTorch", blurb=(
-                 "The JAX strategies' fit line for line in PyTorch (same model, initialisation and optax optimizer "
+                 "the JAX strategies' fit line for line in PyTorch (same model, initialisation and optax optimizer "
                  "semantics: seed, adam and rprop), run op by op from a Python loop, every iteration: the "
                  "PyTorch counterpart of the eager strategy.")),
     Runnable("torch_compile", "peer", "#559977", "torch.compile", dispatch_floor_s=1e-5, takes=_GRADIENT_ONLY,
              stops_at_tol=False,
              needs="mirrors the optax optimizers seed, adam and rprop line for line in PyTorch", blurb=(
-                 "The same PyTorch step under torch.compile (TorchDynamo + Inductor, mode='default', "
+                 "the same PyTorch step under torch.compile (TorchDynamo + Inductor, mode='default', "
                  "dynamic=False), one compiled function per iteration driven from a Python loop, like jit_step. "
                  "Compilation happens at the first call; compile_s is estimated as first call minus a "
                  "steady-state call.")),

@@ -172,8 +172,14 @@ def compile_vs_run(runs: pd.DataFrame) -> alt.Chart | alt.LayerChart:
     long = long[long["seconds"] > 0]  # eager compiles nothing, a memory hit costs nothing: no log position
     if long.empty:
         return note_chart("No non-diverged runs to plot.", title)
-    enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log"), title="n (rows, log scale)"),
-               y=alt.Y("seconds:Q", scale=alt.Scale(type="log"), title="time (s, log scale)"),
+    # Domains just past the data, ticked inside them, as `scaling_lines` (Vega's nice domain
+    # ran n to 10,000 for a largest n of 1,160).
+    n_low, n_high = float(long["n"].min()) / SCALING_PAD, float(long["n"].max()) * SCALING_PAD
+    y_low, y_high = float(long["seconds"].min()) / SCALING_PAD, float(long["seconds"].max()) * SCALING_PAD
+    enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log", domain=[n_low, n_high], nice=False),
+                       axis=log_axis(n_low, n_high, "n (rows, log scale)")),
+               y=alt.Y("seconds:Q", scale=alt.Scale(type="log", domain=[y_low, y_high], nice=False),
+                       axis=log_axis(y_low, y_high, "time (s, log scale)")),
                color=color_by_strategy(long),
                tooltip=["strategy:N", alt.Tooltip("n:Q", format=","), "timing:N",
                         alt.Tooltip("seconds:Q", format=".4g", title="median (s)"), "runs:Q"])

@@ -119,6 +119,9 @@ def note_chart(text: str, title: str) -> alt.Chart:
 
 
 _GRID_STEPS = (1.0, 2.0, 5.0)
+# The most labelled ticks a log axis takes of 1, 2 and 5 times the powers of ten: labels of
+# up to five characters fit a 640 px plot eight times over.
+MAX_LOG_TICKS = 8
 
 
 def log_grid_below(value: float) -> float:
@@ -136,7 +139,9 @@ def log_grid_above(value: float) -> float:
 
 def log_axis(low: float, high: float, title: str) -> alt.Axis:
     """An axis for a log scale over [low, high] whose ticks are 1, 2 and 5 times the powers
-    of ten inside it (the powers alone past two decades), labelled as plain numbers.
+    of ten inside it (the powers alone where those would be more than `MAX_LOG_TICKS`),
+    labelled as plain numbers. (Powers alone past two decades left 0.016 to 4.2 s with the
+    ticks 0.1 and 1: nothing past a bar ending at 3.5 s.)
 
     Vega's own log ticks on a domain that does not start at a power of ten label whichever
     multiples fit, so that 1 (no speed-up) can go unlabelled and the labels' spacing jumps.
@@ -144,10 +149,15 @@ def log_axis(low: float, high: float, title: str) -> alt.Axis:
     low, high = float(low), float(high)
     if not (0 < low < high and np.isfinite(high)):
         return alt.Axis(title=title, format="~g")
-    steps = _GRID_STEPS if high / low <= 100 else (1.0,)
     powers = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
-    values = [float(step * 10.0 ** power) for power in powers for step in steps
-              if low * (1 - 1e-9) <= step * 10.0 ** power <= high * (1 + 1e-9)]
+
+    def ticks(steps) -> list[float]:
+        return [float(step * 10.0 ** power) for power in powers for step in steps
+                if low * (1 - 1e-9) <= step * 10.0 ** power <= high * (1 + 1e-9)]
+
+    values = ticks(_GRID_STEPS)
+    if len(values) > MAX_LOG_TICKS:
+        values = ticks((1.0,))
     return alt.Axis(title=title, values=values, format="~g")
 
 

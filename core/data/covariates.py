@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from core.data import oaks_file
+from core.data import csv_counts, oaks_file
 from core.data.counts import DataError
 
 CONSTANT = "(intercept)"
@@ -197,7 +197,8 @@ def read_table(data: bytes, label: str):
     try:
         frame = pd.read_csv(io.StringIO(text), sep=separator, dtype=str, keep_default_na=False)
     except (ValueError, pd.errors.ParserError) as err:
-        raise DataError(f"{label} cannot be read as a table with a header line: {err}") from None
+        raise DataError(f"{label} cannot be read as a table with a header line: "
+                        f"{csv_counts.parser_reason(err)}") from None
     if frame.shape[1] == 0:
         raise DataError(f"{label} has no columns")
     frame.columns = [str(name).strip() for name in frame.columns]

@@ -17,6 +17,7 @@ import functools
 import io
 import itertools
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -248,8 +249,21 @@ def _read(data: bytes, label: str, **options) -> pd.DataFrame:
             raise
         raise DataError(f"{label} is empty; {csv_layout.ACCEPTED} is needed") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise DataError(f"{label} is not a readable table: {str(err).strip()}; {csv_layout.ACCEPTED} "
+        raise DataError(f"{label} is not a readable table: {parser_reason(err)}; {csv_layout.ACCEPTED} "
                         "is needed") from None
+
+
+# pandas' C parser on a ragged row: "Error tokenizing data. C error: Expected 2 fields in line 3, saw 4".
+_RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+
+
+def parser_reason(err: Exception) -> str:
+    """pandas' reason a table cannot be read, said without its parser's jargon where known."""
+    ragged = _RAGGED.search(str(err))
+    if ragged:
+        expected, line, seen = ragged.groups()
+        return f"line {line} has {seen} fields where the lines before it have {expected}"
+    return str(err).strip()
 
 
 def _cells(frame: pd.DataFrame) -> np.ndarray:

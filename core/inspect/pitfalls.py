@@ -247,22 +247,27 @@ def recompiles(iterations: int = 4, n: int = 20, p: int = 3) -> PitfallResult:
     schedule = [0.1 / (t + 1) for t in range(iterations)]
     sizes = [jnp.asarray(size, jnp.float32) for size in schedule]  # made before the watch: no compile of ours
 
-    # A new function for each demonstration: JAX caches by function, and a second demo in this
-    # worker would otherwise find the first one's traces and compile nothing.
-    def step(latent_mean, counts, step_size):
-        return _poisson_step(latent_mean, counts, step_size)
+    # A new function for each demonstration and each way: JAX caches by function, so a second
+    # demo in this worker would find the first one's traces and compile nothing, and the right
+    # way's one compile was explained against the static way's keys ("all previously seen cache
+    # keys differ"), as if it too had missed.
+    def new_step():
+        def step(latent_mean, counts, step_size):
+            return _poisson_step(latent_mean, counts, step_size)
+        return step
 
+    step = new_step()
     with compile_log.watch() as inside_loop:
         latent_mean = start
         for size in schedule:  # a new function object every iteration: JAX's cache never sees it again
             latent_mean = jax.jit(lambda m: step(m, counts, size))(latent_mean)
     with compile_log.watch() as static_size:
-        stepped = jax.jit(step, static_argnames="step_size")
+        stepped = jax.jit(new_step(), static_argnames="step_size")
         latent_mean = start
         for size in schedule:  # a static argument is part of the cache key: each new value compiles
             latent_mean = stepped(latent_mean, counts, step_size=size)
     with compile_log.watch() as once:
-        stepped = jax.jit(step)
+        stepped = jax.jit(new_step())
         latent_mean = start
         for size in sizes:  # same shapes and dtypes every call: one compile
             latent_mean = stepped(latent_mean, counts, size)

@@ -100,9 +100,11 @@ def retest(run: pd.Series, baseline: pd.Series, metric: str) -> str:
         verdict = "**unknown** (a single repeat)"
     elif not found.significant:
         verdict = f"**{spread.NOT_SIGNIFICANT}**"
+    elif found.value < 1:  # said as a speed-up too: a talk's slides (Story, Run) say speed-ups
+        verdict = f"**faster**, a speed-up of {spread.times(1 / found.value)}"
     else:
-        verdict = "**faster**" if found.value < 1 else "**slower**"
+        verdict = f"**slower**, a speed-up of {spread.times(1 / found.value)}"
     kind = "95% interval" if found.test is not None and found.test.p_value is not None else "range"
     interval = "" if found.same_program else f" ({kind} {found.span})"
-    return (f"Run #{int(run['id'])} against #{int(baseline['id'])}: {spread.times(found.value)}{interval}, "
-            f"{verdict}. Decided by {found.why}.")
+    return (f"Run #{int(run['id'])} against #{int(baseline['id'])}: {spread.times(found.value)} the baseline's "
+            f"time{interval}, {verdict}. Decided by {found.why}.")

@@ -244,6 +244,15 @@ state.default("cmp_group", list(comparison.DEFAULT_GROUPS))
 solved = picked["time_to_solution_s"].notna().any()
 state.default("cmp_metric", "time_to_solution_s" if solved else "per_iter_ms")
 state.default("cmp_metric_ratio", "time_to_solution_s" if solved else "run_s")
+# A new set of runs none of which has a time to solution (the story's, of a fixed number of
+# iterations) leaves that timing for the default one: kept, every chart below said only "no
+# time to solution". A choice made among the same runs stays.
+ids = sorted(int(i) for i in picked["id"])
+among = st.session_state.get("cmp_baseline_among")
+if not solved and among is not None and among != ids:
+    for timing_key, fallback in (("cmp_metric", "per_iter_ms"), ("cmp_metric_ratio", "run_s")):
+        if st.session_state.get(timing_key) == "time_to_solution_s":
+            st.session_state[timing_key] = fallback
 # A link may name columns or timings this version does not offer: keep the ones it does.
 if [g for g in st.session_state["cmp_group"] if g in GROUPS] != st.session_state["cmp_group"]:
     st.session_state["cmp_group"] = [g for g in st.session_state["cmp_group"] if g in GROUPS]
@@ -285,13 +294,11 @@ display.chart(comparisons.reach_bars(reached, within),
               f"one timed run, not a timing of its own.{never_note}", legend=None)
 
 st.header("Relative to a baseline run")
-ids = sorted(int(i) for i in picked["id"])
 described = comparison.run_names(picked)
 # A new set of runs (rows ticked or unticked, filters changed) gets its own default baseline: a
 # pin kept from the whole table's runs was once a run with no value of the timing, so the
 # ratios drew nothing. A pin made among these runs, or read from a link on the first draw,
 # stays. (The timing's box below holds its default already.)
-among = st.session_state.get("cmp_baseline_among")
 if st.session_state.get("cmp_baseline") not in ids or (among is not None and among != ids):
     st.session_state["cmp_baseline"] = comparison.default_baseline(picked, st.session_state["cmp_metric_ratio"])
 st.session_state["cmp_baseline_among"] = ids

@@ -50,6 +50,12 @@ def kept(kind: str, key: Hashable, make: Callable[[], T], max_entries: int) -> T
                 _making.pop((kind, key), None)
 
 
+def peek(kind: str, key: Hashable) -> object | None:
+    """The value kept for `key` among `kind`'s, or None: nothing is made."""
+    with _lock:
+        return _kinds.get(kind, {}).get(key)
+
+
 def forget(kind: str) -> None:
     """Drops every value kept of `kind` (e.g. after the peaks were measured again)."""
     with _lock:

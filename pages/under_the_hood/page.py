@@ -222,6 +222,9 @@ if clicked and spec is not None:
     waiting.empty()
 
 inspected = st.session_state.get("uth_inspected")
+if inspected is None and spec is not None and shared_results.peek("inspection", spec.key) is not None:
+    # Kept for every session, as its caption says: a new session sees it without pressing again.
+    inspected = st.session_state["uth_inspected"] = (spec, problem.counts)
 if inspected is None and spec is not None:
     st.info("Press **Inspect** to compile the chosen strategy for the sidebar's problem and look at "
             "what XLA receives. It takes a few seconds, longer for large problems.", icon=":material/search:")

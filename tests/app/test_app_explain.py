@@ -82,6 +82,14 @@ def test_under_the_hood_inspects_a_tiny_fit_and_runs_a_pitfall(app):
     # Inspect again shows the kept inspection, and says so.
     app.button(key="uth_go").click().run()
     assert any("kept by this server for every session" in c.value for c in app.caption)
+    # And another session sees it without pressing Inspect.
+    other = AppTest.from_file(APP, default_timeout=120)
+    other.run()
+    tiny_problem(other)
+    other.switch_page("pages/under_the_hood/page.py").run()
+    other.selectbox(key="uth_strategy").set_value("jit_per_function").run()
+    assert not other.exception and not any("Press **Inspect**" in i.value for i in other.info)
+    assert [m.value for m in other.metric if m.label == "Executables"] == ["5"]
     app.button(key="uth_run_trace_precedence").click().run()
     assert not app.exception
     assert len(app.dataframe) >= 2  # the per-executable table and the pitfall's values

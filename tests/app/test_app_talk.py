@@ -244,6 +244,17 @@ def test_a_new_set_of_runs_gets_a_baseline_with_the_timing_a_pin_among_them_stay
     assert at.selectbox(key="cmp_baseline").value == solved.id  # not the untimed pin, which draws nothing
 
 
+def test_a_new_set_of_runs_without_a_time_to_solution_gets_the_timings_they_have(store):
+    _, unsolved, _ = _solved_unsolved_and_eager(store)
+    at = open_app("pages/compare/page.py")
+    assert at.selectbox(key="cmp_metric").value == "time_to_solution_s"
+    at.multiselect(key="cmp_f_strategy").set_value(["jit_step"]).run()  # runs of a fixed number of iterations
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="cmp_metric").value == "per_iter_ms"
+    assert at.selectbox(key="cmp_metric_ratio").value == "run_s"
+    assert not any("no time to solution" in c.value for c in at.caption)
+
+
 def test_compare_draws_the_elbo_curves_of_one_problem_at_a_time(store):
     for strategy, replicate in (("scan", 1), ("eager", 1), ("scan", 100)):
         store.add(fake_run(strategy, replicate))

@@ -147,6 +147,16 @@ def test_the_scaling_axes_end_just_past_the_data(runs):
     for channel, values in (("x", runs["n"]), ("y", runs["per_iter_ms"])):
         low, high = encoding[channel]["scale"]["domain"]
         assert low < values.min() and values.max() < high <= 1.5 * values.max(), (channel, low, high)
+    # The same for compilation against steady state (its n axis ran to 10,000 for n = 1,160).
+    chart = lines.compile_vs_run(runs).to_dict()
+    low, high = chart["layer"][0]["encoding"]["x"]["scale"]["domain"]
+    assert low < runs["n"].min() and runs["n"].max() < high <= 1.5 * runs["n"].max()
+
+
+def test_log_axes_tick_1_2_5_times_the_powers_of_ten_where_those_are_few():
+    # 0.016 to 4.2 s (the phases of eager beside scan): the powers alone gave 0.1 and 1 only.
+    assert style.log_axis(0.016, 4.2, "t").to_dict()["values"] == [0.02, 0.05, 0.1, 0.2, 0.5, 1, 2]
+    assert style.log_axis(0.5, 3000, "n").to_dict()["values"] == [1, 10, 100, 1000]  # 1-2-5 would be 11 ticks
 
 
 def test_log_scales_where_promised(runs, elbo_long):

@@ -59,6 +59,9 @@ def test_recompiles_counts_each_loops_compiles_and_gives_jaxs_reason_for_each():
         assert result.recompile_ways == (pitfalls.WAYS[0],) * 3 + (pitfalls.WAYS[1],) * 3 + (pitfalls.WAYS[2],)
     assert "re-defined repeatedly" in compiles[1].why
     assert "step_size" in compiles[4].why and "Static(val=0.05)" in compiles[4].why
+    # The right way's one compile is its first sight of its function, not a miss against the
+    # static way's keys.
+    assert compiles[6].why.startswith("never seen function") and "cache keys differ" not in compiles[6].why
     for c in compiles:  # every call site in the demo, every compile traced
         assert c.trace_s > 0 and "pitfalls.py:" in c.where
     rows = pitfall_notes.compile_rows(result)

@@ -128,7 +128,8 @@ def test_compare_retests_two_stored_runs_in_one_sentence():
     rows["repeat_times_json"] = [json.dumps(t) for t in rows["repeat_times"]]
     rows = rows.drop(columns=["repeat_times"])
     sentence = comparison.retest(rows.iloc[1], rows.iloc[0], "time_to_solution_s")
-    assert sentence.startswith("Run #2 against #1: ×0.1") and "**faster**" in sentence
+    assert sentence.startswith("Run #2 against #1: ×0.1") and "the baseline's time" in sentence
+    assert "**faster**, a speed-up of ×9.99" in sentence  # said as the Story and Run say it, too
     assert "95% interval" in sentence and "Mann–Whitney U, two-sided, 8 and 8 repeats: p = 0.00016" in sentence
     assert "measured once per run" in comparison.retest(rows.iloc[1], rows.iloc[0], "compile_s")
 
