@@ -103,7 +103,7 @@ def retest(run: pd.Series, baseline: pd.Series, metric: str) -> str:
     elif found.value < 1:  # said as a speed-up too: a talk's slides (Story, Run) say speed-ups
         verdict = f"**faster**, a speed-up of {spread.times(1 / found.value)}"
     else:
-        verdict = f"**slower**, a speed-up of {spread.times(1 / found.value)}"
+        verdict = "**slower**"
     kind = "95% interval" if found.test is not None and found.test.p_value is not None else "range"
     interval = "" if found.same_program else f" ({kind} {found.span})"
     return (f"Run #{int(run['id'])} against #{int(baseline['id'])}: {spread.times(found.value)} the baseline's "
