@@ -17,7 +17,11 @@ import math
 import altair as alt
 import pandas as pd
 
+from core.charts.style import log_axis
+
 ROOF_COLORS = {"memory side: bandwidth × intensity": "#0072B2", "compute side: matmul peak": "#D55E00"}
+# The GFLOP/s axis runs this factor past the roof and the points on either side.
+Y_PAD = 1.5
 POINT_SHAPES = {"floor (the roof at this intensity)": "circle", "measured": "diamond"}
 TITLE = "Roofline: attainable rate against arithmetic intensity"
 
@@ -96,10 +100,13 @@ def roofline_chart(matmul_flops_per_s: float, bytes_per_s: float, exp_per_s: flo
     low = 10 ** math.floor(math.log10(min(ridge, intensity)) - 1)
     high = 10 ** math.ceil(math.log10(max(ridge, intensity)) + 1)
     roof = roof_frame(matmul_flops_per_s, bytes_per_s, low, high)
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log", domain=[low, high]),
-              title="arithmetic intensity (matmul-equivalent FLOP / compulsory byte, log scale)")
-    y = alt.Y("gflops_per_s:Q", scale=alt.Scale(type="log"),
-              title="GFLOP/s (matmul-equivalent, log scale)")
+    # Ticks at 1, 2 and 5 times the powers of ten (`log_axis`): Vega's own read 1, 3, 20, 100, 300.
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log", domain=[low, high], nice=False),
+              axis=log_axis(low, high, "arithmetic intensity (matmul-equivalent FLOP / compulsory byte, log scale)"))
+    shown = pd.concat([roof["gflops_per_s"], points["gflops_per_s"]])
+    bottom, top = float(shown[shown > 0].min()) / Y_PAD, float(shown.max()) * Y_PAD
+    y = alt.Y("gflops_per_s:Q", scale=alt.Scale(type="log", domain=[bottom, top], nice=False),
+              axis=log_axis(bottom, top, "GFLOP/s (matmul-equivalent, log scale)"))
     lines = alt.Chart(roof).mark_line(strokeWidth=3).encode(
         x=x, y=y, detail="side:N",
         color=alt.Color("side:N", title="roof", sort=list(ROOF_COLORS),
@@ -114,8 +121,10 @@ def roofline_chart(matmul_flops_per_s: float, bytes_per_s: float, exp_per_s: flo
                  alt.Tooltip("gflops_per_s:Q", format=".3g", title="GFLOP/s"),
                  alt.Tooltip("seconds:Q", format=".3g", title="s / iteration"),
                  alt.Tooltip("x_floor:Q", format=".1f", title="× floor")])
-    # The floor's note to the left, the measurement's to the right: near 1x they would overlap.
-    floor_note = alt.Chart(points.iloc[:1]).mark_text(align="right", dx=-12, fontSize=14)
+    # The floor's note above and to the left, the measurement's to the right: near 1x they would
+    # overlap. The floor sits on the roof, which rises to its right or runs flat, so the space
+    # above-left of it is clear (level with it, on the left, the note crossed the roof).
+    floor_note = alt.Chart(points.iloc[:1]).mark_text(align="right", dx=-8, dy=-14, fontSize=14)
     measured_note = alt.Chart(points.iloc[1:]).mark_text(align="left", dx=12, fontSize=14)
     notes = [note.encode(x=x, y=y, text="note:N") for note in (floor_note, measured_note) if len(note.data)]
     return alt.layer(lines, dots, *notes, title=TITLE).properties(height=320)

@@ -223,6 +223,8 @@ optimizers = sorted({str(r.optimizer) for r in results})
 # Curves of different optimizers are different algorithms: they meet only at the optimum.
 labels = [f"#{r.id} {r.strategy}" + (f" · {r.optimizer}" if len(optimizers) > 1 else "") for r in results]
 curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in newest["id"]]))
+# Legends under the curves: on the right, a dozen labels such as "#14 scan_pytree_class ·
+# preconditioned_lbfgs" left the plot 190 px wide at 1024 px.
 by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
 with by_iteration:
     display.chart(lines.elbo_curves(curves, x="iteration", height=340),
@@ -232,11 +234,11 @@ with by_iteration:
                   + (f" The {MAX_CURVES} newest of {len(one_problem)} runs." if len(one_problem) > MAX_CURVES else "")
                   + (f" {len(problem_labels) - 1} other problem{'s' * (len(problem_labels) > 2)} in the box above."
                      if len(problem_labels) > 1 else ""),
-                  legend="right")
+                  legend="bottom")
 with by_time:
     display.chart(lines.elbo_curves(curves, x="wall_s", height=340),
                   "Wall-clock estimated from compile time + iterations × steady-state time per iteration.",
-                  legend="right")
+                  legend="bottom")
 
 st.header("Grouped timings")
 state.default("cmp_group", list(comparison.DEFAULT_GROUPS))

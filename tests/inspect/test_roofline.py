@@ -145,6 +145,14 @@ def test_chart_is_valid_vega_lite_with_log_axes():
     assert spec["title"] == roofline_chart.TITLE
     scales = [layer["encoding"][axis]["scale"]["type"] for layer in spec["layer"] for axis in ("x", "y")]
     assert set(scales) == {"log"}
+    # Ticked at 1, 2 or 5 times the powers of ten, every point inside the GFLOP/s axis.
+    encoding = spec["layer"][0]["encoding"]
+    for axis in ("x", "y"):
+        ticks = encoding[axis]["axis"]["values"]
+        assert ticks and all(f"{tick:.0e}"[0] in "125" for tick in ticks), (axis, ticks)
+    bottom, top = encoding["y"]["scale"]["domain"]
+    shown = [row["gflops_per_s"] for rows in spec["datasets"].values() for row in rows]
+    assert bottom < min(shown) and max(shown) < top
     assert sorted(len(rows) for rows in spec["datasets"].values()) == [1, 1, 2, 4]  # notes, points, roof
     without = roofline_chart.roofline_chart(1e11, 2e10, 1e9, 2e9, 0.0, 4e8).to_dict()
     assert sorted(len(rows) for rows in without["datasets"].values()) == [1, 4]  # the floor alone and its note
