@@ -19,13 +19,16 @@ from core.spec import SpecError
 from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
+# What a table shows for a missing value (a fit with no time to solution, a run stored before a
+# field existed): Streamlit's own placeholder reads "None", a word from the code.
+MISSING = "—"
 # Three tables of a few columns each, so that none scrolls sideways in a 640 px column (a
 # projector with the sidebar open). No fixed widths: a header wider than its column is cut.
 TIMING_COLUMNS = {
     "strategy": st.column_config.TextColumn("strategy"),
     "time_to_solution_s": st.column_config.NumberColumn(
         "to solution (s)", format="%.4f",
-        help="steady-state seconds from the first iteration to the stop at the tolerance; \"None\" when the fit "
+        help=f"steady-state seconds from the first iteration to the stop at the tolerance; {MISSING} when the fit "
              "ran a fixed number of iterations or did not meet it"),
     "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f",
                                                  help="steady-state time per iteration (ms)"),
@@ -97,7 +100,7 @@ def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:
     """The results as three compact tables: the timings, the compilation, the fit."""
     for config in (TIMING_COLUMNS, COMPILE_COLUMNS, FIT_COLUMNS):
         columns = [c for c in config if c in frame]
-        st.dataframe(frame[columns], hide_index=True, column_config=config, **kwargs)
+        st.dataframe(frame[columns], hide_index=True, column_config=config, placeholder=MISSING, **kwargs)
 
 
 def show_run_notes(results: list[RunResult]) -> None:

@@ -223,6 +223,12 @@ def _solved_unsolved_and_eager(store) -> tuple[RunResult, RunResult, RunResult]:
     return solved, unsolved, eager
 
 
+def test_a_missing_value_reads_as_a_dash_not_none(store):
+    _solved_unsolved_and_eager(store)  # the jit_step run has no time to solution
+    at = open_app("pages/compare/page.py")
+    assert at.dataframe and all(frame.proto.placeholder == "—" for frame in at.dataframe)
+
+
 def test_compare_tests_only_runs_that_have_the_timing_against_the_baseline(store):
     solved, unsolved, baseline = _solved_unsolved_and_eager(store)
     at = open_app("pages/compare/page.py")
