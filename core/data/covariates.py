@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from core.data import csv_counts, oaks_file
+from core.data import oaks_file
 from core.data.counts import DataError
 
 CONSTANT = "(intercept)"
@@ -190,6 +190,9 @@ def read_table(data: bytes, label: str):
     or tabs). DataError for a file pandas cannot read."""
     # Deferred: pandas reads files and nothing else here (a fit of oaks starts faster without it).
     import pandas as pd
+
+    # Deferred too: the counts' reader (which says pandas' parser errors in our words) imports pandas.
+    from core.data import csv_counts
 
     text = data.decode("utf-8-sig", errors="replace")
     first = text.splitlines()[0] if text.strip() else ""
