@@ -38,8 +38,8 @@ PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile",
 # Bars whose totals span more than this factor get a log time axis.
 LOG_SPAN = 10.0
 # On that log axis the first phase is drawn from this share of the shortest phase (a whole
-# decade below made every first segment look large), and the axis ends this factor past
-# the longest run.
+# decade below made every first segment look large), and the axis ends at the first tick at
+# least this factor past the longest run.
 LOG_FLOOR_SHARE = 0.5
 LOG_PAD = 1.2
 # How a run's y label says its executable was not compiled for it.
@@ -230,9 +230,15 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
         # Past the longest bar and the slowest repeat's whisker end alike.
         slowest = (df["trace_lower_s"] + df["compile_s"] + df["first_call_s"]
                    + df.get("run_s_max", df["run_s"]).fillna(df["run_s"]))
-        top = max(totals.max(), slowest.max()) * LOG_PAD
-        x = dict(x=alt.X("start:Q", axis=log_axis(floor, top, "time (s, log scale)"),
-                         scale=alt.Scale(type="log", domain=[floor, top], nice=False)),
+        # To the next tick: 1, 2 or 5 times a power of ten, or the next power where the axis
+        # ticks the powers alone (`log_axis`), so that a labelled tick stands past the longest bar.
+        reach = max(totals.max(), slowest.max()) * LOG_PAD
+        top = log_grid_above(reach)
+        axis = log_axis(floor, top, "time (s, log scale)")
+        if max(axis.values, default=0) < top:
+            top = 10.0 ** np.ceil(np.log10(reach))
+            axis = log_axis(floor, top, "time (s, log scale)")
+        x = dict(x=alt.X("start:Q", axis=axis, scale=alt.Scale(type="log", domain=[floor, top], nice=False)),
                  x2="end:Q")
     else:
         x = dict(x=alt.X("seconds:Q", stack="zero", title="time (s)"))
