@@ -27,3 +27,21 @@ def test_a_long_uploaded_file_name_is_cut_in_labels_keeping_its_ends():
     label = DatasetSpec(kind="csv", counts_path=name).label
     assert len(label) <= len("csv ") + LABEL_NAME_CHARS
     assert label.startswith("csv counts_xxx") and label.endswith("x_final.csv") and "…" in label
+
+
+def test_eagers_missing_program_reads_as_missing_in_the_runs_tables():
+    from streamlit.testing.v1 import AppTest
+
+    def tables():
+        import pandas as pd
+
+        from pages.ui import display
+
+        display.show_runs_table(pd.DataFrame({"strategy": ["eager", "scan"], "program": ["", "4a82b59198920044"],
+                                              "compile_total_s": [0.0, 1.9]}))
+
+    at = AppTest.from_function(tables).run()
+    assert not at.exception, [e.value for e in at.exception]
+    compiled = at.dataframe[1]  # timings, compilation, fit
+    assert compiled.proto.placeholder == "—"
+    assert compiled.value["program"].isna().tolist() == [True, False]  # drawn as the placeholder, not blank
