@@ -172,11 +172,11 @@ if from_link:
     positions = [int(i) for i in view.index[view["id"].isin(from_link)]]
     ticked_default = {"selection": {"rows": positions}}
 st.session_state["cmp_table_drawn"] = True
-event = st.dataframe(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.session_state['cmp_version']}",
-                     on_select="rerun", selection_mode="multi-row", hide_index=True, placeholder=display.MISSING,
-                     column_config=fitted_columns(view),
-                     height=TABLE_CHROME_PX + 35 * min(TABLE_VISIBLE_ROWS, max(1, len(view))),
-                     selection_default=ticked_default)
+event = display.table(view[[c for c in TABLE if c in view]], key=f"cmp_table_{st.session_state['cmp_version']}",
+                      on_select="rerun", selection_mode="multi-row", hide_index=True,
+                      column_config=fitted_columns(view),
+                      height=TABLE_CHROME_PX + 35 * min(TABLE_VISIBLE_ROWS, max(1, len(view))),
+                      selection_default=ticked_default)
 # Positions in `view`; a tick made before the filters changed may point past its end.
 rows = [r for r in (event.selection.rows if event is not None else []) if r < len(view)]
 picked = view.iloc[rows] if rows else view
@@ -349,8 +349,8 @@ varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique(
 if len(picked) < 2:
     st.caption("Pick two or more runs to see how their settings differ.")
 elif varying:
-    st.dataframe(picked[["id", *[c for c in varying if c != "id"]]], hide_index=True, placeholder=display.MISSING,
-                 column_config=fitted_columns(picked))
+    display.table(picked[["id", *[c for c in varying if c != "id"]]], hide_index=True,
+                  column_config=fitted_columns(picked))
     st.caption("Only the settings and environment fields whose values are not the same in every run.")
 else:
     st.caption("These runs share every setting and environment field: differences are run-to-run noise.")

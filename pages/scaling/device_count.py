@@ -176,7 +176,7 @@ def show() -> None:
         display.chart(lines.device_scaling(table, "weak").properties(height=280),
                       series_summary(table, "weak"))
     with st.expander("The points behind these charts"):
-        st.dataframe(table, hide_index=True, placeholder=display.MISSING, column_config={
+        display.table(table, hide_index=True, column_config={
             "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.3f"),
             "ideal_ms": st.column_config.NumberColumn("ideal ms / iter", format="%.3f"),
             "speed_up": st.column_config.NumberColumn("speed-up", format="%.2f"),

@@ -96,13 +96,19 @@ def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, 
     return pd.concat(parts, ignore_index=True)
 
 
+def table(data, **options):
+    """`st.dataframe` with the tables' placeholder for a missing value (`MISSING`); returns what
+    it returns (a selection event, where `on_select` asks for one)."""
+    return st.dataframe(data, placeholder=MISSING, **options)
+
+
 def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:
     """The results as three compact tables: the timings, the compilation, the fit."""
     if "program" in frame:  # eager compiles no program: its empty fingerprint is a missing value
         frame = frame.assign(program=frame["program"].replace("", None))
     for config in (TIMING_COLUMNS, COMPILE_COLUMNS, FIT_COLUMNS):
         columns = [c for c in config if c in frame]
-        st.dataframe(frame[columns], hide_index=True, column_config=config, placeholder=MISSING, **kwargs)
+        table(frame[columns], hide_index=True, column_config=config, **kwargs)
 
 
 def show_run_notes(results: list[RunResult]) -> None:

@@ -100,7 +100,7 @@ def show_inspection(inspection: findings.Inspection) -> None:
         st.markdown("**Per executable**: XLA's cost and memory analyses (sizes in MB)")
         table = pd.DataFrame(findings.executable_rows(inspection))
         table = table.loc[:, (table.notna() & (table != 0)).any()]  # e.g. code size: 0 on CPU
-        st.dataframe(table, hide_index=True, placeholder=display.MISSING, column_config={
+        display.table(table, hide_index=True, column_config={
             c: st.column_config.NumberColumn(format="%d" if c == "HLO instructions" else "%.2f")
             for c in table.columns if c != "executable"})
 
@@ -114,8 +114,8 @@ def show_layout(inspection: findings.Inspection) -> None:
                "one row per sample are split in equal row blocks (`PartitionSpec('rows', None)`, rows padded "
                "to a multiple of the device count), the small ones are copied to every device. Each device "
                f"holds {si(held, 'B')} of them. From each array's `sharding` and `addressable_shards`.")
-    st.dataframe(pd.DataFrame(findings.table_rows(inspection.layout)), hide_index=True, placeholder=display.MISSING,
-                 column_config={"bytes per device": st.column_config.NumberColumn(format="%d")})
+    display.table(pd.DataFrame(findings.table_rows(inspection.layout)), hide_index=True,
+                  column_config={"bytes per device": st.column_config.NumberColumn(format="%d")})
 
 
 def show_texts(inspection: findings.Inspection) -> None:
@@ -173,7 +173,7 @@ def show_pitfall_result(result: pitfall_notes.PitfallResult) -> None:
 
     rows = [{"computed": "the tutorial's way", "quantity": k, "value": value(v)} for k, v in result.buggy.items()]
     rows += [{"computed": "the right way", "quantity": k, "value": value(v)} for k, v in result.correct.items()]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, placeholder=display.MISSING)
+    display.table(pd.DataFrame(rows), hide_index=True)
     if result.recompiles:
         st.markdown("**Each compile, and why** (JAX's own words):")
         st.markdown("\n".join(f"- **{md(row['way'])}** · `{row['function']}` at `{row['where']}`: {md(row['why'])}"

@@ -112,8 +112,8 @@ def show_measured(spec: FitSpec, machine: findings.Peaks, bound: findings.Floor)
                    "(**Re-measure peaks**).", icon=":material/warning:")
     if len(rows) > 1:
         with st.expander(f"All {len(rows)} matching runs", icon=":material/list:"):
-            st.dataframe(pd.DataFrame(rows).assign(created_at=lambda f: f["created_at"].map(display.when)),
-                         hide_index=True, placeholder=display.MISSING, column_config={
+            display.table(pd.DataFrame(rows).assign(created_at=lambda f: f["created_at"].map(display.when)),
+                          hide_index=True, column_config={
                              "id": "run", "created_at": "created", "same_settings": "same settings",
                              "per_iter_ms": st.column_config.NumberColumn("ms / iter", format="%.4f"),
                              "x_floor": st.column_config.NumberColumn("× floor", format="%.1f")})

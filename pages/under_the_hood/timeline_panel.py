@@ -83,7 +83,7 @@ def show(timeline: Timeline) -> None:
         st.caption(f"{left:,} more bars in these windows are not drawn; the trace file has them all.")
     rows = pd.DataFrame(trace_findings.summary_rows(timeline))
     rows["gaps"] = 100 * rows["gaps"]  # whole percents: Streamlit's "percent" wrote 67.86% beside 15.8%
-    st.dataframe(rows, hide_index=True, placeholder=display.MISSING, column_config={
+    display.table(rows, hide_index=True, column_config={
         "gaps": st.column_config.ProgressColumn(format="%.0f%%", min_value=0.0, max_value=100.0, help=(
             "share of the traced run during which no XLA program ran: Python, launching, waiting")),
         "launches/it": st.column_config.NumberColumn(format="%.1f", help=(
@@ -98,8 +98,7 @@ def show(timeline: Timeline) -> None:
                "can fall behind one it outruns (\"ms/it traced\"). The timeline shows where an iteration's time "
                "goes, not how long it takes.")
     with st.expander("The heaviest ops of each strategy", icon=":material/list:"):
-        st.dataframe(pd.DataFrame(trace_findings.top_op_rows(timeline)), hide_index=True,
-                     placeholder=display.MISSING, column_config={
+        display.table(pd.DataFrame(trace_findings.top_op_rows(timeline)), hide_index=True, column_config={
             "µs / iteration": st.column_config.NumberColumn(format="%.1f"),
             "calls / iteration": st.column_config.NumberColumn(format="%.1f"),
             "share of the iteration": st.column_config.NumberColumn(format="percent")})
