@@ -57,7 +57,9 @@ def _worker(args) -> None:
             # The device count in the spec, as the Scaling page's sweep stores it.
             spec = FitSpec(dataset=DatasetSpec(kind="oaks", replicate=job["replicate"]), strategy=job["strategy"],
                            iterations=args.iterations, precision=args.precision, device=args.device,
-                           repeats=args.repeats, devices=count if job["strategy"] == "sharded" else 0)
+                           repeats=args.repeats, devices=count if job["strategy"] == "sharded" else 0,
+                           # every iteration run: a time per iteration
+                           optimizer=OptimizerSpec("seed"), init="seed", tol=0.0)
             if store is not None:
                 result = stored_run.run_and_store(store, spec, owner="benchmark")
             else:

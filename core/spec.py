@@ -309,7 +309,7 @@ class FitSpec:
         iterations: the most iterations to run (fewer when the fit stops at `tol`).
         precision: "float32" or "float64"; every array of the fit has this dtype.
         device: platform to run on: "cpu", "gpu" or "tpu".
-        optimizer: the gradient transformation.
+        optimizer: the algorithm that moves the parameters.
         init: "seed" (M = 0, S = 1, B = 0, Omega = I), "log_counts" (pyPLNmodels') or
             "log_rates" (log_counts less the log-offsets); see `core.fit.model.init_params`.
         repeats: steady-state timing repeats after the first call.
@@ -322,6 +322,10 @@ class FitSpec:
             device: for them 1 is accepted and stored as 0, so the same computation keeps
             one key.
 
+    A field not given takes the front doors' default (`DEFAULTS`): `FitSpec()` is the fit the
+    sidebar, `run` and `solve` make when told nothing, with the optimizer the strategy takes
+    and the tolerance of the precision.
+
     What a runnable ignores is normalised here, not by each front door, so that the same
     computation from the command line, a link or the sidebar has one `key`: the PyTorch
     twins run every iteration (tol 0), and an optimizer without a learning rate keeps the
@@ -329,20 +333,27 @@ class FitSpec:
     """
 
     dataset: DatasetSpec = DatasetSpec()
-    strategy: str = "scan"
-    iterations: int = 150
-    precision: str = "float32"
-    device: str = "cpu"
-    optimizer: OptimizerSpec = OptimizerSpec()
-    init: str = "seed"
-    repeats: int = 3
-    tol: float = 0.0
+    strategy: str = DEFAULTS.strategy
+    iterations: int = DEFAULTS.iterations
+    precision: str = DEFAULTS.precision
+    device: str = DEFAULTS.device
+    # None: the front doors' default for the strategy and the precision (`DEFAULTS`), set in
+    # `__post_init__`; a spec that exists always holds a value.
+    optimizer: OptimizerSpec | None = None
+    init: str = DEFAULTS.init
+    repeats: int = DEFAULTS.repeats
+    tol: float | None = None
     devices: int = 0
 
     def __post_init__(self) -> None:
         _check_choice("strategy", self.strategy, tuple(catalog.RUNNABLES))
         _check_int("iterations", self.iterations, 1, cap("iterations"))
         _check_choice("precision", self.precision, PRECISIONS)
+        # frozen: set once, here, as the normalisations below are.
+        if self.optimizer is None:
+            object.__setattr__(self, "optimizer", OptimizerSpec(DEFAULTS.optimizer_for(self.strategy), DEFAULTS.lr))
+        if self.tol is None:
+            object.__setattr__(self, "tol", DEFAULTS.tol_for(self.precision))
         _check_choice("device", self.device, DEVICES)
         _check_choice("init", self.init, INITS)
         _check_int("repeats", self.repeats, 1, cap("repeats"))

@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402  (the device count must be set first)
 import numpy as np  # noqa: E402
+from specs import tutorial_spec
 
 from core.data.on_device import simulate_on_devices  # noqa: E402
 from core.fit import (  # noqa: E402
@@ -36,13 +37,13 @@ from core.inspect.layout import (
 )
 from core.machine import runtime
 from core.run import engine, prepared
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError  # noqa: E402
+from core.spec import DatasetSpec, OptimizerSpec, SpecError  # noqa: E402
 
 ITERATIONS = 150
 
 
 def _spec(dataset, strategy, init="seed", iterations=ITERATIONS, devices=0):
-    return FitSpec(dataset=dataset, strategy=strategy, iterations=iterations, precision="float64",
+    return tutorial_spec(dataset=dataset, strategy=strategy, iterations=iterations, precision="float64",
                    init=init, repeats=1, devices=devices)
 
 

@@ -3,8 +3,9 @@ the sidebar. What a runnable ignores is normalised by the spec itself."""
 
 import pytest
 
+from core import catalog
 from core.cli import arguments
-from core.spec import DEFAULT_LR, DEFAULTS, FitSpec, OptimizerSpec
+from core.spec import DEFAULT_LR, DEFAULTS, FitSpec, OptimizerSpec, refusal
 from pages.ui.settings import Settings
 
 
@@ -38,3 +39,18 @@ def test_what_a_runnable_ignores_is_normalised_by_the_spec():
     twin = FitSpec(strategy="torch_eager", tol=1e-3)
     assert twin.tol == 0.0 and twin.key == FitSpec(strategy="torch_eager").key
     assert FitSpec(strategy="pyplnmodels", optimizer=OptimizerSpec("preconditioned_lbfgs"), tol=1e-3).tol == 1e-3
+
+
+@pytest.mark.parametrize("strategy", ["scan", "eager", "jit_per_function", "torch_eager", "sharded"])
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_a_spec_told_nothing_is_the_fit_every_front_door_makes_when_told_nothing(strategy, precision):
+    spec = FitSpec(strategy=strategy, precision=precision)
+    assert spec == _cli("--strategy", strategy, "--precision", precision)
+    if refusal(strategy, DEFAULTS.optimizer) is None:  # the sidebar runs one optimizer: it leaves the others out
+        # The sidebar's tolerance box moves to the precision's default with the precision box.
+        assert spec == Settings(precision=precision, tol=DEFAULTS.tol_for(precision)).fit_spec(strategy)
+    assert spec.optimizer.name == DEFAULTS.optimizer_for(strategy) and spec.init == DEFAULTS.init
+    assert spec.iterations == DEFAULTS.iterations and spec.repeats == DEFAULTS.repeats
+    if catalog.RUNNABLES[strategy].stops_at_tol:
+        assert spec.tol == DEFAULTS.tol_for(precision)
+    assert FitSpec.from_dict(spec.to_dict()) == spec

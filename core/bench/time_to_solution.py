@@ -63,7 +63,8 @@ class Contender(NamedTuple):
 
     def spec(self, dataset: DatasetSpec, iterations: int, precision: str, repeats: int, device: str) -> FitSpec:
         return FitSpec(dataset=dataset, strategy=self.strategy, iterations=iterations, precision=precision,
-                       device=device, optimizer=OptimizerSpec(self.optimizer), init=self.init, repeats=repeats)
+                       device=device, optimizer=OptimizerSpec(self.optimizer), init=self.init, repeats=repeats,
+                       tol=0.0)
 
 
 class Solution(NamedTuple):

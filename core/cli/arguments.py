@@ -193,12 +193,11 @@ def check_strategies(names: list[str]) -> None:
 
 def fit_spec(args: argparse.Namespace) -> FitSpec:
     check_strategies([args.strategy])
-    tol = DEFAULTS.tol_for(args.precision) if args.tol is None else args.tol
     return FitSpec(
         dataset=dataset_spec(args), strategy=args.strategy, iterations=args.iterations, precision=args.precision,
         device=args.device, optimizer=OptimizerSpec(args.optimizer or DEFAULTS.optimizer_for(args.strategy), args.lr),
         init=args.init,
-        repeats=args.repeats, tol=tol, devices=args.devices,
+        repeats=args.repeats, tol=args.tol, devices=args.devices,
     )
 
 

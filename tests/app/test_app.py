@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import streamlit as st
+from specs import tutorial_spec
 from streamlit.testing.v1 import AppTest
 
 from core.data.counts import DataError
@@ -614,7 +615,8 @@ def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(sto
 
     def someone_elses_run():
         try:
-            stored_run.run_and_store(RunStore(store.path), FitSpec(strategy="eager", iterations=100_000, repeats=1))
+            stored_run.run_and_store(RunStore(store.path),
+                                     tutorial_spec(strategy="eager", iterations=100_000, repeats=1))
             outcome.append("finished")
         except Cancelled:
             outcome.append("cancelled")
@@ -645,7 +647,7 @@ def test_an_interrupted_run_is_listed_but_neither_drawn_nor_taken_as_done(store)
 
     from project import ROOT
 
-    spec = FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan")
+    spec = tutorial_spec(dataset=DatasetSpec(kind="oaks"), strategy="scan")
     done = fake_run("jit_step")
     store.add(done)
     # A process that notes a run and dies before it finishes.

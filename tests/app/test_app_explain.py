@@ -3,6 +3,7 @@
 import os
 
 import pytest
+from specs import tutorial_spec
 from streamlit.testing.v1 import AppTest
 
 from project import APP
@@ -128,11 +129,11 @@ def test_under_the_hood_traces_an_iteration_of_each_strategy_on_a_worker(app):
 
 def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monkeypatch):
     from core.run import engine
-    from core.spec import DatasetSpec, FitSpec
+    from core.spec import DatasetSpec
     from core.store.run_store import RunStore
 
     # The sidebar's tiny problem, run once into the app's store (repeats differ: still a match).
-    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="scan",
+    spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="scan",
                    iterations=3, repeats=2)
     run_id = RunStore(os.environ["PLNLAB_DB"]).add(engine.run(spec))
     tiny_problem(app)
@@ -164,11 +165,11 @@ def test_under_the_hood_roofline_warns_when_a_run_beats_the_floor(app):
     import dataclasses
 
     from core.run import engine
-    from core.spec import DatasetSpec, FitSpec
+    from core.spec import DatasetSpec
     from core.store.record_checks import MIN_TIMED_CALL_S
     from core.store.run_store import RunStore
 
-    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="jit_step",
+    spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="jit_step",
                    iterations=3, repeats=1)
     measured = engine.run(spec)  # then made as fast as a store accepts, every timing alike: faster than physics
     fastest = MIN_TIMED_CALL_S

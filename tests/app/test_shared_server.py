@@ -9,6 +9,7 @@ import re
 import time
 
 import pytest
+from specs import tutorial_spec
 
 from core.results.result import RunResult
 from core.spec import DatasetSpec, FitSpec
@@ -60,7 +61,7 @@ def served(tmp_path_factory):
     env = {"PLNLAB_DB": str(scratch / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(scratch / "jax"),
            "PLNLAB_QUEUE_DIR": str(scratch / "queue")}
     now = time.time()
-    long_spec = FitSpec(dataset=DatasetSpec(kind="oaks"), strategy="scan", iterations=LONG)
+    long_spec = tutorial_spec(dataset=DatasetSpec(kind="oaks"), strategy="scan", iterations=LONG)
     wiggle = [-2.0e5 + 3.0 * i + 50.0 * ((i * 7919) % 13) for i in range(LONG)]
     records = [_run(long_spec, wiggle, now - 600 + i) for i in range(CURVES)]
     poisoned = _run(settings.DEFAULTS.fit_spec("scan"), [-2.0e5, -1.9e5],

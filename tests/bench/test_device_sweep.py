@@ -7,15 +7,16 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 import pytest
+from specs import tutorial_spec
 
 from core.bench import device_sweep
 from core.charts import lines, style
 from core.cli.arguments import build_parser, fit_spec
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from core.spec import DatasetSpec, OptimizerSpec, SpecError
 
 
 def test_points_share_the_spec_where_strong_and_weak_meet():
-    base = FitSpec(iterations=20, precision="float64", repeats=2)
+    base = tutorial_spec(iterations=20, precision="float64", repeats=2)
     points = device_sweep.sweep_points(base, (4, 1, 2), strong_replicate=100, weak_per_device=25)
     assert [(p.series, p.devices, p.spec.dataset.replicate) for p in points] == [
         ("strong", 1, 100), ("strong", 2, 100), ("strong", 4, 100),
@@ -36,16 +37,16 @@ def test_xla_flags_keep_other_flags_and_replace_the_count():
     assert device_sweep.xla_flags_with_device_count(flags, 2) == (
         "--xla_dump_to=/tmp/x --xla_cpu_foo=1 --xla_force_host_platform_device_count=2")
     assert device_sweep.xla_flags_with_device_count("", 4) == "--xla_force_host_platform_device_count=4"
-    spec = FitSpec(strategy="sharded", devices=4)
+    spec = tutorial_spec(strategy="sharded", devices=4)
     env = device_sweep.subprocess_environment(spec, {"PLNLAB_DB": "/x.sqlite3", "XLA_FLAGS": "--a=1"})
     assert env["XLA_FLAGS"] == "--a=1 --xla_force_host_platform_device_count=4" and env["PLNLAB_DB"] == "/x.sqlite3"
 
 
 @pytest.mark.parametrize("spec", [
-    FitSpec(dataset=DatasetSpec(kind="oaks", replicate=25), strategy="sharded", devices=2, iterations=7,
+    tutorial_spec(dataset=DatasetSpec(kind="oaks", replicate=25), strategy="sharded", devices=2, iterations=7,
             precision="float64", optimizer=OptimizerSpec("adam", 0.05), init="log_counts", repeats=2),
-    FitSpec(dataset=DatasetSpec(kind="simulated_on_device", n=1000, p=9, d=2, seed=4), strategy="sharded"),
-    FitSpec(dataset=DatasetSpec(kind="simulated", n=50, p=4), strategy="while_loop", tol=1e-7),
+    tutorial_spec(dataset=DatasetSpec(kind="simulated_on_device", n=1000, p=9, d=2, seed=4), strategy="sharded"),
+    tutorial_spec(dataset=DatasetSpec(kind="simulated", n=50, p=4), strategy="while_loop", tol=1e-7),
 ])
 def test_command_line_builds_the_same_spec(spec):
     arguments = device_sweep.cli_arguments(spec, "/tmp/runs.sqlite3")
@@ -55,7 +56,7 @@ def test_command_line_builds_the_same_spec(spec):
 
 
 def test_csv_data_cannot_run_in_another_process():
-    spec = FitSpec(dataset=DatasetSpec(kind="csv", counts_path="upload.csv", content_hash="ab"))
+    spec = tutorial_spec(dataset=DatasetSpec(kind="csv", counts_path="upload.csv", content_hash="ab"))
     with pytest.raises(SpecError, match="csv"):
         device_sweep.cli_arguments(spec, "/tmp/runs.sqlite3")
 
@@ -68,7 +69,7 @@ def test_progress_lines_give_their_phase():
 
 
 def test_a_refused_run_raises_its_one_line_message(tmp_path):
-    spec = FitSpec(strategy="sharded", device="gpu", iterations=2, repeats=1)
+    spec = tutorial_spec(strategy="sharded", device="gpu", iterations=2, repeats=1)
     seen = []
     with pytest.raises(SpecError, match="device 'gpu' is not available"):
         device_sweep.run_in_own_process(spec, str(tmp_path / "runs.sqlite3"), on_phase=seen.append)
@@ -82,7 +83,7 @@ def _frame(points, times):
 
 
 def test_table_gives_speed_up_and_efficiency():
-    points = device_sweep.sweep_points(FitSpec(), (1, 2, 4), strong_replicate=100, weak_per_device=25)
+    points = device_sweep.sweep_points(tutorial_spec(), (1, 2, 4), strong_replicate=100, weak_per_device=25)
     times = {("strong", 1): 8.0, ("strong", 2): 5.0, ("strong", 4): 4.0,
              ("weak", 1): 2.0, ("weak", 2): 2.5, ("weak", 4): 4.0}
     frame = _frame(points, times)
@@ -101,7 +102,7 @@ def test_table_gives_speed_up_and_efficiency():
 
 
 def test_table_without_a_one_device_run_has_no_ratios():
-    points = device_sweep.sweep_points(FitSpec(), (1, 2), strong_replicate=10, weak_per_device=5)
+    points = device_sweep.sweep_points(tutorial_spec(), (1, 2), strong_replicate=10, weak_per_device=5)
     frame = _frame(points, {("strong", 1): 1.0, ("strong", 2): 1.0, ("weak", 1): 1.0, ("weak", 2): 1.0})
     frame = frame[frame["spec_key"] != points[0].spec.key]  # strong x10 on 1 device never ran
     table = device_sweep.scaling_table(frame, points)
@@ -112,7 +113,7 @@ def test_table_without_a_one_device_run_has_no_ratios():
 
 
 def test_device_chart_draws_measured_and_ideal_lines():
-    points = device_sweep.sweep_points(FitSpec(), (1, 2, 4))
+    points = device_sweep.sweep_points(tutorial_spec(), (1, 2, 4))
     times = {("strong", 1): 8.0, ("strong", 2): 5.0, ("strong", 4): 4.0,
              ("weak", 1): 2.0, ("weak", 2): 2.5, ("weak", 4): 4.0}
     table = device_sweep.scaling_table(_frame(points, times), points)

@@ -19,17 +19,18 @@ from urllib.parse import urlsplit
 import pytest
 from distributed import Client
 from distributed.security import Security
+from specs import tutorial_spec
 
 from core.__main__ import main as cli
 from core.cli import EXIT_NO_WORKER
 from core.cluster import connection, security, stored, submit
-from core.spec import DatasetSpec, FitSpec, SpecError
+from core.spec import DatasetSpec, SpecError
 from core.store.run_store import RunStore
 
 from project import ROOT
 from team_cluster import team_cluster
 
-TINY = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
+TINY = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
 
 
 @pytest.fixture(scope="module")

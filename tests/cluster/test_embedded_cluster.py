@@ -18,15 +18,16 @@ from urllib.parse import urlsplit
 import dask
 import psutil
 import pytest
+from specs import tutorial_spec
 
 from core import access
 from core.cluster import connection, stored
 from core.cluster.errors import RunInterrupted
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec
+from core.spec import DatasetSpec, OptimizerSpec
 from core.store.run_store import RunStore
 
-TINY = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
-LONG = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="eager", iterations=20_000, repeats=1,
+TINY = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
+LONG = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="eager", iterations=20_000, repeats=1,
                optimizer=OptimizerSpec("adam"))
 
 

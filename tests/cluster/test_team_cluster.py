@@ -14,6 +14,7 @@ import threading
 import time
 
 import pytest
+from specs import tutorial_spec
 
 from core.cluster import connection, stored, submit, tasks
 from core.cluster.errors import RunInterrupted
@@ -24,9 +25,9 @@ from core.store.run_store import RunStore
 from project import ROOT
 from team_cluster import team_cluster
 
-TINY = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
+TINY = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
 # Long enough to be killed or cancelled mid-run, well inside the time budget.
-LONG = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="eager", iterations=20_000, repeats=1,
+LONG = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="eager", iterations=20_000, repeats=1,
                optimizer=OptimizerSpec("adam"))
 
 
@@ -60,7 +61,7 @@ def test_a_fit_runs_on_a_worker_and_its_result_is_stored_by_the_submitter(team, 
 
 def test_the_live_elbo_crosses_processes(team, tmp_path):
     store = RunStore(tmp_path / "runs.sqlite3")
-    spec = FitSpec(dataset=TINY.dataset, strategy="eager", iterations=60, repeats=1)
+    spec = tutorial_spec(dataset=TINY.dataset, strategy="eager", iterations=60, repeats=1)
     elbos = []
     result = stored.run_and_store(team, store, spec, on_progress=lambda p: p.elbo is None or elbos.append(p.elbo))
     assert len(elbos) >= 10

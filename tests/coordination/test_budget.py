@@ -8,11 +8,12 @@ import threading
 import time
 
 import pytest
+from specs import tutorial_spec
 
 from core.coordination import budget
 from core.run import engine, prepared, stored_run
 from core.run.progress import Cancelled
-from core.spec import DatasetSpec, FitSpec, SpecError
+from core.spec import DatasetSpec, SpecError
 from core.store.run_store import RunStore
 
 TINY = DatasetSpec(kind="simulated", n=44, p=6, d=2, seed=3)
@@ -21,7 +22,7 @@ TINY = DatasetSpec(kind="simulated", n=44, p=6, d=2, seed=3)
 def _spec(**changes):
     values = dict(dataset=TINY, strategy="jit_step", iterations=30, precision="float64", repeats=2)
     values.update(changes)
-    return FitSpec(**values)
+    return tutorial_spec(**values)
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ def test_the_budget_holds_within_about_one_call(tmp_path, monkeypatch):
     monkeypatch.setenv("PLNLAB_MAX_RUN_SECONDS", "3")
     store = RunStore(tmp_path / "runs.sqlite3")
     # Under the floor that refuses a run outright (2.4 s), ten times over the budget in fact.
-    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=20_000, p=50), strategy="scan", iterations=3_000,
+    spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=20_000, p=50), strategy="scan", iterations=3_000,
                    repeats=3)
     result = stored_run.run_and_store(store, spec, cache=prepared.ExecutableCache())
     assert result.status == "timed_out" and 0 < result.chunk_iterations <= result.iterations_run < 3_000
@@ -67,7 +68,7 @@ def test_the_budget_holds_within_about_one_call(tmp_path, monkeypatch):
 
 def test_a_run_that_cannot_finish_within_the_budget_is_refused_before_it_starts(tmp_path, monkeypatch):
     store = RunStore(tmp_path / "runs.sqlite3")
-    spec = FitSpec(strategy="eager", iterations=1_000_000, repeats=100)
+    spec = tutorial_spec(strategy="eager", iterations=1_000_000, repeats=100)
     with pytest.raises(SpecError, match=r"too long for this server: .* at least \d+ hours.*PLNLAB_MAX_RUN_SECONDS"):
         stored_run.run_and_store(store, spec)
     assert store.list() == [] and store.in_flight() == []

@@ -15,11 +15,11 @@ import threading
 import time
 
 import pytest
+from specs import tutorial_spec
 
 from core.coordination import lease
 from core.coordination.device_queue import DeviceQueue
 from core.run.progress import Cancelled
-from core.spec import FitSpec
 from core.store.run_store import RunStore
 
 from project import ROOT
@@ -148,7 +148,7 @@ def test_a_lease_is_judged_by_its_lock_not_by_its_pid(tmp_path):
 def test_an_in_flight_note_from_another_machine_is_interrupted_once_its_heartbeat_stands_still(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite3")
     store._notes.watcher.expiry_s = 0.3
-    flight = store.begin(FitSpec().to_dict())
+    flight = store.begin(tutorial_spec().to_dict())
     (note,) = store.in_flight()
     path = store._notes.lease_path(note["lease"])
     store._notes.release(flight)  # as if written elsewhere: the row stays, the lease is rewritten

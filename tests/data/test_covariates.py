@@ -3,10 +3,11 @@ them, and bad covariates refused in one line that names the column."""
 
 import numpy as np
 import pytest
+from specs import tutorial_spec
 
 from core.data import covariates, datasets, oaks_file
 from core.data.counts import DataError
-from core.spec import DatasetSpec, FitSpec, SpecError
+from core.spec import DatasetSpec, SpecError
 
 
 def test_the_oaks_samples_table_is_pyplnmodels():
@@ -43,9 +44,9 @@ def test_the_built_in_oaks_problem_with_tree_has_its_design_and_label():
     assert (data.n, data.p, data.d) == (116, 114, 3)
     assert any("tree[resistant]" in note for note in data.notes)
     # Stored runs keep their keys: a spec without covariates writes none of the new fields.
-    written = FitSpec(dataset=DatasetSpec(kind="oaks")).to_dict()["dataset"]
+    written = tutorial_spec(dataset=DatasetSpec(kind="oaks")).to_dict()["dataset"]
     assert not {"formula", "covariates_path", "intercept"} & set(written)
-    assert FitSpec(dataset=spec).to_dict()["dataset"]["formula"] == "~ 1 + tree"
+    assert tutorial_spec(dataset=spec).to_dict()["dataset"]["formula"] == "~ 1 + tree"
 
 
 def test_a_covariates_file_is_coded_and_checked(tmp_path):

@@ -8,11 +8,12 @@ import importlib
 import pathlib
 
 import pytest
+from specs import tutorial_spec
 
 from core import catalog
 from core.fit import algorithms, peers, strategies
 from core.fit.peers.torch_optim import TWINS
-from core.spec import FitSpec, OptimizerSpec, SpecError
+from core.spec import OptimizerSpec, SpecError
 
 from project import ROOT
 
@@ -42,7 +43,7 @@ def test_descriptions_are_the_strategy_modules_docstrings():
 
 def test_a_spec_refuses_a_name_the_catalog_does_not_know():
     with pytest.raises(SpecError, match="strategy must be one of eager, "):
-        FitSpec(strategy="scan_with_typo")
+        tutorial_spec(strategy="scan_with_typo")
     with pytest.raises(SpecError, match="optimizer must be one of seed, "):
         OptimizerSpec("newton")
     with pytest.raises(KeyError, match="unknown strategy 'nope'; known: eager"):

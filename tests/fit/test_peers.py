@@ -10,13 +10,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from specs import tutorial_spec
 
 from core import catalog
 from core.data.datasets import load_oaks
 from core.fit import model, peers, strategies
 from core.machine.runtime import configure
 from core.run import engine
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from core.spec import DatasetSpec, OptimizerSpec, SpecError
 
 from project import ROOT
 
@@ -80,7 +81,7 @@ def test_listing_what_can_run_imports_neither_torch_nor_pyplnmodels():
 def test_a_result_unpickles_without_the_library_that_made_it(name, tmp_path):
     """A worker's result reaches the server pickled: a torch or JAX object in it (torch's
     version string is one) would import the library into the server when unpickled."""
-    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4), strategy=name, iterations=5, repeats=1,
+    spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=30, p=4), strategy=name, iterations=5, repeats=1,
                    optimizer=OptimizerSpec("seed"), init="seed", tol=0.0)
     (tmp_path / "result.pickle").write_bytes(pickle.dumps(engine.run(spec)))
     code = ("import pickle, sys\n"
@@ -103,7 +104,7 @@ def test_bad_device_and_unknown_name_are_refused():
     with pytest.raises(SpecError, match="not supported by the PyTorch peers"):
         peer_timing.torch_device("tpu")
     with pytest.raises(SpecError, match="'tpu'"):
-        engine.run(FitSpec(strategy="torch_eager", device="tpu"))
+        engine.run(tutorial_spec(strategy="torch_eager", device="tpu"))
     import torch
 
     if not torch.cuda.is_available():
@@ -111,7 +112,7 @@ def test_bad_device_and_unknown_name_are_refused():
             peer_timing.torch_device("gpu")
         for name in peers.PEER_NAMES:
             with pytest.raises(SpecError, match="'gpu' is not available"):
-                engine.run(FitSpec(strategy=name, device="gpu"))
+                engine.run(tutorial_spec(strategy=name, device="gpu"))
     with pytest.raises(KeyError, match="unknown strategy 'nope'"):
         catalog.runnable("nope")
 
@@ -119,7 +120,7 @@ def test_bad_device_and_unknown_name_are_refused():
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_torch_twins_follow_the_jax_scan_trajectory(dtype):
     reference = _scan(dtype)
-    spec = FitSpec(strategy="torch_eager", iterations=ITERATIONS, precision=dtype, repeats=1)
+    spec = tutorial_spec(strategy="torch_eager", iterations=ITERATIONS, precision=dtype, repeats=1)
     counts = load_oaks()
     eager = engine.run(spec, counts)
     compiled = engine.run(dataclasses.replace(spec, strategy="torch_compile"), counts)
@@ -157,7 +158,7 @@ def test_torch_optimizers_match_optax(name, init):
 
     optimizer = OptimizerSpec(name, 0.01)
     reference = _scan("float64", iterations=60, optimizer=optimizer, init=init)
-    spec = FitSpec(strategy="torch_eager", iterations=60, precision="float64", optimizer=optimizer, init=init)
+    spec = tutorial_spec(strategy="torch_eager", iterations=60, precision="float64", optimizer=optimizer, init=init)
     _, elbo = torch_fit.fit(spec, load_oaks(), "cpu", compiled=False)
     np.testing.assert_allclose(elbo, reference, rtol=1e-9)
 
@@ -179,7 +180,7 @@ def test_eager_and_compile_gradients_agree():
 def test_pyplnmodels_peer_reports_its_own_algorithm_with_the_exact_log_factorial():
     iterations = 5
     counts = load_oaks()
-    spec = FitSpec(strategy="pyplnmodels", iterations=iterations, precision="float64", repeats=2)
+    spec = tutorial_spec(strategy="pyplnmodels", iterations=iterations, precision="float64", repeats=2)
     seen = []
     result = engine.run(spec, counts, on_progress=seen.append)
     assert (result.optimizer, result.lr, result.init) == ("rprop", 0.01, "log_counts")
@@ -225,7 +226,7 @@ def test_simulated_data_with_covariates_and_a_zero_column():
     counts = simulate(60, 5, 2, 0)
     counts.counts[:, 2] = 0
     for name in ("pyplnmodels", "torch_eager"):
-        result = engine.run(FitSpec(dataset=DatasetSpec(kind="simulated", n=60, p=5, d=2), strategy=name,
+        result = engine.run(tutorial_spec(dataset=DatasetSpec(kind="simulated", n=60, p=5, d=2), strategy=name,
                                     iterations=20, precision="float64", repeats=1), counts)
         assert len(result.elbo) == 20 and np.all(np.isfinite(result.elbo)), name
 
@@ -245,7 +246,8 @@ def test_pyplnmodels_stopping_on_a_non_finite_elbo_is_reported_not_raised(monkey
         return value if len(calls) <= 3 else value * torch.nan
 
     monkeypatch.setattr(cls, "compute_elbo", failing_after_three)
-    result = engine.run(FitSpec(strategy="pyplnmodels", iterations=10, precision="float64", repeats=3), load_oaks())
+    spec = tutorial_spec(strategy="pyplnmodels", iterations=10, precision="float64", repeats=3)
+    result = engine.run(spec, load_oaks())
     assert result.status == "diverged" and result.diverged_at == 3 and result.iterations_run == 3
     assert np.all(np.isfinite(result.elbo)) and "not finite at iteration 3" in result.error
     # A fit that stopped is not timed again: its one time stands for the repeats.

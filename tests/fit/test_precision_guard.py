@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from specs import tutorial_spec
 
 from core.data import csv_counts
 from core.data.counts import CountData
@@ -18,7 +19,7 @@ from core.data.datasets import load_oaks
 from core.fit import model, precision_guard, strategies
 from core.machine.runtime import configure
 from core.run import engine, prepared
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from core.spec import DatasetSpec, OptimizerSpec, SpecError
 
 RPROP = OptimizerSpec("rprop", 0.01)
 
@@ -68,7 +69,7 @@ def test_a_count_of_1e5_is_flagged_and_float64_confirms_the_flag():
     error = _float32_error(counts, offsets, _fit(counts, offsets, "float32", 300).state)
     # Beyond what float32 ELBOs are held to (so the flag was due), within what it announced.
     assert precision_guard.WARN_ABOVE < error <= check.estimate, error
-    result = engine.run(FitSpec(strategy="scan", iterations=5, repeats=1, precision="float32"),
+    result = engine.run(tutorial_spec(strategy="scan", iterations=5, repeats=1, precision="float32"),
                         counts=CountData(counts, offsets, np.ones((116, 1)), "oaks, one count 1e5"))
     assert result.status == "ok" and result.warnings == [check.warning]
 
@@ -85,7 +86,7 @@ def _csv_with_1e9():
 
 def test_a_count_of_1e9_is_refused_in_float32_and_fitted_in_float64():
     data = _csv_with_1e9()
-    spec = FitSpec(dataset=DatasetSpec(kind="csv", counts_path="one_billion.csv"), strategy="scan",
+    spec = tutorial_spec(dataset=DatasetSpec(kind="csv", counts_path="one_billion.csv"), strategy="scan",
                    iterations=3000, repeats=1, optimizer=RPROP, init="log_counts", precision="float32")
     with pytest.raises(SpecError, match="largest, 1,000,000,000, is above 2\\^24.*choose float64"):
         engine.run(spec, counts=data)

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from specs import tutorial_spec
 
 from core.data.counts import DataError
 from core.data.datasets import simulate
@@ -176,13 +177,13 @@ def test_device_count_leaves_existing_spec_keys_alone():
     from core.spec import FitSpec
 
     # Keys of runs stored before the field existed (stored runs are found by key).
-    assert FitSpec().key == "daa9120ccfc26fd7" and FitSpec(strategy="sharded").key == "757c19439692476f"
-    assert "devices" not in FitSpec(strategy="sharded").to_dict()
-    two = FitSpec(strategy="sharded", devices=2)
-    assert two.to_dict()["devices"] == 2 and two.key != FitSpec(strategy="sharded").key
-    assert FitSpec.from_dict(two.to_dict()) == two and FitSpec.from_dict(FitSpec().to_dict()) == FitSpec()
+    assert tutorial_spec().key == "daa9120ccfc26fd7" and tutorial_spec(strategy="sharded").key == "757c19439692476f"
+    assert "devices" not in tutorial_spec(strategy="sharded").to_dict()
+    two = tutorial_spec(strategy="sharded", devices=2)
+    assert two.to_dict()["devices"] == 2 and two.key != tutorial_spec(strategy="sharded").key
+    assert FitSpec.from_dict(two.to_dict()) == two and FitSpec.from_dict(tutorial_spec().to_dict()) == tutorial_spec()
     # One device is what every other strategy uses: the same run, the same key.
-    assert FitSpec(strategy="scan", devices=1) == FitSpec(strategy="scan")
+    assert tutorial_spec(strategy="scan", devices=1) == tutorial_spec(strategy="scan")
 
 
 BAD_DEVICE_COUNTS = [
@@ -196,18 +197,18 @@ BAD_DEVICE_COUNTS = [
 
 @pytest.mark.parametrize("values,message", BAD_DEVICE_COUNTS, ids=[m for _, m in BAD_DEVICE_COUNTS])
 def test_bad_device_counts_are_refused(values, message):
-    from core.spec import FitSpec, SpecError
+    from core.spec import SpecError
 
     with pytest.raises(SpecError, match=message):
-        FitSpec(**values)
+        tutorial_spec(**values)
 
 
 def test_more_devices_than_the_process_has_says_how_to_get_them():
     from core.run import engine, prepared
-    from core.spec import FitSpec, SpecError
+    from core.spec import SpecError
 
     configure()
-    spec = FitSpec(strategy="sharded", devices=3, iterations=2, repeats=1)
+    spec = tutorial_spec(strategy="sharded", devices=3, iterations=2, repeats=1)
     with pytest.raises(SpecError) as raised:
         engine.run(spec, cache=prepared.ExecutableCache())
     assert "devices = 3, but this process has 1 cpu device" in str(raised.value)
@@ -216,20 +217,20 @@ def test_more_devices_than_the_process_has_says_how_to_get_them():
 
 def test_data_drawn_on_the_devices_are_for_the_sharded_strategy_only():
     from core.data import datasets as data
-    from core.spec import DatasetSpec, FitSpec, SpecError
+    from core.spec import DatasetSpec, SpecError
 
     on_device = DatasetSpec(kind="simulated_on_device", n=100, p=5, d=2, seed=1)
     assert on_device.label == "simulated on device 100x5 d=2 (seed 1)"
-    assert FitSpec(dataset=on_device, strategy="sharded").dataset == on_device
+    assert tutorial_spec(dataset=on_device, strategy="sharded").dataset == on_device
     for strategy in ("scan", "pyplnmodels"):
         with pytest.raises(SpecError, match="only the sharded strategy fits it"):
-            FitSpec(dataset=on_device, strategy=strategy)
+            tutorial_spec(dataset=on_device, strategy=strategy)
     with pytest.raises(DataError, match="never exist on the host"):
         data.load(on_device)
     with pytest.raises(SpecError, match="d must be smaller than n"):
         DatasetSpec(kind="simulated_on_device", n=3, p=5, d=3)
     # The existing kinds keep their keys: no new DatasetSpec field.
-    assert FitSpec(dataset=DatasetSpec(kind="simulated", n=50, p=5)).key == "4a4902457e4e4d3d"
+    assert tutorial_spec(dataset=DatasetSpec(kind="simulated", n=50, p=5)).key == "4a4902457e4e4d3d"
 
 
 def test_layout_of_a_one_device_sharded_fit():

@@ -7,12 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from specs import tutorial_spec
 
 from core.data.datasets import simulate
 from core.fit import model, strategies
 from core.fit.strategies.base import FIRST_STOP
 from core.machine.runtime import configure
-from core.spec import GRADIENT_OPTIMIZERS, OPTIMIZERS, FitSpec, OptimizerSpec, SpecError, refusal
+from core.spec import GRADIENT_OPTIMIZERS, OPTIMIZERS, OptimizerSpec, SpecError, refusal
 
 ITERATIONS = 200
 
@@ -105,7 +106,7 @@ def test_strategies_refuse_the_optimizers_they_cannot_run():
     profiled = set(OPTIMIZERS) - set(GRADIENT_OPTIMIZERS)
     assert refused == {(s, o) for s in ("scan_analytic", "jit_per_function", "torch_eager", "torch_compile")
                        for o in profiled}
-    spec = FitSpec(strategy="scan", optimizer=OptimizerSpec("lbfgs"))
+    spec = tutorial_spec(strategy="scan", optimizer=OptimizerSpec("lbfgs"))
     for strategy, optimizer in (("scan_analytic", "lbfgs"), ("jit_per_function", "preconditioned_lbfgs"),
                                 ("torch_eager", "pyplnmodels_rprop")):
         with pytest.raises(SpecError, match=f"strategy {strategy} .* runs only the optimizers seed, adam, rprop"):

@@ -5,6 +5,7 @@ import pickle
 from types import SimpleNamespace
 
 import pytest
+from specs import tutorial_spec
 
 from core.fit import strategies
 from core.inspect import introspect, xla_analysis
@@ -15,7 +16,7 @@ ITERATIONS = 3
 
 
 def _spec(strategy: str, iterations: int = ITERATIONS) -> FitSpec:
-    return FitSpec(dataset=TINY, strategy=strategy, iterations=iterations, repeats=1)
+    return tutorial_spec(dataset=TINY, strategy=strategy, iterations=iterations, repeats=1)
 
 
 @pytest.fixture(scope="module")

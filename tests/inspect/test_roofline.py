@@ -11,11 +11,12 @@ import json
 import math
 
 import pytest
+from specs import tutorial_spec
 
 from core.charts import roofline as roofline_chart
 from core.inspect import roofline
 from core.run import prepared
-from core.spec import DatasetSpec, FitSpec
+from core.spec import DatasetSpec
 
 TINY = DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0)
 MACHINE = roofline.Peaks(matmul_flops_per_s=1e11, exp_per_s=1e9, bytes_per_s=2e10,
@@ -77,7 +78,7 @@ def test_a_broken_peaks_file_is_measured_again(small_kernels):
 def test_analyse_gives_work_compulsory_bytes_and_a_floor(small_kernels):
     from core.data import datasets as data
 
-    spec = FitSpec(dataset=TINY, strategy="scan", iterations=3, repeats=1)
+    spec = tutorial_spec(dataset=TINY, strategy="scan", iterations=3, repeats=1)
     analysis = roofline.analyse(spec, cache=prepared.ExecutableCache(size=1))
     assert analysis.cost.flops > 0 and analysis.cost.transcendentals > 0
     prep = prepared.prepare(spec, data.load(TINY), cache=prepared.ExecutableCache(size=1))
@@ -90,7 +91,7 @@ def test_analyse_gives_work_compulsory_bytes_and_a_floor(small_kernels):
 
 
 def test_eager_has_no_floor(small_kernels):
-    analysis = roofline.analyse(FitSpec(dataset=TINY, strategy="eager", iterations=3, repeats=1))
+    analysis = roofline.analyse(tutorial_spec(dataset=TINY, strategy="eager", iterations=3, repeats=1))
     assert analysis.floor is None and analysis.cost.flops is None
     assert analysis.compulsory_bytes > 0
 
@@ -104,7 +105,7 @@ def _run(run_id, per_iter_ms, spec, host="here", status="ok", device_kind="cpu")
 
 
 def test_matching_runs_same_work_on_this_host_exact_settings_first():
-    spec = FitSpec(dataset=TINY, strategy="scan", iterations=3, repeats=1)
+    spec = tutorial_spec(dataset=TINY, strategy="scan", iterations=3, repeats=1)
     runs = [
         _run(1, 0.5, dataclasses.replace(spec, init="log_counts")),  # same problem, other init: fastest
         _run(2, 2.0, dataclasses.replace(spec, repeats=5)),  # same settings, repeats aside

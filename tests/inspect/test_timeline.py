@@ -6,6 +6,7 @@ import json
 import pickle
 
 import pytest
+from specs import tutorial_spec
 
 from core.charts import timeline as timeline_chart
 from core.inspect import timeline, trace_findings
@@ -16,7 +17,7 @@ TINY = DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0)
 
 
 def _spec(optimizer: str, init: str) -> FitSpec:
-    return FitSpec(dataset=TINY, strategy="scan", iterations=5, precision="float32", device="cpu",
+    return tutorial_spec(dataset=TINY, strategy="scan", iterations=5, precision="float32", device="cpu",
                    optimizer=OptimizerSpec(optimizer), init=init, repeats=1)
 
 

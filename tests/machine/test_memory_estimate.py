@@ -5,6 +5,7 @@ the temporaries), with a margin but not wildly over."""
 from __future__ import annotations
 
 import pytest
+from specs import tutorial_spec
 
 from core.inspect.xla_analysis import normalise_memory
 from core.machine import memory_estimate
@@ -32,7 +33,7 @@ def _xla_peak_bytes(spec: FitSpec) -> int:
 def test_the_estimate_covers_what_xla_holds_with_a_bounded_margin(shape, strategy, optimizer):
     n, p, d = shape
     # With a tolerance, as the front doors run them: the loop that stops holds its test too.
-    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=n, p=p, d=d), strategy=strategy, iterations=3,
+    spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=n, p=p, d=d), strategy=strategy, iterations=3,
                    precision="float64", optimizer=OptimizerSpec(optimizer), repeats=1, tol=1e-9)
     xla = _xla_peak_bytes(spec)
     estimate = memory_estimate.device_bytes(spec, shape)
@@ -41,12 +42,12 @@ def test_the_estimate_covers_what_xla_holds_with_a_bounded_margin(shape, strateg
 
 def test_a_wide_csv_is_estimated_by_its_p_x_p_matrices():
     # 4 x 10,000: a 139 KB file whose fit holds p x p matrices of 100 million cells each.
-    spec = FitSpec(strategy="eager", precision="float32")
+    spec = tutorial_spec(strategy="eager", precision="float32")
     assert memory_estimate.device_bytes(spec, (4, 10_000, 1)) >= memory_estimate.P_P_ARRAYS * 4 * 10_000**2
 
 
 def test_on_the_cpu_the_host_copies_of_the_data_count_too():
-    cpu = FitSpec(dataset=DatasetSpec(kind="simulated", n=1000, p=50))
+    cpu = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=1000, p=50))
     shape = (1000, 50, 1)
     assert memory_estimate.needed_bytes(cpu, shape) == (memory_estimate.device_bytes(cpu, shape)
                                                         + memory_estimate.host_bytes(cpu, shape))

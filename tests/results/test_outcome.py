@@ -4,10 +4,10 @@ import dataclasses
 
 import numpy as np
 import pytest
+from specs import tutorial_spec
 
 from core.results import outcome
 from core.results.result import Measurement, RunResult, cache_label, is_cache_label
-from core.spec import FitSpec
 
 NAN = float("nan")
 
@@ -69,7 +69,7 @@ def _measurement(elbo):
 
 
 def test_the_result_carries_the_outcome_warnings_and_advice():
-    spec = FitSpec(tol=1e-3, precision="float32")
+    spec = tutorial_spec(tol=1e-3, precision="float32")
     result = RunResult.measured(spec, _measurement([-10.0, -9.0, -8.999]), 0.0, (0.0, 1.0),
                                  warnings=("data changed",))
     assert result.status == "ok" and result.converged is True and result.to_dict()["converged"] is True
@@ -78,7 +78,7 @@ def test_the_result_carries_the_outcome_warnings_and_advice():
     assert broken.status == "diverged" and broken.iterations_run == 1 and broken.converged is None
     assert "try float64" in broken.error
     # float64 has no such excuse: no advice.
-    plain = RunResult.measured(FitSpec(precision="float64"), _measurement([-10.0, NAN]), 0.0, (0.0, 1.0))
+    plain = RunResult.measured(tutorial_spec(precision="float64"), _measurement([-10.0, NAN]), 0.0, (0.0, 1.0))
     assert plain.error == "ELBO not finite at iteration 1"
 
 
@@ -126,7 +126,7 @@ def test_a_stop_reads_the_change_the_stopping_test_read_not_the_rounded_trace():
 
 
 def test_a_stalled_run_reports_no_convergence_and_no_time_to_solution():
-    spec = FitSpec(tol=1e-7, precision="float32", iterations=500)
+    spec = tutorial_spec(tol=1e-7, precision="float32", iterations=500)
     stalled = RunResult.measured(spec, _measurement(X1000_TIE), 0.0, (0.0, 1.0))
     assert stalled.status == "ok" and stalled.stalled is True and stalled.converged is False
     assert stalled.time_to_solution_s is None
@@ -162,7 +162,7 @@ def test_a_stored_run_reads_its_verdict_the_same_way():
                               shape=(10, 3, 1), transfer_s=0.0, first_call_s=0.01, device_kind="cpu",
                               versions={}, optimizer="preconditioned_lbfgs", lr=0.01, init="log_rates",
                               final_change=5e-8, certified_elbo=-399.9, estimated_gap=1e-4)
-    spec = FitSpec(tol=1e-7, iterations=500)
+    spec = tutorial_spec(tol=1e-7, iterations=500)
     run = RunResult.measured(spec, measurement, 0.0, (1.0, 2.0))
     assert run.short and run.converged is False and run.time_to_solution_s is None
     assert run.to_dict()["short"] is True and run.estimated_gap == 1e-4

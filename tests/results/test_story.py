@@ -4,6 +4,7 @@ import dataclasses
 
 import pandas as pd
 import pytest
+from specs import tutorial_spec
 
 from core import catalog
 from core.charts import bars
@@ -25,7 +26,7 @@ def test_steps_start_with_the_tutorial_levels_and_name_what_exists():
 
 
 def test_a_step_runs_the_problem_its_own_way():
-    problem = FitSpec(iterations=77, precision="float64", repeats=story.STORY_REPEATS)
+    problem = tutorial_spec(iterations=77, precision="float64", repeats=story.STORY_REPEATS)
     step = story.Step("while_loop", "stop when converged", "added by this lab", "…", changes=(("tol", 1e-4),))
     spec = step.spec(problem)
     assert (spec.strategy, spec.iterations, spec.precision, spec.tol) == ("while_loop", 77, "float64", 1e-4)
@@ -38,7 +39,8 @@ def test_a_step_runs_the_problem_its_own_way():
 def test_every_step_runs_one_algorithm_for_the_same_iterations_but_the_slow_first():
     # The sidebar's default converges with a profiled optimizer that jit_per_function and
     # scan_analytic cannot run: the story runs the tutorial's optimizer instead, to no tolerance.
-    profiled = FitSpec(optimizer=OptimizerSpec("preconditioned_lbfgs"), init="log_rates", tol=1e-7, iterations=500)
+    profiled = FitSpec()
+    assert (profiled.optimizer.name, profiled.init, profiled.tol) == ("preconditioned_lbfgs", "log_rates", 1e-7)
     specs = story.specs(profiled)
     assert {(s.optimizer.name, s.init, s.tol) for s in specs} == {("seed", "seed", 0.0)}
     # Eager's cost per iteration shows in a few iterations; the others run the problem's.
@@ -47,7 +49,7 @@ def test_every_step_runs_one_algorithm_for_the_same_iterations_but_the_slow_firs
     # At least STORY_REPEATS repeats, so that steps running one program time alike on a busy machine.
     assert {s.repeats for s in specs} == {story.STORY_REPEATS}
     assert {s.repeats for s in story.specs(dataclasses.replace(profiled, repeats=9))} == {9}
-    adam = story.specs(FitSpec(optimizer=OptimizerSpec("adam", 0.05), tol=1e-6))
+    adam = story.specs(tutorial_spec(optimizer=OptimizerSpec("adam", 0.05), tol=1e-6))
     assert {(s.optimizer, s.tol) for s in adam} == {(OptimizerSpec("adam", 0.05), 0.0)}
 
 

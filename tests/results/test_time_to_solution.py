@@ -7,13 +7,14 @@ import socket
 
 import numpy as np
 import pytest
+from specs import tutorial_spec
 
 from core.bench import solve
 from core.bench import time_to_solution as tts
 from core.results import reach
 from core.results.result import RunResult, met_tolerance
 from core.run import engine
-from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec, SpecError
+from core.spec import DEFAULTS, DatasetSpec, OptimizerSpec, SpecError
 from core.store.run_store import RunStore
 
 TINY = DatasetSpec(kind="simulated", n=40, p=6, d=1, seed=2)
@@ -22,7 +23,7 @@ TINY = DatasetSpec(kind="simulated", n=40, p=6, d=1, seed=2)
 def _spec(**changes):
     values = dict(dataset=TINY, strategy="scan", iterations=400, precision="float64",
                   optimizer=OptimizerSpec("preconditioned_lbfgs"), init="log_rates", tol=1e-9, repeats=2)
-    return FitSpec(**(values | changes))
+    return tutorial_spec(**(values | changes))
 
 
 def test_a_fit_that_stops_at_tol_reports_its_steady_state_as_time_to_solution():
@@ -57,7 +58,7 @@ def test_iterations_to_within_a_distance_of_the_best():
 def _stored(store, strategy="scan", optimizer="preconditioned_lbfgs", run_s=0.05, final=-100.0, host=None,
             tol=1e-7, precision="float32", dataset=TINY):
     """A stored run made by hand: 3 iterations ending at `final`, on this host unless `host`."""
-    spec = FitSpec(dataset=dataset, strategy=strategy, iterations=50, precision=precision, tol=tol,
+    spec = tutorial_spec(dataset=dataset, strategy=strategy, iterations=50, precision=precision, tol=tol,
                    optimizer=OptimizerSpec(optimizer), init="log_rates", repeats=1)
     elbo = [final - 50.0, final - 1.0, final]
     run = RunResult(

@@ -3,10 +3,12 @@ peers and fits without a partner alone."""
 
 import dataclasses
 
+from specs import tutorial_spec
+
 from core.run import batches
 from core.spec import DatasetSpec, FitSpec
 
-OAKS = FitSpec(dataset=DatasetSpec(kind="oaks"))
+OAKS = tutorial_spec(dataset=DatasetSpec(kind="oaks"))
 
 
 def spec(strategy: str, **changes) -> FitSpec:

@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from specs import tutorial_spec
 
 from core.data.counts import CountData
 from core.data.datasets import simulate
@@ -18,7 +19,7 @@ TINY = DatasetSpec(kind="simulated", n=40, p=6, d=2, seed=0)
 def _spec(**changes):
     values = dict(dataset=TINY, strategy="scan", iterations=30, precision="float64", repeats=2)
     values.update(changes)
-    return FitSpec(**values)
+    return tutorial_spec(**values)
 
 
 def test_run_reports_every_timing_and_the_environment():
@@ -89,7 +90,7 @@ def test_float32_run_stays_float32():
 def test_a_blow_up_is_diverged_from_the_iteration_it_started():
     # Adam at lr 10 on oaks: the ELBO goes from -3.3e7 to -3.5e29 and stays there; every
     # value is finite, and it used to be stored as "ok".
-    spec = FitSpec(strategy="scan", optimizer=OptimizerSpec("adam", 10.0), iterations=200, precision="float32",
+    spec = tutorial_spec(strategy="scan", optimizer=OptimizerSpec("adam", 10.0), iterations=200, precision="float32",
                    repeats=1)
     result = engine.run(spec)
     assert result.status == "diverged" and result.diverged_at == 4
@@ -191,8 +192,9 @@ def test_fits_timed_together_must_share_their_data_and_leave_peers_alone():
 SAME_PROGRAM = """
 import dataclasses, json, sys
 from core.run import prepared
-from core.spec import DatasetSpec, FitSpec
-spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=6, d=2, seed=0), iterations=30)
+from core.spec import DatasetSpec, FitSpec, OptimizerSpec
+spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=6, d=2, seed=0), iterations=30,
+               optimizer=OptimizerSpec("seed"), init="seed", tol=0.0)
 print(json.dumps([prepared.prepare(dataclasses.replace(spec, strategy=name), cache=prepared.ExecutableCache())
                   .compilation.cache for name in sys.argv[1:]]))
 """

@@ -4,16 +4,17 @@ stored, stored as interrupted, or gone."""
 import threading
 
 import pytest
+from specs import tutorial_spec
 
 from core.cluster.errors import WorkerDied
 from core.run import lifecycle
 from core.run.progress import Cancelled
-from core.spec import DatasetSpec, FitSpec
+from core.spec import DatasetSpec
 from core.store.run_store import RunStore
 
 from fake_runs import make_run
 
-SPECS = [FitSpec(dataset=DatasetSpec(kind="oaks"), strategy=name, iterations=3) for name in ("scan", "jit_step")]
+SPECS = [tutorial_spec(dataset=DatasetSpec(kind="oaks"), strategy=name, iterations=3) for name in ("scan", "jit_step")]
 
 
 @pytest.fixture

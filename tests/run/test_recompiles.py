@@ -1,12 +1,13 @@
 """A compile during the timed repeats is a number's caveat: the run says so in JAX's words."""
 
 import jax
+from specs import tutorial_spec
 
 from core.machine import compile_log
 from core.run import jax_timing
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec
+from core.spec import DatasetSpec, OptimizerSpec
 
-TINY = FitSpec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="jit_step", iterations=3,
+TINY = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="jit_step", iterations=3,
                precision="float32", device="cpu", optimizer=OptimizerSpec("seed"), init="seed", repeats=1)
 
 

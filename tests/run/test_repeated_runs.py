@@ -15,11 +15,12 @@ import subprocess
 import sys
 
 import pytest
+from specs import tutorial_spec
 
 from core import catalog
 from core.machine.compilations import CompileCounter
 from core.run import engine
-from core.spec import DatasetSpec, FitSpec, OptimizerSpec, refusal
+from core.spec import DatasetSpec, OptimizerSpec, refusal
 
 from project import ROOT
 
@@ -44,7 +45,7 @@ def _specs(precision: str):
         optimizers = catalog.optimizer_names() if strategy == "eager" else ("seed", "preconditioned_lbfgs")
         for optimizer in optimizers:
             if refusal(strategy, optimizer) is None:
-                yield FitSpec(dataset=DATA, strategy=strategy, iterations=6, precision=precision, repeats=1,
+                yield tutorial_spec(dataset=DATA, strategy=strategy, iterations=6, precision=precision, repeats=1,
                               optimizer=OptimizerSpec(optimizer), init="log_rates", tol=1e-12)
 
 

@@ -9,13 +9,14 @@ import time
 import jax
 import numpy as np
 import pytest
+from specs import tutorial_spec
 
 from core.coordination.device_queue import DeviceQueue, default_queue, device_lock
 from core.fit import strategies
 from core.machine import memory_estimate
 from core.run import engine, prepared, stored_run
 from core.run.progress import Cancelled
-from core.spec import DatasetSpec, FitSpec, SpecError
+from core.spec import DatasetSpec, SpecError
 from core.store.run_store import RunStore
 
 TINY = DatasetSpec(kind="simulated", n=44, p=6, d=2, seed=3)  # shapes no other test compiles
@@ -24,7 +25,7 @@ TINY = DatasetSpec(kind="simulated", n=44, p=6, d=2, seed=3)  # shapes no other 
 def _spec(**changes):
     values = dict(dataset=TINY, strategy="jit_step", iterations=30, precision="float64", repeats=2)
     values.update(changes)
-    return FitSpec(**values)
+    return tutorial_spec(**values)
 
 
 def test_result_records_its_queue_wait_and_timed_window():
@@ -87,7 +88,7 @@ def test_a_run_waits_for_the_holder_and_records_the_wait(tmp_path):
 
 
 def test_a_spec_too_big_for_free_memory_is_refused_before_loading():
-    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=10_000_000, p=2000), precision="float64")
+    spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=10_000_000, p=2000), precision="float64")
     found = memory_estimate.estimate(spec)
     # 18 n x p and 5 p x p float64 arrays on the device, X twice, B and its state; Y and O
     # on the host in float64 twice (the CPU is the host).
@@ -107,9 +108,9 @@ def test_fits_that_keep_their_old_state_are_estimated_to_hold_more():
 
 def test_caps_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("PLNLAB_MAX_ITERATIONS", "100")
-    FitSpec(iterations=100)
+    tutorial_spec(iterations=100)
     with pytest.raises(SpecError, match="iterations must be between 1 and 100; got 101"):
-        FitSpec(iterations=101)
+        tutorial_spec(iterations=101)
     monkeypatch.setenv("PLNLAB_MAX_ROWS", "lots")
     with pytest.raises(SpecError, match="PLNLAB_MAX_ROWS must be a whole number"):
         DatasetSpec(kind="simulated", n=50, p=5)

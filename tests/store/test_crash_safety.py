@@ -15,9 +15,10 @@ import textwrap
 import time
 
 import numpy as np
+from specs import tutorial_spec
 
 from core.run import engine
-from core.spec import DatasetSpec, FitSpec
+from core.spec import DatasetSpec
 from core.store.run_store import RunStore
 
 from project import ROOT
@@ -36,7 +37,7 @@ def _wait_until(condition, timeout=120.0):
 
 
 def _tiny_runs(store: RunStore, count: int) -> list[int]:
-    spec = FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="jit_step", iterations=5, repeats=1)
+    spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="jit_step", iterations=5, repeats=1)
     return [store.add(engine.run(spec)) for _ in range(count)]
 
 
@@ -145,7 +146,7 @@ def _killed_inside(tmp_path, action: str, kill_after: int) -> RunStore:
 
 def test_kill_inside_an_import_transaction_stores_none_of_it(tmp_path):
     source = RunStore(tmp_path / "source.sqlite3")
-    run = engine.run(FitSpec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="jit_step",
+    run = engine.run(tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="jit_step",
                              iterations=5, repeats=1))
     for i in range(400):
         run.id, run.created_at = 0, run.timed_end + 1e-3 * (i + 1)  # distinct runs, each stored after its window

@@ -11,9 +11,9 @@ import time
 
 import pandas as pd
 import pytest
+from specs import tutorial_spec
 
 from core.results.result import RunResult
-from core.spec import FitSpec
 from core.store import run_store as store_module
 from core.store import schema as store_schema
 from core.store.run_store import DEFAULT_DB_ENV, IMPORTED, RunStore, StoreError, default_db_path
@@ -24,7 +24,7 @@ def make_run(strategy: str = "scan", created_at: float = 0.0, iterations: int = 
              host: str = "test-host", **changes) -> RunResult:
     """A plausible stored run of the default spec (with `strategy`, `iterations` and any
     `precision` in `changes`); its ELBO curve is `iterations_run` long."""
-    spec = FitSpec(strategy=strategy, iterations=iterations, precision=changes.get("precision", "float32"))
+    spec = tutorial_spec(strategy=strategy, iterations=iterations, precision=changes.get("precision", "float32"))
     elbo = [-1000.0 + 10.0 * i + 0.1 / (i + 3) for i in range(changes.get("iterations_run", iterations))]
     values = dict(
         spec=spec.to_dict(), spec_key=spec.key, strategy=strategy, dataset="oaks x1",
@@ -102,14 +102,14 @@ def test_list_is_newest_first_without_elbo_and_limited(store):
 def test_find_by_spec_key(store):
     scan = [store.add(make_run("scan", created_at=t)) for t in (1.0, 2.0)]
     store.add(make_run("eager", created_at=3.0))
-    found = store.find_by_spec_key(FitSpec(strategy="scan", iterations=5).key)
+    found = store.find_by_spec_key(tutorial_spec(strategy="scan", iterations=5).key)
     assert [r.id for r in found] == scan[::-1]
     assert all(r.elbo for r in found)
     assert store.find_by_spec_key("no-such-key") == []
 
 
 def test_find_by_spec_key_limited_and_without_interrupted(store):
-    key = FitSpec(strategy="scan", iterations=5).key
+    key = tutorial_spec(strategy="scan", iterations=5).key
     shown = store.add(make_run("scan", created_at=1.0))
     newer = store.add(make_run("scan", created_at=2.0))
     interrupted = store.add(make_run("scan", created_at=3.0, status="interrupted", elbo=[], iterations_run=0))
