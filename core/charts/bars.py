@@ -156,8 +156,14 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
         y.axis = lines_axis(2, AXIS_LABEL_BREAK)
     if broken:
         df["text"] = df["text"].str.replace(TEXT_BREAK, "\n" + TEXT_BREAK.strip(), n=1, regex=False)
+    # Ticked to just past the bars and whiskers: the room on the right is the labels', and ticks
+    # running on to 1000 beside ratios of 2 read as a scale the data reach.
+    reached = pd.concat([df[x], df["low"], df["high"], pd.Series([1.0])]).astype(float)
+    reached = reached[np.isfinite(reached) & (reached > 0)]
+    ticked_to = min(domain[1], log_grid_above(reached.max()))
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False), axis=log_axis(*domain, x_title)),
+        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False),
+                axis=log_axis(domain[0], ticked_to, x_title)),
         x2="one:Q", y=y,
         color=color_by_strategy(df, legend=False), tooltip=tips)
     ranged = df[df["high"] > df["low"]]
@@ -173,8 +179,9 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
         height=alt.Step(44 if broken else 30))
 
 
-def _cold_rows(cold_compiles: pd.DataFrame | None, shown: pd.DataFrame) -> pd.DataFrame:
-    """One row per cold compile stored for a strategy shown with a cached executable."""
+def cold_compile_rows(cold_compiles: pd.DataFrame | None, shown: pd.DataFrame) -> pd.DataFrame:
+    """One row per cold compile stored for a strategy shown with a cached executable: the
+    dashed bars `timing_bars` draws (a page says what they are only where there are some)."""
     if cold_compiles is None or cold_compiles.empty or "cache" not in shown:
         return shown.iloc[:0]
     cached = set(shown.loc[shown["cache"].isin(list(CACHE_NOTES)), "strategy"])
@@ -209,7 +216,7 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
     if runs.empty:
         return note_chart("No runs to show yet.", title)
     df = run_labels(runs).assign(cold=False)
-    cold = _cold_rows(cold_compiles, df)
+    cold = cold_compile_rows(cold_compiles, df)
     if not cold.empty:  # each cold compile right under the runs of its strategy
         df = pd.concat([df, cold[[c for c in df.columns if c in cold]]], ignore_index=True)
         df = df.assign(_r=strategy_rank(df["strategy"])).sort_values(["_r", "cold"], kind="stable").drop(columns="_r")

@@ -204,14 +204,15 @@ with left:
                   "Mann–Whitney U test on the repeats; same program: XLA compiled one program for both).",
                   legend=None)
 with right:
-    rows = len(frame) + len(cold_runs)
+    dashed = bars.cold_compile_rows(cold_runs, frame)
+    rows = len(frame) + len(dashed)
     display.chart(bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=max(CHART_HEIGHT, ROW_PX * rows)),
                   "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
                   "its whisker the fastest to the slowest repeat."
                   + (" A (cached) run loaded its compiled program instead of compiling it (strategies that compile "
                      "to the same program load the first one's)"
                      + ("; the dashed bar under it is what compiling that program cost when it was made here"
-                        if not cold_runs.empty else "") + "."
+                        if not dashed.empty else "") + "."
                      if frame["cache"].isin(["memory", "disk"]).any() else ""))
 for group in headline.one_program_groups(ok):
     # Said in words too: a chart's "same program" label is easy to miss from the back of a room.

@@ -281,6 +281,9 @@ def test_cached_runs_say_so_and_show_the_cold_compile_beside_them():
     assert not any("jit_step: cold" in label for label in labels)
     reference = data[data["run"] == "scan: cold compile #3"].set_index("phase")["seconds"]
     assert dict(reference) == pytest.approx({"trace+lower": 0.1, "compile": 0.8})
+    # What the page's caption reads to say whether there is a dashed bar to explain.
+    assert list(bars.cold_compile_rows(cold, runs)["strategy"]) == ["scan"]
+    assert bars.cold_compile_rows(cold, runs.assign(cache="compiled")).empty
 
 
 def test_compile_line_uses_real_compiles_and_marks_cache_loads_apart():
