@@ -68,10 +68,11 @@ def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
     One right-sided triangular solve and one p x p product (see
     `core.fit.strategies.scan_analytic` for why this beats `cho_solve(L, I)` on CPU). The
     log-determinant is that of the Omega returned, factored again in float64 (p^3 / 3 work,
-    nothing beside the n p^2 of an evaluation): the ELBO is stationary in Omega only when
-    its log det and its trace term are of one matrix. -2 sum(log diag L) in float32 is of
-    the inverse of Sigma, which the rounding of W^T W departs from: at oaks x1000 that moved
-    the ELBO by 1.4 (5e-8 of it).
+    nothing beside the n p^2 of an evaluation where n is large): the ELBO is stationary in
+    Omega only when its log det and its trace term are of one matrix. -2 sum(log diag L) in
+    float32 is of the inverse of Sigma, which the rounding of W^T W departs from: at oaks
+    x1000 that moved the ELBO by 1.4 (5e-8 of it). In float64 that departure is float64's
+    rounding, and -2 sum(log diag L) is used.
     """
     p = covariance.shape[0]
     # Named, so that a profile tells the p x p work from the n x p work (benchmarks/iteration_profile.py).
@@ -80,6 +81,11 @@ def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
         inverse = jax.lax.linalg.triangular_solve(chol, jnp.eye(p, dtype=covariance.dtype), left_side=False,
                                                   lower=True)
         precision = inverse.T @ inverse
+        if precision.dtype == jnp.float64:
+            # W^T W departs from Sigma^-1 by float64's rounding alone (about 1e-16 of it), so the
+            # factor already made gives its log-determinant; factoring it again was a tenth of an
+            # iteration at p > n (60 x 150), where the p x p work is half of one.
+            return precision, -2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
         return precision, model._logdet_spd(precision.astype(model.wide_dtype(precision.dtype)))
 
 

@@ -7,7 +7,7 @@ import pytest
 from scipy.special import gammaln
 
 from core.data.datasets import load_oaks, simulate
-from core.fit import model
+from core.fit import model, profiled
 from core.machine.runtime import configure
 
 import reference_pln as ref
@@ -79,6 +79,19 @@ def test_log_det_stays_finite_in_float32_for_p_114():
     Omega = jnp.eye(114, dtype=jnp.float32) * 3.0
     assert not np.isfinite(float(jnp.log(jnp.linalg.det(Omega))))
     assert float(model._logdet_spd(Omega)) == pytest.approx(114 * np.log(3.0), rel=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_profiled_log_det_is_that_of_the_precision_it_returns(dtype):
+    # float64 takes it from Sigma's factor, float32 factors the Omega it returns again in float64:
+    # either way the log-determinant of that Omega, as the ELBO's stationarity in Omega needs.
+    rng = np.random.default_rng(4)
+    root = rng.normal(size=(150, 60))
+    sigma = jnp.asarray(root @ root.T / 60 + 0.05 * np.eye(150), dtype)  # p > n: close to singular
+    precision, logdet = profiled.precision_and_logdet(sigma)
+    assert logdet.dtype == jnp.float64
+    exact = np.linalg.slogdet(np.asarray(precision, np.float64))
+    assert exact[0] == 1 and float(logdet) == pytest.approx(exact[1], rel=1e-12, abs=1e-9)
 
 
 @pytest.mark.parametrize("init", ["seed", "log_counts"])
