@@ -41,7 +41,8 @@ TABLE_CHROME_PX = 38 + 16
 TABLE_VISIBLE_ROWS = 10
 COLUMNS = {
     **display.TABLE_COLUMNS,
-    "id": st.column_config.NumberColumn("run", format="#%d"),
+    # Pinned: the table scrolls sideways in a narrow window, and a row without its number says little.
+    "id": st.column_config.NumberColumn("run", format="#%d", pinned=True),
     "unstable": st.column_config.CheckboxColumn("unstable", help="timed while other processes took more than a "
                                                 "quarter of the usable cores: its timings carry their load"),
     "git_commit": st.column_config.TextColumn("commit", help="the project's git commit that measured the run"),

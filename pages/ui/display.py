@@ -22,10 +22,12 @@ log = logging.getLogger(__name__)
 # What a table shows for a missing value (a fit with no time to solution, a run stored before a
 # field existed): Streamlit's own placeholder reads "None", a word from the code.
 MISSING = "—"
+# Pinned: where a table does scroll sideways (a narrow window), each row keeps its name in view.
+STRATEGY_COLUMN = st.column_config.TextColumn("strategy", pinned=True)
 # Three tables of a few columns each, so that none scrolls sideways in a 640 px column (a
 # projector with the sidebar open). No fixed widths: a header wider than its column is cut.
 TIMING_COLUMNS = {
-    "strategy": st.column_config.TextColumn("strategy"),
+    "strategy": STRATEGY_COLUMN,
     "time_to_solution_s": st.column_config.NumberColumn(
         "to solution (s)", format="%.4f",
         help=f"steady-state seconds from the first iteration to the stop at the tolerance; {MISSING} when the fit "
@@ -40,7 +42,7 @@ TIMING_COLUMNS = {
                                                              "of the usable cores: its timings carry their load"),
 }
 COMPILE_COLUMNS = {
-    "strategy": st.column_config.TextColumn("strategy"),
+    "strategy": STRATEGY_COLUMN,
     "compile_total_s": st.column_config.NumberColumn("compile (s)", format="%.3f",
                                                      help="trace + lower + XLA compile: what a new shape costs once"),
     "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f", help="the first execution"),
@@ -53,7 +55,7 @@ COMPILE_COLUMNS = {
                                                            "fingerprint ran one program, at one speed"),
 }
 FIT_COLUMNS = {
-    "strategy": st.column_config.TextColumn("strategy"),
+    "strategy": STRATEGY_COLUMN,
     "iterations_run": st.column_config.NumberColumn("iterations", help="iterations run"),
     "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f",
                                                 help="the ELBO itself, exact log Y! (gammaln)"),
