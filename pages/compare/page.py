@@ -53,6 +53,9 @@ COLUMNS = {
     "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
     "device_kind": st.column_config.TextColumn("device kind"),
     "n": st.column_config.NumberColumn("n", format="%d"),
+    # Tolerances are powers of ten: 1e-07 reads at once where 0.0000001 needs counting.
+    "tol": st.column_config.NumberColumn("tol", format="%.0e"),
+    "lr": st.column_config.NumberColumn("lr", format="%g"),
     "source": st.column_config.TextColumn("source", help="imported: measured elsewhere and dated by whoever wrote "
                                                          "the file; never the headline of Run, Story or solve"),
     "warning_count": st.column_config.NumberColumn("warnings", format="%d", width="small",
@@ -239,7 +242,9 @@ with by_iteration:
                   legend="bottom")
 with by_time:
     display.chart(lines.elbo_curves(curves, x="wall_s", height=340),
-                  "Wall-clock estimated from compile time + iterations × steady-state time per iteration.",
+                  "Wall-clock from a cold start, estimated: compile time, and what the first call took beyond a "
+                  "steady fit (eager compiles its operations there), then iterations × steady-state time per "
+                  "iteration.",
                   legend="bottom")
 
 st.header("Grouped timings")
@@ -274,7 +279,7 @@ if by:
     unmeasured = comparison.unmeasured_groups(picked, by, metric)
     left_out = ""
     if unmeasured:
-        names = ", ".join(unmeasured[:6]) + (", …" if len(unmeasured) > 6 else "")
+        names = ", ".join(unmeasured[:6]) + (f" and {len(unmeasured) - 6} more" if len(unmeasured) > 6 else "")
         why = " (runs of a fixed number of iterations)" if metric == "time_to_solution_s" else ""
         left_out = f" Left out, with no {METRICS[metric].rsplit(' (', 1)[0]}{why}: {md(names)}."
     mixing = "" if "optimizer" in by else " A group holding runs of several optimizers (algorithms) says so."

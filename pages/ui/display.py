@@ -80,15 +80,17 @@ def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, 
         labels: legend text per run (default: the strategy).
         curves: ELBO curves by run id (`RunStore.curves`); default: each result's `elbo`.
 
-    `wall_s` is an estimate, not a measurement: trace+lower and compile time plus
-    (iteration + 1) steady-state iterations, so that compilation shows as a late start.
+    `wall_s` is an estimate, not a measurement: trace+lower and compile time, plus what the
+    first call took beyond a steady-state fit (eager compiles its operations there, one by
+    one, on first use: seconds that compile_s does not hold), plus (iteration + 1)
+    steady-state iterations, so that compilation shows as a late start.
     """
     labels = labels or [r.strategy for r in results]
     parts = []
     for result, label in zip(results, labels):
         values = curves.get(int(result.id), np.zeros(0)) if curves is not None else np.asarray(result.elbo, float)
         iteration = decimate.envelope(values, max_points)
-        start = result.trace_lower_s + result.compile_s
+        start = result.trace_lower_s + result.compile_s + max(result.first_call_s - result.run_s, 0.0)
         parts.append(pd.DataFrame({
             "run_id": result.id, "strategy": result.strategy, "label": label, "iteration": iteration,
             "elbo": values[iteration].astype(float),

@@ -43,3 +43,20 @@ def test_eagers_missing_program_reads_as_missing_in_the_runs_tables(monkeypatch)
     compiled, options = drawn[1]  # timings, compilation, fit
     assert options["placeholder"] == "—"
     assert compiled["program"].isna().tolist() == [True, False]  # drawn as the placeholder, not blank
+
+
+def test_the_estimated_wall_clock_starts_eager_after_the_compiling_its_first_call_did():
+    # Eager compiles its operations one by one inside its first call, which compile_s does not
+    # hold: left out, its curve started before the compiled strategies' and read as faster.
+    from pages.ui import display
+
+    from fake_runs import make_run
+
+    eager = make_run("eager", id=1, trace_lower_s=0.0, compile_s=0.0, first_call_s=5.0, run_s=0.4,
+                     iterations_run=40)
+    scan = make_run("scan", id=2, trace_lower_s=0.5, compile_s=1.5, first_call_s=0.11, run_s=0.1,
+                    iterations_run=40)
+    curves = display.elbo_long([eager, scan])
+    first = curves.groupby("strategy")["wall_s"].min()
+    assert first["eager"] == pytest.approx(4.6 + 0.01)  # 5.0 - 0.4 beyond a steady fit, then one iteration
+    assert first["scan"] == pytest.approx(2.0 + 0.01 + 0.0025)
