@@ -15,8 +15,10 @@ from core.results.ordering import natural_key
 # What makes two runs the same problem size: the data (its label names the size) and its shape.
 PROBLEM = ("dataset", "n", "p")
 # Like with like: one problem size, one strategy, one algorithm (optimizers take different
-# numbers of iterations, and a run of a fixed number of them has no time to solution).
-DEFAULT_GROUPS = ["dataset", "strategy", "optimizer"]
+# numbers of iterations, and a run of a fixed number of them has no time to solution), one
+# precision (a float64 fit takes about twice a float32 one's time: one group of both was a
+# spread that no repeat had).
+DEFAULT_GROUPS = ["dataset", "strategy", "optimizer", "precision"]
 # The timings a run measures at every repeat (the others once): those a test can compare.
 REPEATED = ("run_s", "per_iter_ms", "time_to_solution_s")
 

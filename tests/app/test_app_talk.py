@@ -205,7 +205,7 @@ def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
     at = open_app("pages/compare/page.py")
     newest_eager = [r for r in store.list() if r.strategy == "eager" and r.n == 11600][0]
     assert at.selectbox(key="cmp_baseline").value == newest_eager.id
-    assert at.multiselect(key="cmp_group").value == ["dataset", "strategy", "optimizer"]  # like with like
+    assert at.multiselect(key="cmp_group").value == ["dataset", "strategy", "optimizer", "precision"]  # like with like
     assert any("2 runs of other problem sizes left out" in c.value for c in at.caption)
     assert any(f"relative to run #{newest_eager.id}" in plain(m.value) for m in at.markdown)
     # Grouped by size first: never x100 runs beside x1 runs in one group.

@@ -42,13 +42,17 @@ def test_only_runs_of_the_baselines_size_are_divided_by_it():
 
 
 def test_groups_hold_one_optimizer_and_those_without_the_timing_are_named():
-    assert comparison.DEFAULT_GROUPS == ["dataset", "strategy", "optimizer"]
+    assert comparison.DEFAULT_GROUPS == ["dataset", "strategy", "optimizer", "precision"]
     mixed = RUNS.assign(optimizer=["seed", "seed", "seed", "preconditioned_lbfgs", "seed"],
-                        time_to_solution_s=[None, None, None, 1.0, None])
+                        time_to_solution_s=[None, None, None, 1.0, None], precision="float32")
     by = comparison.DEFAULT_GROUPS
     # The diverged jit_step run is no finished run: its group is drawn as diverged, not named here.
     assert comparison.unmeasured_groups(mixed, by, "time_to_solution_s") == [
-        "oaks x1 · eager · seed", "oaks x1 · scan · seed", "oaks x100 · eager · seed"]
+        "oaks x1 · eager · seed · float32", "oaks x1 · scan · seed · float32", "oaks x100 · eager · seed · float32"]
+    # One precision a group: a float64 run of the same problem is a group of its own.
+    twins = pd.concat([mixed.iloc[[1]], mixed.iloc[[1]].assign(precision="float64")], ignore_index=True)
+    assert list(comparison.group_names(twins, by)) == ["oaks x1 · scan · seed · float32",
+                                                       "oaks x1 · scan · seed · float64"]
     assert comparison.unmeasured_groups(mixed, by, "per_iter_ms") == []
     assert comparison.unmeasured_groups(mixed.iloc[:0], by, "per_iter_ms") == []
 
