@@ -192,6 +192,15 @@ def cold_compile_rows(cold_compiles: pd.DataFrame | None, shown: pd.DataFrame) -
     return rows
 
 
+def timing_on_log_axis(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> bool:
+    """Whether `timing_bars` draws its time axis logarithmic (its bars' totals span more than
+    `LOG_SPAN`): a page then says that a segment's length reads as a ratio, not as seconds."""
+    rows = pd.concat([runs, cold_compile_rows(cold_compiles, runs)], ignore_index=True)
+    totals = rows[list(PHASES)].fillna(0.0).sum(axis=1)
+    totals = totals[totals > 0]
+    return bool(not totals.empty and totals.max() > LOG_SPAN * totals.min())
+
+
 def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> alt.LayerChart | alt.Chart:
     """Stacked horizontal bars of where each run's time went.
 

@@ -145,6 +145,14 @@ def scaling_lines(runs: pd.DataFrame, y: str = "per_iter_ms") -> alt.Chart | alt
 COMPILED, CACHE_LOAD, STEADY = "compile (compiled now)", "compile (cache load)", "steady-state run"
 
 
+def draws_cache_loads(runs: pd.DataFrame) -> bool:
+    """Whether `compile_vs_run` draws hollow points for cache loads (a page says what they
+    are only where there are some)."""
+    if "cache" not in runs:
+        return False
+    return bool((runs["cache"].isin(["memory", "disk"]) & (runs["trace_lower_s"] + runs["compile_s"] > 0)).any())
+
+
 def compile_vs_run(runs: pd.DataFrame) -> alt.Chart | alt.LayerChart:
     """Compilation (trace_lower_s + compile_s) against steady state as n grows.
 

@@ -96,8 +96,10 @@ if clicked:
     results, error = running.run(todo, counts=problem.counts, cold=cold,
                                  title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
     if results:
-        st.session_state["run_last_ids"] = [r.id for r in results]
         stored.update({r.strategy: r for r in results})
+        # What the page shows after this run, those stored before it included: kept whole for when the
+        # sidebar moves to other settings (the new runs alone named another fastest).
+        st.session_state["run_last_ids"] = [stored[name].id for name in chosen if name in stored]
     if error:
         st.error(error, icon=":material/error:")
     else:  # redraw, so that the button offers "Run again" rather than a finished run
@@ -198,7 +200,13 @@ with left:
     # (the slowest run's, noise among near-equal strategies, changed from one run to the next).
     order = list(catalog.RUNNABLES)
     baseline = min(frame["strategy"], key=lambda name: order.index(name) if name in order else len(order))
+    groups = headline.one_program_groups(ok)
+    one_program = len(ok) == len(frame) and len(groups) == 1 and len(groups[0].strategies) == len(ok)
     display.chart(bars.speedup_bars(frame, baseline=baseline).properties(height=CHART_HEIGHT),
+                  # Every run one program (the first Run's scan strategies): no bar or whisker to explain.
+                  f"{', '.join(groups[0].strategies)} compiled to one XLA program, so they run at one speed and no "
+                  "bar is drawn: add jit_step or eager to Strategies to see what compiling the whole loop buys."
+                  if one_program else
                   f"How many times faster than {baseline} one full fit runs once compiled (median of repeats, "
                   "whisker: a 95% bootstrap interval of the ratio; within noise: no significant difference, by a "
                   "Mann–Whitney U test on the repeats; same program: XLA compiled one program for both).",
@@ -209,12 +217,15 @@ with right:
     display.chart(bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=max(CHART_HEIGHT, ROW_PX * rows)),
                   "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
                   "its whisker the fastest to the slowest repeat."
+                  + (" The runs span decades, so the axis is logarithmic: a phase's length there is a ratio of "
+                     "times, not seconds (its seconds are in its tooltip and the tables)."
+                     if bars.timing_on_log_axis(frame, cold_runs) else "")
                   + (" A (cached) run loaded its compiled program instead of compiling it (strategies that compile "
                      "to the same program load the first one's)"
                      + ("; the dashed bar under it is what compiling that program cost when it was made here"
                         if not dashed.empty else "") + "."
                      if frame["cache"].isin(["memory", "disk"]).any() else ""))
-for group in headline.one_program_groups(ok):
+for group in groups:
     # Said in words too: a chart's "same program" label is easy to miss from the back of a room.
     st.caption(f"**Same program**: {', '.join(group.strategies)} lower to one XLA program (fingerprint "
                f"`{group.program}`), so they run at one speed: the differences between their timings are noise.")
@@ -226,7 +237,9 @@ with left:
                   "Every strategy should trace the same curve: only the compilation differs.")
 with right:
     display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=280),
-                  "Wall-clock estimated from compile time + iterations × steady-state time per iteration.")
+                  "Wall-clock from a cold start, estimated: compile time, and what the first call took beyond a "
+                  "steady fit (eager compiles its operations there), then iterations × steady-state time per "
+                  "iteration.")
 
 st.subheader("Numbers")
 dates = sorted({display.when(r.created_at) for r in shown})

@@ -169,8 +169,10 @@ with n_tab:
 
     display.chart(lines.compile_vs_run(runs).properties(height=340),
                   "Dashed: trace+lower+compile of runs that compiled, solid: one steady-state fit. Where solid "
-                  "rises above dashed, compiling has paid for itself. Hollow diamonds: runs that loaded a cached "
-                  "executable instead (a cache load, not a compile).", legend="right")
+                  "rises above dashed, one fit takes longer than compiling it: from there on compiling is the "
+                  "smaller part of a run."
+                  + (" Hollow diamonds: runs that loaded a cached executable instead (a cache load, not a compile)."
+                     if lines.draws_cache_loads(runs) else ""), legend="right")
     with st.container(border=True):
         st.subheader("Compilation stops mattering…")
         for name in [n for n in names if n in set(runs["strategy"])]:

@@ -119,6 +119,20 @@ def test_the_note_on_refused_strategies_agrees_with_their_number():
     assert "torch_compile, which run only" in two and two.endswith("to run them.")
 
 
+def test_new_settings_keep_the_whole_last_result_in_view_not_only_its_new_runs(store):
+    # A Run that adds jit_step beside a stored scan shows both; after the sidebar moves on, the
+    # page's "last runs" are those two, not the one it ran (which named another fastest).
+    at = tiny_problem(open_app(), strategies=("scan",))
+    at.button(key="run_go").click().run()
+    at.pills(key="run_strategies").set_value(["jit_step", "scan"]).run()
+    assert [b.label for b in at.button] == ["Run 1 strategy"]
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    at.sidebar.number_input(key="sb_iterations").set_value(7).run()
+    assert any(c.value.startswith("Your last runs, with settings that differ") for c in at.caption)
+    assert sorted(at.dataframe[0].value["strategy"]) == ["jit_step", "scan"]
+
+
 def test_a_strategy_ticked_beside_an_optimizer_it_cannot_run_is_said_not_run_in_a_box(store):
     at = open_app()
     at.pills(key="run_strategies").set_value(["scan", "torch_eager"]).run()  # the default optimizer: profiled
@@ -215,6 +229,19 @@ def test_one_program_is_one_speed_on_the_run_page(store):
     assert any("scan and scan_namedtuple, one compiled program: one speed" in c.value for c in at.caption)
     assert any(c.value.startswith("**Same program**: scan, scan_namedtuple lower to one XLA program (fingerprint "
                                   "`0123456789abcdef`)") for c in at.caption)
+
+
+def test_runs_of_one_program_alone_say_why_the_speed_up_chart_has_no_bar(store):
+    # The first Run's defaults: the three scan strategies, one program. The chart's usual
+    # caption explained whiskers and tests that the chart, rightly, does not draw.
+    for strategy in ("scan", "scan_namedtuple", "scan_pytree_class"):
+        run = fake_run(strategy)
+        store.add(dataclasses.replace(run, time_to_solution_s=run.run_s, program="0123456789abcdef"))
+    at = open_app()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(c.value.startswith("scan, scan_namedtuple, scan_pytree_class compiled to one XLA program, so they "
+                                  "run at one speed and no bar is drawn") for c in at.caption)
+    assert not any("bootstrap interval" in c.value for c in at.caption)
 
 
 def test_stored_run_appears_on_compare_and_can_be_deleted(store):

@@ -286,6 +286,16 @@ def test_cached_runs_say_so_and_show_the_cold_compile_beside_them():
     assert bars.cold_compile_rows(cold, runs.assign(cache="compiled")).empty
 
 
+
+@pytest.mark.parametrize("eager_s", [0.08, 8.0])
+def test_the_page_is_told_when_the_phases_axis_is_logarithmic(eager_s):
+    runs = pd.DataFrame([_run(1, "eager", run_s=eager_s, compile_s=0.0, trace_lower_s=0.0, first_call_s=eager_s),
+                         _run(2, "scan", run_s=0.05, compile_s=0.3, trace_lower_s=0.05, first_call_s=0.05)])
+    x = next(layer for layer in bars.timing_bars(runs).to_dict()["layer"] if "x" in layer.get("encoding", {}))
+    drawn_log = x["encoding"]["x"].get("scale", {}).get("type") == "log"
+    assert bars.timing_on_log_axis(runs) == drawn_log == (eager_s > 1)
+
+
 def test_compile_line_uses_real_compiles_and_marks_cache_loads_apart():
     runs = pd.DataFrame([_run(1, "scan", n=116, compile_s=0.8), _run(2, "scan", n=116, compile_s=0.02, cache="disk"),
                          _run(3, "scan", n=1160, compile_s=0.01, cache="disk"),
@@ -295,6 +305,8 @@ def test_compile_line_uses_real_compiles_and_marks_cache_loads_apart():
     assert list(compiled["n"]) == [116] and compiled["seconds"].iloc[0] == pytest.approx(0.85)
     loads = data[data["timing"] == lines.CACHE_LOAD].drop_duplicates("n")
     assert sorted(loads["n"]) == [116, 1160]  # the memory hit took no time: nothing to draw on a log axis
+    assert lines.draws_cache_loads(runs) and not lines.draws_cache_loads(runs[runs["cache"] == "compiled"])
+    assert not lines.draws_cache_loads(runs.iloc[[3]])  # a memory hit with no time has no point
 
 
 def test_titles_and_axes_name_timings_in_words(runs):
