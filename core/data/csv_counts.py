@@ -13,6 +13,7 @@ the fit without it.
 
 from __future__ import annotations
 
+import csv
 import functools
 import io
 import itertools
@@ -214,11 +215,26 @@ def _diagnose(data: bytes, label: str, options: dict, fail) -> None:
                                      "na_filter": False})
         cells = _cells(text)
         missing, values = _missing(cells), _numbers(cells, options["decimal"])
+        if missing.any():  # pandas fills a short line's missing fields with empty cells: say it is short
+            _refuse_short_line(data, label, options, cells.shape[1] + int(options["index_col"] is not None))
         fail(missing, cells, "missing value (empty cell or NA); every cell needs a number", index * block)
         fail(np.isnan(values), cells, "non-numeric cell; only numbers are accepted", index * block)
         fail(np.isinf(values), cells, "non-finite value; values must be finite numbers", index * block)
         break
     raise DataError(f"{label}: some cells could not be read as numbers; only numbers are accepted")
+
+
+def _refuse_short_line(data: bytes, label: str, options: dict, fields: int) -> None:
+    """Raises naming the first line with fewer than `fields` fields, as a long line is named
+    (`parser_reason`); does nothing where every line has them all. Read only on the way to an
+    error, so a whole pass over the text costs nothing a good file pays."""
+    text = data.decode("utf-8-sig", errors="replace").splitlines()
+    rows = csv.reader(text[options["skiprows"]:], delimiter=options["sep"])
+    for row in rows:
+        if row and any(cell.strip() for cell in row) and len(row) < fields:
+            line = options["skiprows"] + rows.line_num
+            raise DataError(f"{label}: line {line} has {len(row)} field{'s' * (len(row) != 1)} where the lines "
+                            f"before it have {fields}; every row needs the same number of cells")
 
 
 def _fail(label, first_line, first_column, names, mask, cells, rule, line_offset=0) -> None:

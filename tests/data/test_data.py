@@ -122,7 +122,10 @@ BAD_CSVS = [
     ("1 2\n3 4\n", None, "has 1 column; at least 2 variables (columns) are needed, in a table of counts with "
                           "cells separated by commas, semicolons or tabs"),
     ("a,b\n1,2\n3,4,5\n", None, "not a readable table: line 3 has 3 fields where the lines before it have 2"),
-    ("a,b\n1,2\n3\n", None, "missing value (empty cell or NA); every cell needs a number; line 3, column 2"),
+    ("a,b\n1,2\n3\n", None, "line 3 has 1 field where the lines before it have 2; every row needs the same number"),
+    ("a;b;c\n1;2;3\n\n4;5;6\n7;8\n", None, "line 5 has 2 fields where the lines before it have 3"),
+    ('"",a,b\n"s1",1,2\n"s2",3\n', None, "line 3 has 2 fields where the lines before it have 3"),
+    ("a,b\n1,2\n,3\n", None, "missing value (empty cell or NA); every cell needs a number; line 3, column 1"),
     ('"",a,b\n"s1",1,2\n"s2",3,x\n', None, "line 3, column 3 ('b') holds 'x'"),
     ("1,2\n3,-4\n", None, "negative count; counts must be whole numbers >= 0; line 2, column 2 holds '-4'"),
     (GOOD, "a,b\n0,0\n0,0\n", "offsets have shape 2 x 2 but the counts in counts.csv are 2 x 3"),
