@@ -58,9 +58,11 @@ def sidebar() -> None:
         _device_inputs()
         left, right = st.columns(2)
         _whole_number_input(left, "Iterations", 1, _cap("iterations"), "sb_iterations", step=50,
-                            help="gradient steps per fit")
+                            help="the most iterations a fit runs (fewer when it stops at the tolerance)")
         _whole_number_input(right, "Repeats", 1, _cap("repeats"), "sb_repeats",
-                            help="timed steady-state calls after the first call; the median is reported")
+                            help="timed steady-state calls after the first call, at least: a short fit gets "
+                                 "more, until 0.25 s of calls are timed by default (a test of two timings needs "
+                                 "them); the median is reported")
         _optimizer_inputs()
         _queue_caption(st.session_state["sb_device"])
         st.session_state["sb_store_slot"] = st.empty()

@@ -104,8 +104,12 @@ def show_measured(spec: FitSpec, machine: findings.Peaks, bound: findings.Floor)
                       help="steady-state time per iteration of the run named below")
     columns[1].metric("× floor", f"{best['x_floor']:,.1f}×",
                       help="measured time per iteration over the floor: 1× would be the machine's limit")
-    st.caption(f"Run #{best['id']} ({display.when(best['created_at'])}), the fastest of {len(rows)} stored "
-               f"run{'s' * (len(rows) > 1)} of {which} on this host.")
+    # Runs of these very settings come first (`floor.matching_runs`): "the fastest of" counts only them.
+    peers = [row for row in rows if row["same_settings"] == best["same_settings"]]
+    others = len(rows) - len(peers)
+    among = f"the fastest of {len(peers)} stored runs" if len(peers) > 1 else "the one stored run"
+    st.caption(f"Run #{best['id']} ({display.when(best['created_at'])}), {among} of {which} on this host"
+               + (f"; {others} more of the same problem with another optimizer or init below." if others else "."))
     if best["x_floor"] < 1:
         st.warning("Faster than the floor: the data and state stay in cache, which is faster than the main-memory "
                    "bandwidth measured above, or the peaks were measured while the machine was busy "
