@@ -22,6 +22,7 @@ from core.charts.style import (
     PROJECTOR_CHART_PX,
     color_by_strategy,
     log_axis,
+    log_axis_reaching,
     log_grid_above,
     log_grid_below,
     not_diverged,
@@ -160,10 +161,10 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
     # running on to 1000 beside ratios of 2 read as a scale the data reach.
     reached = pd.concat([df[x], df["low"], df["high"], pd.Series([1.0])]).astype(float)
     reached = reached[np.isfinite(reached) & (reached > 0)]
-    ticked_to = min(domain[1], log_grid_above(reached.max()))
+    axis, ticked_to = log_axis_reaching(domain[0], reached.max(), x_title)
+    domain = [domain[0], max(domain[1], ticked_to)]
     bars = alt.Chart(df).mark_bar().encode(
-        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False),
-                axis=log_axis(domain[0], ticked_to, x_title)),
+        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False), axis=axis),
         x2="one:Q", y=y,
         color=color_by_strategy(df, legend=False), tooltip=tips)
     ranged = df[df["high"] > df["low"]]
@@ -248,12 +249,7 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
                    + df.get("run_s_max", df["run_s"]).fillna(df["run_s"]))
         # To the next tick: 1, 2 or 5 times a power of ten, or the next power where the axis
         # ticks the powers alone (`log_axis`), so that a labelled tick stands past the longest bar.
-        reach = max(totals.max(), slowest.max()) * LOG_PAD
-        top = log_grid_above(reach)
-        axis = log_axis(floor, top, "time (s, log scale)")
-        if max(axis.values, default=0) < top:
-            top = 10.0 ** np.ceil(np.log10(reach))
-            axis = log_axis(floor, top, "time (s, log scale)")
+        axis, top = log_axis_reaching(floor, max(totals.max(), slowest.max()) * LOG_PAD, "time (s, log scale)")
         x = dict(x=alt.X("start:Q", axis=axis, scale=alt.Scale(type="log", domain=[floor, top], nice=False)),
                  x2="end:Q")
     else:

@@ -161,6 +161,18 @@ def log_axis(low: float, high: float, title: str) -> alt.Axis:
     return alt.Axis(title=title, values=values, format="~g")
 
 
+def log_axis_reaching(low: float, reach: float, title: str) -> tuple[alt.Axis, float]:
+    """(`log_axis` from `low`, its last tick): ticked up to the first tick at or past `reach`,
+    1, 2 or 5 times a power of ten, or the next power where the axis ticks the powers alone, so
+    that a labelled tick stands past the data. The scale's domain must reach that tick."""
+    top = log_grid_above(reach)
+    axis = log_axis(low, top, title)
+    if max(axis.values, default=0) < top:
+        top = float(10.0 ** np.ceil(np.log10(reach)))
+        axis = log_axis(low, top, title)
+    return axis, top
+
+
 def median_by(runs: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:
     """Median of `cols` over non-diverged runs per `keys`, with a `runs` count."""
     grouped = runs[not_diverged(runs)].groupby(keys)

@@ -149,3 +149,14 @@ def test_one_line_axis_labels_stay_on_their_rows_when_only_the_texts_break():
     assert "axis" not in spec["layer"][0]["encoding"]["y"]  # "eager" has one: no offset moves it off its row
     texts = pd.concat(_datasets(spec))["text"].dropna()
     assert "×0.00547\n(×0.0048–×0.0062)" in set(texts) and "baseline" in set(texts)
+
+
+def test_grouped_timings_have_a_labelled_tick_past_the_slowest_run(runs):
+    # Eager's dots at 0.45 s stood past the last labelled tick (0.2): the axis ends at the tick after them.
+    spec = comparisons.grouped_summary(runs, by=["strategy"]).to_dict()
+    encoding = spec["layer"][0]["encoding"]["x"]
+    data = pd.concat(_datasets(spec)).drop_duplicates("group")
+    slowest = float(data["max"].max())
+    ticks = sorted(encoding["axis"]["values"])
+    assert ticks[-1] >= slowest > ticks[-2]  # the first tick past it ends the labels: none across the notes' room
+    assert encoding["scale"]["domain"][1] >= ticks[-1]
