@@ -125,9 +125,12 @@ class Ratio:
 
     @property
     def span(self) -> str:
-        """The range alone: "×21–×26"; "×1.16–×1.21" where two digits would read "×1.2–×1.2"."""
+        """The range alone: "×21–×26"; "×1.16–×1.21" where two digits would read "×1.2–×1.2",
+        or put the value outside its own range ("×1.69 (×1.7–×2.1)" for a range from 1.69)."""
         low, high = times(self.low, short=True), times(self.high, short=True)
-        if low == high and self.low != self.high and self.high < 10:
+        shown = _shown(times(self.value)) if math.isfinite(self.value) else None
+        outside = shown is not None and not (_shown(low) <= shown <= _shown(high))
+        if self.high < 10 and self.low != self.high and (low == high or outside):
             low, high = f"×{self.low:.3g}", f"×{self.high:.3g}"
         return f"{low}–{high}"
 
@@ -158,6 +161,11 @@ class Ratio:
         if not self.significant:
             return WITHIN_NOISE
         return f"{times(self.value)} ({self.span})"
+
+
+def _shown(text: str) -> float:
+    """The number a ratio's text ("×1.7", "×1,200") shows."""
+    return float(text.lstrip("×").replace(",", ""))
 
 
 def _field(run: Any, name: str, default: Any = None) -> Any:

@@ -68,6 +68,9 @@ def test_times_formats_for_a_projector():
     # A range whose two bounds would read alike gets the digit that tells them apart.
     assert Ratio(1.18, 1.16, 1.21, True).span == "×1.16–×1.21"
     assert Ratio(23.5, 21.2, 26.4, True).span == "×21–×26"
+    # Two digits would put the value shown outside its range ("×1.69 (×1.7–×2.1)"): three.
+    assert Ratio(1.6949, 1.6949, 2.1, True).label == "×1.69 (×1.69–×2.1)"
+    assert Ratio(1.80, 1.6949, 2.1, True).label == "×1.8 (×1.7–×2.1)"
     assert value_range(Spread(3.474, 3.41, 3.6, 3), "ms") == "3.47 ms (3.41–3.6)"
 
 
