@@ -270,11 +270,14 @@ if [g for g in st.session_state["cmp_group"] if g in GROUPS] != st.session_state
 for timing_key in ("cmp_metric", "cmp_metric_ratio"):
     if st.session_state.get(timing_key, "per_iter_ms") not in METRICS:
         st.session_state[timing_key] = "per_iter_ms"
-left, right = st.columns([3, 2])
-by = left.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session", placeholder="choose columns",
-                      help="runs of different sizes differ for reasons other than compiling: keep dataset first; "
-                           "optimizers run different algorithms: keep optimizer")
-metric = right.selectbox("Timing", list(METRICS), key="cmp_metric", persist_state="session", format_func=METRICS.get)
+# The columns on a row of their own: at 1024 px four of them in a column beside Timing were cut
+# ("precision" read "p").
+by = st.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session", placeholder="choose columns",
+                    help="runs of different sizes differ for reasons other than compiling: keep dataset first; "
+                         "optimizers run different algorithms: keep optimizer; a float64 fit is another problem "
+                         "than a float32 one: keep precision")
+metric = st.columns(2)[0].selectbox("Timing", list(METRICS), key="cmp_metric", persist_state="session",
+                                   format_func=METRICS.get)
 if by:
     unmeasured = comparison.unmeasured_groups(picked, by, metric)
     left_out = ""

@@ -61,8 +61,8 @@ def sidebar() -> None:
                             help="the most iterations a fit runs (fewer when it stops at the tolerance)")
         _whole_number_input(right, "Repeats", 1, _cap("repeats"), "sb_repeats",
                             help="timed steady-state calls after the first call, at least: a short fit gets "
-                                 "more, until 0.25 s of calls are timed by default (a test of two timings needs "
-                                 "them); the median is reported")
+                                 "more, until 0.25 s of calls are timed by default. A test that two timings differ "
+                                 "at p < 0.05 needs 4 repeats of each (or 3 against 5); the median is reported")
         _optimizer_inputs()
         _queue_caption(st.session_state["sb_device"])
         st.session_state["sb_store_slot"] = st.empty()
