@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax  # noqa: E402  (the device count must be set first)
 import numpy as np  # noqa: E402
-from specs import tutorial_spec
+from specs import tutorial_spec  # noqa: E402
 
 from core.data.on_device import simulate_on_devices  # noqa: E402
 from core.fit import (  # noqa: E402
@@ -44,7 +44,7 @@ ITERATIONS = 150
 
 def _spec(dataset, strategy, init="seed", iterations=ITERATIONS, devices=0):
     return tutorial_spec(dataset=dataset, strategy=strategy, iterations=iterations, precision="float64",
-                   init=init, repeats=1, devices=devices)
+                         init=init, repeats=1, devices=devices)
 
 
 def _relative(a, b) -> float:

@@ -134,7 +134,7 @@ def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monke
 
     # The sidebar's tiny problem, run once into the app's store (repeats differ: still a match).
     spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="scan",
-                   iterations=3, repeats=2)
+                         iterations=3, repeats=2)
     run_id = RunStore(os.environ["PLNLAB_DB"]).add(engine.run(spec))
     tiny_problem(app)
     app.switch_page("pages/under_the_hood/page.py").run()
@@ -170,7 +170,7 @@ def test_under_the_hood_roofline_warns_when_a_run_beats_the_floor(app):
     from core.store.run_store import RunStore
 
     spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="jit_step",
-                   iterations=3, repeats=1)
+                         iterations=3, repeats=1)
     measured = engine.run(spec)  # then made as fast as a store accepts, every timing alike: faster than physics
     fastest = MIN_TIMED_CALL_S
     impossible = dataclasses.replace(measured, run_s=fastest, run_s_min=fastest, run_s_max=fastest,

@@ -44,7 +44,7 @@ def test_xla_flags_keep_other_flags_and_replace_the_count():
 
 @pytest.mark.parametrize("spec", [
     tutorial_spec(dataset=DatasetSpec(kind="oaks", replicate=25), strategy="sharded", devices=2, iterations=7,
-            precision="float64", optimizer=OptimizerSpec("adam", 0.05), init="log_counts", repeats=2),
+                  precision="float64", optimizer=OptimizerSpec("adam", 0.05), init="log_counts", repeats=2),
     tutorial_spec(dataset=DatasetSpec(kind="simulated_on_device", n=1000, p=9, d=2, seed=4), strategy="sharded"),
     tutorial_spec(dataset=DatasetSpec(kind="simulated", n=50, p=4), strategy="while_loop", tol=1e-7),
 ])

@@ -28,7 +28,7 @@ from core.store.run_store import RunStore
 
 TINY = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
 LONG = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="eager", iterations=20_000, repeats=1,
-               optimizer=OptimizerSpec("adam"))
+                     optimizer=OptimizerSpec("adam"))
 
 
 def test_the_embedded_cluster_is_warm_and_a_dead_worker_costs_one_run(tmp_path, monkeypatch):

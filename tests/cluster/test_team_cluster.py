@@ -28,7 +28,7 @@ from team_cluster import team_cluster
 TINY = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="scan", iterations=10, repeats=1)
 # Long enough to be killed or cancelled mid-run, well inside the time budget.
 LONG = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="eager", iterations=20_000, repeats=1,
-               optimizer=OptimizerSpec("adam"))
+                     optimizer=OptimizerSpec("adam"))
 
 
 @pytest.fixture(scope="module")

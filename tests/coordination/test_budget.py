@@ -58,7 +58,7 @@ def test_the_budget_holds_within_about_one_call(tmp_path, monkeypatch):
     store = RunStore(tmp_path / "runs.sqlite3")
     # Under the floor that refuses a run outright (2.4 s), ten times over the budget in fact.
     spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=20_000, p=50), strategy="scan", iterations=3_000,
-                   repeats=3)
+                         repeats=3)
     result = stored_run.run_and_store(store, spec, cache=prepared.ExecutableCache())
     assert result.status == "timed_out" and 0 < result.chunk_iterations <= result.iterations_run < 3_000
     per_iteration = result.first_call_s / result.iterations_run  # the first call ran to the budget's end

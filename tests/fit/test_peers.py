@@ -82,7 +82,7 @@ def test_a_result_unpickles_without_the_library_that_made_it(name, tmp_path):
     """A worker's result reaches the server pickled: a torch or JAX object in it (torch's
     version string is one) would import the library into the server when unpickled."""
     spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=30, p=4), strategy=name, iterations=5, repeats=1,
-                   optimizer=OptimizerSpec("seed"), init="seed", tol=0.0)
+                         optimizer=OptimizerSpec("seed"), init="seed", tol=0.0)
     (tmp_path / "result.pickle").write_bytes(pickle.dumps(engine.run(spec)))
     code = ("import pickle, sys\n"
             f"result = pickle.loads(open({str(tmp_path / 'result.pickle')!r}, 'rb').read())\n"
@@ -227,7 +227,7 @@ def test_simulated_data_with_covariates_and_a_zero_column():
     counts.counts[:, 2] = 0
     for name in ("pyplnmodels", "torch_eager"):
         result = engine.run(tutorial_spec(dataset=DatasetSpec(kind="simulated", n=60, p=5, d=2), strategy=name,
-                                    iterations=20, precision="float64", repeats=1), counts)
+                                          iterations=20, precision="float64", repeats=1), counts)
         assert len(result.elbo) == 20 and np.all(np.isfinite(result.elbo)), name
 
 

@@ -87,7 +87,7 @@ def _csv_with_1e9():
 def test_a_count_of_1e9_is_refused_in_float32_and_fitted_in_float64():
     data = _csv_with_1e9()
     spec = tutorial_spec(dataset=DatasetSpec(kind="csv", counts_path="one_billion.csv"), strategy="scan",
-                   iterations=3000, repeats=1, optimizer=RPROP, init="log_counts", precision="float32")
+                         iterations=3000, repeats=1, optimizer=RPROP, init="log_counts", precision="float32")
     with pytest.raises(SpecError, match="largest, 1,000,000,000, is above 2\\^24.*choose float64"):
         engine.run(spec, counts=data)
     result = engine.run(dataclasses.replace(spec, precision="float64"), counts=data)

@@ -18,7 +18,7 @@ TINY = DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0)
 
 def _spec(optimizer: str, init: str) -> FitSpec:
     return tutorial_spec(dataset=TINY, strategy="scan", iterations=5, precision="float32", device="cpu",
-                   optimizer=OptimizerSpec(optimizer), init=init, repeats=1)
+                         optimizer=OptimizerSpec(optimizer), init=init, repeats=1)
 
 
 @pytest.fixture(scope="module")

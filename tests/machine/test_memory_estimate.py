@@ -34,7 +34,7 @@ def test_the_estimate_covers_what_xla_holds_with_a_bounded_margin(shape, strateg
     n, p, d = shape
     # With a tolerance, as the front doors run them: the loop that stops holds its test too.
     spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=n, p=p, d=d), strategy=strategy, iterations=3,
-                   precision="float64", optimizer=OptimizerSpec(optimizer), repeats=1, tol=1e-9)
+                         precision="float64", optimizer=OptimizerSpec(optimizer), repeats=1, tol=1e-9)
     xla = _xla_peak_bytes(spec)
     estimate = memory_estimate.device_bytes(spec, shape)
     assert xla <= estimate <= 2.0 * xla, (estimate / xla, estimate, xla)

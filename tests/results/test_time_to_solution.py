@@ -59,7 +59,7 @@ def _stored(store, strategy="scan", optimizer="preconditioned_lbfgs", run_s=0.05
             tol=1e-7, precision="float32", dataset=TINY):
     """A stored run made by hand: 3 iterations ending at `final`, on this host unless `host`."""
     spec = tutorial_spec(dataset=dataset, strategy=strategy, iterations=50, precision=precision, tol=tol,
-                   optimizer=OptimizerSpec(optimizer), init="log_rates", repeats=1)
+                         optimizer=OptimizerSpec(optimizer), init="log_rates", repeats=1)
     elbo = [final - 50.0, final - 1.0, final]
     run = RunResult(
         spec=spec.to_dict(), spec_key=spec.key, strategy=strategy, dataset=dataset.label, n=40, p=6, d=1,

@@ -91,7 +91,7 @@ def test_a_blow_up_is_diverged_from_the_iteration_it_started():
     # Adam at lr 10 on oaks: the ELBO goes from -3.3e7 to -3.5e29 and stays there; every
     # value is finite, and it used to be stored as "ok".
     spec = tutorial_spec(strategy="scan", optimizer=OptimizerSpec("adam", 10.0), iterations=200, precision="float32",
-                   repeats=1)
+                         repeats=1)
     result = engine.run(spec)
     assert result.status == "diverged" and result.diverged_at == 4
     assert "blew up" in result.error and "from iteration 4 on" in result.error

@@ -8,7 +8,7 @@ from core.run import jax_timing
 from core.spec import DatasetSpec, OptimizerSpec
 
 TINY = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=30, p=4, d=1, seed=0), strategy="jit_step", iterations=3,
-               precision="float32", device="cpu", optimizer=OptimizerSpec("seed"), init="seed", repeats=1)
+                     precision="float32", device="cpu", optimizer=OptimizerSpec("seed"), init="seed", repeats=1)
 
 
 def _timing():

@@ -46,7 +46,7 @@ def _specs(precision: str):
         for optimizer in optimizers:
             if refusal(strategy, optimizer) is None:
                 yield tutorial_spec(dataset=DATA, strategy=strategy, iterations=6, precision=precision, repeats=1,
-                              optimizer=OptimizerSpec(optimizer), init="log_rates", tol=1e-12)
+                                    optimizer=OptimizerSpec(optimizer), init="log_rates", tol=1e-12)
 
 
 @pytest.mark.parametrize("precision", ["float32", "float64"])

@@ -147,7 +147,7 @@ def _killed_inside(tmp_path, action: str, kill_after: int) -> RunStore:
 def test_kill_inside_an_import_transaction_stores_none_of_it(tmp_path):
     source = RunStore(tmp_path / "source.sqlite3")
     run = engine.run(tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy="jit_step",
-                             iterations=5, repeats=1))
+                                   iterations=5, repeats=1))
     for i in range(400):
         run.id, run.created_at = 0, run.timed_end + 1e-3 * (i + 1)  # distinct runs, each stored after its window
         source.add(run)
