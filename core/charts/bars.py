@@ -159,10 +159,8 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
         df["text"] = df["text"].str.replace(TEXT_BREAK, "\n" + TEXT_BREAK.strip(), n=1, regex=False)
     # Ticked to just past the bars and whiskers: the room on the right is the labels', and ticks
     # running on to 1000 beside ratios of 2 read as a scale the data reach.
-    reached = pd.concat([df[x], df["low"], df["high"], pd.Series([1.0])]).astype(float)
-    reached = reached[np.isfinite(reached) & (reached > 0)]
-    axis, ticked_to = log_axis_reaching(domain[0], reached.max(), x_title)
-    domain = [domain[0], max(domain[1], ticked_to)]
+    axis, end = log_axis_reaching(*domain, pd.concat([df[x], df["low"], df["high"], pd.Series([1.0])]), x_title)
+    domain = [domain[0], end]
     bars = alt.Chart(df).mark_bar().encode(
         x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=domain, nice=False), axis=axis),
         x2="one:Q", y=y,
@@ -239,17 +237,15 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
     long = long.sort_values(["run", "phase_rank"], kind="stable")
     long["end"] = long.groupby("run", sort=False)["seconds"].cumsum()
     totals = long.groupby("run")["end"].max()
-    totals = totals[totals > 0]
-    if not totals.empty and totals.max() > LOG_SPAN * totals.min():
+    if timing_on_log_axis(runs, cold_compiles):  # the one rule, which pages read too
         floor = LOG_FLOOR_SHARE * long.loc[long["seconds"] > 0, "seconds"].min()
         long["start"] = (long["end"] - long["seconds"]).clip(lower=floor)
         long["end"] = long["end"].clip(lower=floor)
-        # Past the longest bar and the slowest repeat's whisker end alike.
+        # Past the longest bar and the slowest repeat's whisker end alike, to a labelled tick.
         slowest = (df["trace_lower_s"] + df["compile_s"] + df["first_call_s"]
                    + df.get("run_s_max", df["run_s"]).fillna(df["run_s"]))
-        # To the next tick: 1, 2 or 5 times a power of ten, or the next power where the axis
-        # ticks the powers alone (`log_axis`), so that a labelled tick stands past the longest bar.
-        axis, top = log_axis_reaching(floor, max(totals.max(), slowest.max()) * LOG_PAD, "time (s, log scale)")
+        reach = max(totals.max(), slowest.max()) * LOG_PAD
+        axis, top = log_axis_reaching(floor, floor, [reach], "time (s, log scale)")
         x = dict(x=alt.X("start:Q", axis=axis, scale=alt.Scale(type="log", domain=[floor, top], nice=False)),
                  x2="end:Q")
     else:

@@ -121,11 +121,8 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
         domain = log_domain_with_room(values, out["text_x"], share, from_one=False)
         # A labelled tick past the slowest run (0.45 s stood past the last one, 0.2), and none
         # across the room kept for the notes.
-        reach = pd.concat([out["min"], out["max"], out["median"]]).astype(float)
-        reach = reach[np.isfinite(reach) & (reach > 0)]
-        axis, ticked_to = (log_axis_reaching(domain[0], reach.max(), x_title) if not reach.empty
-                           else (log_axis(*domain, x_title), domain[1]))
-        domain = [domain[0], max(domain[1], ticked_to)]
+        axis, end = log_axis_reaching(*domain, pd.concat([out["min"], out["max"], out["median"]]), x_title)
+        domain = [domain[0], end]
         scale = alt.Scale(type="log", nice=False, domain=domain)
     else:
         scale, axis = alt.Scale(zero=False), alt.Axis(title=x_title)

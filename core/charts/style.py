@@ -161,16 +161,23 @@ def log_axis(low: float, high: float, title: str) -> alt.Axis:
     return alt.Axis(title=title, values=values, format="~g")
 
 
-def log_axis_reaching(low: float, reach: float, title: str) -> tuple[alt.Axis, float]:
-    """(`log_axis` from `low`, its last tick): ticked up to the first tick at or past `reach`,
-    1, 2 or 5 times a power of ten, or the next power where the axis ticks the powers alone, so
-    that a labelled tick stands past the data. The scale's domain must reach that tick."""
+def log_axis_reaching(low: float, high: float, values, title: str) -> tuple[alt.Axis, float]:
+    """(`log_axis` from `low`, the scale's end): ticked up to the first tick at or past the
+    largest positive of `values` (1, 2 or 5 times a power of ten, or the next power where the
+    axis ticks the powers alone), so that a labelled tick stands past the data and none runs
+    on across room kept for labels; the end is `high` or that tick, the larger. Without a
+    positive value, ticked to `high`."""
+    shown = pd.Series(values, dtype=float)
+    shown = shown[np.isfinite(shown) & (shown > 0)]
+    if shown.empty:
+        return log_axis(low, high, title), high
+    reach = float(shown.max())
     top = log_grid_above(reach)
     axis = log_axis(low, top, title)
     if max(axis.values, default=0) < top:
         top = float(10.0 ** np.ceil(np.log10(reach)))
         axis = log_axis(low, top, title)
-    return axis, top
+    return axis, max(high, top)
 
 
 def median_by(runs: pd.DataFrame, keys: list[str], cols: list[str]) -> pd.DataFrame:

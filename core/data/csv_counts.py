@@ -232,9 +232,8 @@ def _refuse_short_line(data: bytes, label: str, options: dict, fields: int) -> N
     rows = csv.reader(text[options["skiprows"]:], delimiter=options["sep"])
     for row in rows:
         if row and any(cell.strip() for cell in row) and len(row) < fields:
-            line = options["skiprows"] + rows.line_num
-            raise DataError(f"{label}: line {line} has {len(row)} field{'s' * (len(row) != 1)} where the lines "
-                            f"before it have {fields}; every row needs the same number of cells")
+            raise DataError(f"{label}: {_ragged(options['skiprows'] + rows.line_num, len(row), fields)}; every "
+                            "row needs the same number of cells")
 
 
 def _fail(label, first_line, first_column, names, mask, cells, rule, line_offset=0) -> None:
@@ -277,9 +276,14 @@ def parser_reason(err: Exception) -> str:
     """pandas' reason a table cannot be read, said without its parser's jargon where known."""
     ragged = _RAGGED.search(str(err))
     if ragged:
-        expected, line, seen = ragged.groups()
-        return f"line {line} has {seen} fields where the lines before it have {expected}"
+        expected, line, seen = (int(number) for number in ragged.groups())
+        return _ragged(line, seen, expected)
     return str(err).strip()
+
+
+def _ragged(line: int, seen: int, expected: int) -> str:
+    """A line with another number of fields than the lines before it, said once for long and short lines."""
+    return f"line {line} has {seen} field{'s' * (seen != 1)} where the lines before it have {expected}"
 
 
 def _cells(frame: pd.DataFrame) -> np.ndarray:

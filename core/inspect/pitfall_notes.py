@@ -19,6 +19,9 @@ TITLES = {
     "fused_reduction": "jaxlib 0.10.2 miscompiles a fused reduction on CPU",
     "recompiles": "A compile every iteration: jit in the loop, a changing static argument",
 }
+# No bug of the tutorial's: mistakes any JIT level can make. The pages call their first way
+# "the wrong way" and what it shows a pitfall, not a bug.
+ANY_JIT_LEVEL = frozenset({"recompiles"})
 # What each demo shows, before it has run (its result explains the numbers).
 SUMMARIES = {
     "trace_precedence": "The seed's `jnp.trace(M.T @ M + jnp.diag(...) @ Omega)` multiplies only the diagonal "
@@ -43,7 +46,7 @@ class PitfallResult:
     Attributes:
         key, title: which pitfall.
         explanation: what goes wrong and why, in two or three sentences.
-        buggy: {label: value} computed the tutorial's way.
+        buggy: {label: value} computed the wrong way (`wrong_way`).
         correct: {label: value} computed the right way.
         reproduced: whether the bug showed here (the buggy and correct values differ).
         note: anything version- or platform-specific the numbers depend on.
@@ -60,6 +63,17 @@ class PitfallResult:
     note: str = ""
     recompiles: tuple[Compile, ...] = ()
     recompile_ways: tuple[str, ...] = ()
+
+    @property
+    def wrong_way(self) -> str:
+        """What `buggy`'s values are called: the tutorial's way, or, for a pitfall of any JIT
+        level (`ANY_JIT_LEVEL`), the wrong way."""
+        return "the wrong way" if self.key in ANY_JIT_LEVEL else "the tutorial's way"
+
+    @property
+    def kind(self) -> str:
+        """"Bug" (the tutorial's) or "Pitfall" (any JIT level's)."""
+        return "Pitfall" if self.key in ANY_JIT_LEVEL else "Bug"
 
 
 # The code a reader should see for each pitfall: top-level names in core/inspect/pitfalls.py.

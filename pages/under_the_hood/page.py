@@ -163,9 +163,7 @@ def run_pitfall(key: str, on_progress=None) -> pitfall_notes.PitfallResult:
 
 def show_pitfall_result(result: pitfall_notes.PitfallResult) -> None:
     if result.reproduced:
-        # The recompiles demo is a pitfall of any JIT level, not one of the tutorial's bugs.
-        st.badge("Pitfall reproduced here" if result.key == "recompiles" else "Bug reproduced here", color="red",
-                 icon=":material/bug_report:")
+        st.badge(f"{result.kind} reproduced here", color="red", icon=":material/bug_report:")
     else:
         st.badge("Not reproduced on this installation", color="green", icon=":material/check_circle:")
     st.markdown(result.explanation)
@@ -173,9 +171,7 @@ def show_pitfall_result(result: pitfall_notes.PitfallResult) -> None:
     def value(number: float) -> str:  # counts as counts; the Stirling sums differ in the sixth digit
         return f"{number:,.0f}" if float(number).is_integer() else f"{number:,.4f}"
 
-    # Its first way is the mistake any JIT level can make (the section's introduction says so).
-    wrong = "the wrong way" if result.key == "recompiles" else "the tutorial's way"
-    rows = [{"computed": wrong, "quantity": k, "value": value(v)} for k, v in result.buggy.items()]
+    rows = [{"computed": result.wrong_way, "quantity": k, "value": value(v)} for k, v in result.buggy.items()]
     rows += [{"computed": "the right way", "quantity": k, "value": value(v)} for k, v in result.correct.items()]
     display.table(pd.DataFrame(rows), hide_index=True)
     if result.recompiles:

@@ -83,3 +83,13 @@ def test_catalogue_lists_runnable_pitfalls_with_their_code():
     with pytest.raises(KeyError, match="known: trace_precedence"):
         pitfalls.run("nope")
     assert pitfalls.run("trace_precedence").key == "trace_precedence"
+
+
+def test_only_the_tutorials_bugs_are_called_the_tutorials_way():
+    # The recompiles demo is a mistake any JIT level can make: its page says so of its first way.
+    def result(key):
+        return pitfall_notes.PitfallResult(key, pitfall_notes.TITLES[key], "", {}, {}, True)
+
+    assert (result("recompiles").wrong_way, result("recompiles").kind) == ("the wrong way", "Pitfall")
+    assert (result("trace_precedence").wrong_way, result("trace_precedence").kind) == ("the tutorial's way", "Bug")
+    assert pitfall_notes.ANY_JIT_LEVEL <= set(pitfall_notes.TITLES)
