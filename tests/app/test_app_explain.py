@@ -149,6 +149,9 @@ def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monke
     assert metrics["Binds"] in ("compute", "memory")
     assert metrics["× floor"].endswith("×") and float(metrics["× floor"].rstrip("×").replace(",", "")) > 0
     assert any(f"Run #{run_id}" in c.value for c in app.caption)
+    # The stored run is of the tutorial's optimizer, the sidebar's problem of another: counted as what it is.
+    assert any(f"Run #{run_id}" in c.value and "the one stored run of the same strategy" in c.value
+               for c in app.caption), [c.value for c in app.caption]
     assert app.get("vega_lite_chart")  # the roofline chart (st.altair_chart's element type)
     from pages.under_the_hood import roofline_panel
 
