@@ -46,6 +46,11 @@ def main() -> None:
     sidebar()
     links.publish(navigation.url_path or "run")
     navigation.run()
+    # Again after the page: what the page itself settled (a baseline chosen anew for new
+    # runs, a stale choice dropped) would otherwise reach the address only at the next rerun,
+    # and a link copied before it would open another view. (A page that stops early keeps
+    # the address written above.)
+    links.publish(navigation.url_path or "run")
 
 
 def _alias(st, path: str, target):

@@ -170,6 +170,8 @@ def publish(page: str) -> None:
         value = st.session_state[param.key]
         if param.default is not None and value == param.default:
             continue
+        if not _reads_back(param, value):
+            continue
         wanted[param.name] = param.write(value)
     if st.session_state.get(key("dataset")) == "oaks":  # the simulated shape says nothing about oaks
         for name in ("n", "p", "d", "seed"):
@@ -178,6 +180,17 @@ def publish(page: str) -> None:
         wanted.pop("formula", None)
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
+
+
+def _reads_back(param: Param, value: Any) -> bool:
+    """Whether a link with `value` would restore it: a widget's state is briefly one its
+    parameter cannot carry (Compare's baseline box, whose runs had just changed, once held
+    its label "#1 eager" instead of a run id), and a link written then opened another view."""
+    try:
+        param.read(param.write(value))
+    except (ValueError, KeyError, TypeError):
+        return False
+    return True
 
 
 def write(page: str, name: str, value: Any) -> None:

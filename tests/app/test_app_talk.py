@@ -198,6 +198,20 @@ def AppTestWithLink(params: dict[str, str]):
     return at
 
 
+def test_a_link_carries_the_baseline_the_page_settled_on_not_a_label_or_a_stale_pin(store):
+    eager_id = store.add(fake_run("eager", run_s=2.0))
+    scan_id = store.add(fake_run("scan", run_s=0.05))
+    # A widget's state briefly held the baseline box's label once: never written to a link.
+    at = AppTestWithLink({"baseline": "#1 eager"})
+    at.switch_page("pages/compare/page.py").run()
+    assert at.selectbox(key="cmp_baseline").value == eager_id
+    assert at.query_params["baseline"] == str(eager_id)
+    # Filtered to the scan run, the page pins it at once, and the address says so in the same run.
+    at.multiselect(key="cmp_f_strategy").select("scan").run()
+    assert at.selectbox(key="cmp_baseline").value == scan_id
+    assert at.query_params["baseline"] == str(scan_id)
+
+
 def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
     for strategy, replicate, run_s in (("eager", 1, 2.0), ("scan", 1, 0.05), ("eager", 100, 200.0),
                                        ("scan", 100, 5.0)):
