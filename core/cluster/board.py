@@ -42,6 +42,8 @@ class Entry:
         host: the submitter's host, then the worker's once it started.
         queued_at, started_at: epoch seconds (started_at None while it waits).
         worker: the worker running it, once started.
+        run: its token: for a stored run, the key of its in-flight note
+            (`core.coordination.under_way`), which its device-queue ticket carries too.
     """
 
     key: str
@@ -52,11 +54,12 @@ class Entry:
     queued_at: float = 0.0
     started_at: float | None = None
     worker: str = ""
+    run: str = ""
 
     def ticket(self) -> Ticket:
         """As a device-queue ticket, so that pages show cluster and host queues alike."""
         return Ticket(self.key, self.platform, self.label, self.owner, self.host, 0, self.queued_at,
-                      self.started_at)
+                      self.started_at, run=self.run)
 
 
 class Board:
@@ -87,11 +90,12 @@ class Board:
             if kind == "queued":
                 self._entries[key] = Entry(key, message.get("label", "a run"), message.get("owner", "?"),
                                            message.get("platform", "cpu"), message.get("host", ""),
-                                           message.get("at", time.time()))
+                                           message.get("at", time.time()), run=message.get("run", ""))
             elif kind == "started":
                 entry = self._entries.setdefault(key, Entry(key, message.get("label", "a run"),
                                                             queued_at=message.get("at", time.time())))
                 entry.started_at, entry.worker = message.get("at", time.time()), message.get("worker", "")
+                entry.run = message.get("token", entry.run)
                 entry.host = message.get("host", entry.host)
             elif kind in ("ended", "dropped"):
                 self._entries.pop(key, None)

@@ -25,6 +25,7 @@ import threading
 import time
 from typing import Any
 
+from core.coordination import under_way
 from core.coordination.device_queue import Ticket
 from core.run.progress import Progress
 
@@ -90,12 +91,16 @@ class TaskChannel:
             raise RanBefore("the worker that started this run died before it finished; a timed run is not "
                             "started again")
         self._started.set()
+        # Tickets this task takes in the host's device queue carry its token: the board's key.
+        self._serving = under_way.serving(self.token)
+        self._serving.__enter__()
         self._send("started", worker=self.worker.address, name=str(self.worker.name), host=socket.gethostname(),
                    pid=os.getpid(), at=time.time(), label=self.label)
         self._watch.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._serving.__exit__(None, None, None)
         self._stop.set()
         self._watch.join()
         self._send("ended", worker=self.worker.address, at=time.time())

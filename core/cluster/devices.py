@@ -19,19 +19,17 @@ class Offered:
         kinds: platform -> what it is and where ("NVIDIA H100 80GB HBM3 x1 on gpu-node").
         missing: every other platform of `DEVICES` -> why it is absent.
         workers: how many workers the cluster has, answering or not.
-        pids: (host, pid) of each worker that answered: a changed set means a worker restarted.
     """
 
     available: tuple[str, ...]
     kinds: dict[str, str]
     missing: dict[str, str]
     workers: int
-    pids: frozenset
 
 
 def offered(workers: Mapping[str, Any]) -> Offered:
     """The platforms `workers` ({address: facts}) offer. A worker's facts are a dict with
-    `served` (platforms), `kinds` ({platform: description}), `host` and `pid`; anything else
+    `served` (platforms), `kinds` ({platform: description}) and `host`; anything else
     is a worker that could not answer (starting, or failing) and offers nothing."""
     answered = [facts for facts in workers.values() if isinstance(facts, dict)]
     kinds: dict[str, set] = {}
@@ -49,5 +47,4 @@ def offered(workers: Mapping[str, Any]) -> Offered:
         available=available,
         kinds={platform: f"{', '.join(sorted(kinds[platform]))} on {', '.join(sorted(hosts[platform]))}"
                for platform in available},
-        missing=missing, workers=len(workers),
-        pids=frozenset((facts.get("host"), facts.get("pid")) for facts in answered))
+        missing=missing, workers=len(workers))

@@ -57,9 +57,9 @@ def run_together_and_store(cluster: Cluster, store: RunStore, specs: list[FitSpe
     seconds = budget.max_run_seconds()
 
     def fit(cancel: threading.Event) -> list[RunResult]:
-        label = f"{len(specs)} strategies timed together · {specs[0].dataset.label} · {specs[0].precision}"
         results, _ = submit.call(cluster, tasks.fit_together, specs, counts, owner, seconds, cold,
-                                 platform=specs[0].device, label=label, owner=owner, on_progress=on_progress,
+                                 platform=specs[0].device, label=lifecycle.label(specs), owner=owner,
+                                 on_progress=on_progress,
                                  cancel=cancel)
         return results
 

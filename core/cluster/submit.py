@@ -1,7 +1,9 @@
 """Sending one task to the cluster and waiting for it, with progress, cancel and a worker's death.
 
 `call(cluster, function, *args, ...)` submits `function` (one of `core.cluster.tasks`) with
-a fresh token and key, pure=False (every call runs), no retries, asking for the resource of
+a token (the key of the run under way it fits, `core.coordination.under_way`, so that the
+board lists it under its in-flight note's key; else a fresh one) and a key made from it,
+pure=False (every call runs), no retries, asking for the resource of
 its device platform so that it lands on a worker that serves it. While the task waits for a
 worker it reports "queued" progress with the tasks ahead; once it runs, its own reports
 arrive through the board. A cancel (the `cancel` event, or leaving the wait by any
@@ -34,6 +36,7 @@ from distributed.scheduler import KilledWorker
 from core.cluster import channel, plain, worker_setup
 from core.cluster.connection import Cluster
 from core.cluster.errors import NoWorker, WorkerDied
+from core.coordination import under_way
 from core.run.progress import Cancelled, Progress, ProgressCallback
 
 # How often the wait wakes to deliver progress and look at the cancel event, and how often,
@@ -59,14 +62,14 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
         NoWorker: for `NO_WORKER_S`, no worker offered `platform`'s resource.
         NotPlain: what came back is not plain data of the schema.
     """
-    token = uuid.uuid4().hex
+    token = under_way.current() or uuid.uuid4().hex  # a run's one task: its note's key
     inbox = cluster.board.listen(token)
     report = on_progress or (lambda progress: None)
 
     def submit(attempt: int):
         key = f"{channel.KEY_PREFIX}{function.__name__}-{token}" + (f"-{attempt}" if attempt else "")
         cluster.board.announce(key, kind="queued", label=label, owner=owner, platform=platform,
-                               host=socket.gethostname(), at=time.time())
+                               host=socket.gethostname(), at=time.time(), run=token)
         return cluster.client.submit(function, *args, token=token, label=label, key=key, pure=False, retries=0,
                                      resources={worker_setup.resource(platform): 1})
 

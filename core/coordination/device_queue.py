@@ -29,7 +29,7 @@ import uuid
 from typing import Callable, Iterator
 
 from core import config
-from core.coordination import lease
+from core.coordination import lease, under_way
 from core.machine.host import default_cache_dir
 
 QUEUE_DIR_ENV = "PLNLAB_QUEUE_DIR"
@@ -53,6 +53,8 @@ class Ticket:
         enqueued_at: epoch seconds of arrival.
         started_at: epoch seconds the lock was taken, or None while waiting.
         kernel: `core.coordination.lease.kernel_id()` of the holder's machine.
+        run: the key of the run under way it serves (`core.coordination.under_way`: its
+            in-flight note's, or a cluster task's), "" for work of no run.
     """
 
     ticket: str
@@ -64,6 +66,7 @@ class Ticket:
     enqueued_at: float
     started_at: float | None = None
     kernel: str = ""
+    run: str = ""
 
     @property
     def running(self) -> bool:
@@ -72,11 +75,14 @@ class Ticket:
     def describe(self, now: float | None = None) -> str:
         """"scan · oaks x100 (command line, pid 123), running for 4 s" or "... waiting for 2 s"
         (no pid for a task on the cluster, whose process is a worker's)."""
+        who = f"{self.owner}, pid {self.pid}" if self.pid else self.owner
+        return f"{self.label} ({who}), {self.state(now)}"
+
+    def state(self, now: float | None = None) -> str:
+        """"running for 4 s" or "waiting for 2 s"."""
         now = time.time() if now is None else now
         since = self.started_at if self.running else self.enqueued_at
-        doing = "running" if self.running else "waiting"
-        who = f"{self.owner}, pid {self.pid}" if self.pid else self.owner
-        return f"{self.label} ({who}), {doing} for {max(0.0, now - since):.0f} s"
+        return f"{'running' if self.running else 'waiting'} for {max(0.0, now - since):.0f} s"
 
 
 def default_queue_dir() -> pathlib.Path:
@@ -127,7 +133,8 @@ class DeviceQueue:
         on_wait: Callable[[list[Ticket], float], None] | None = None,
         cancel: threading.Event | None = None,
     ) -> Iterator[float]:
-        """Wait for `platform`, then hold it for the `with` block; yields seconds waited.
+        """Wait for `platform`, then hold it for the `with` block; yields seconds waited. The
+        ticket names the run under way this thread serves (`core.coordination.under_way`).
 
         Args:
             platform: the device platform.
@@ -138,7 +145,7 @@ class DeviceQueue:
         """
         now = time.time()
         ticket = Ticket(f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}", platform, label, owner,
-                        socket.gethostname(), os.getpid(), now, kernel=lease.kernel_id())
+                        socket.gethostname(), os.getpid(), now, kernel=lease.kernel_id(), run=under_way.current())
         held = lease.Lease(self._folder(platform) / f"{ticket.ticket}.json", dataclasses.asdict(ticket))
         try:
             lock_file = open(self.directory / f"{platform}.lock", "a+")  # noqa: SIM115 - closed in finally
@@ -169,6 +176,15 @@ class DeviceQueue:
 
 
 _FIELDS = {field.name for field in dataclasses.fields(Ticket)}
+
+
+def one_per_run(board: list[Ticket], host: list[Ticket]) -> list[Ticket]:
+    """The cluster's tasks (`board`, as tickets) and the host queue's tickets (`host`), a run
+    served by both once: a worker's ticket carries its task's run key
+    (`core.coordination.under_way`), and the board's entry, which says which worker runs it,
+    is the one kept. Tickets of no run (measuring the machine) are each their own."""
+    on_board = {ticket.run for ticket in board if ticket.run}
+    return [*board, *(ticket for ticket in host if not ticket.run or ticket.run not in on_board)]
 _default: DeviceQueue | None = None
 
 

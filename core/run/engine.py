@@ -152,7 +152,7 @@ def run_together(
     report = on_progress or ignore
     counts = _host_data(specs[0], counts, seconds)
     warnings = _data_warnings(specs[0], counts)
-    label = f"{len(specs)} strategies timed together · {specs[0].dataset.label} · {specs[0].precision}"
+    label = lifecycle.label(specs)
     with (device_queue.default_queue().hold(specs[0].device, label, owner, _queue_reporter(report), cancel) as waited,
           machine_state.Watch() as watch):
         window_start = time.time()

@@ -3,7 +3,9 @@
 One lifecycle for a fit in this process (`core.run.stored_run`) and on a worker
 (`core.cluster.stored`): the store notes the runs as under way (`RunStore.begin_all`: the
 one record of a run under way, which a cancel asked through the store reaches by the
-`cancel` event), the body fits them, and then
+`cancel` event), the body fits them in the name of the first note's key
+(`core.coordination.under_way`: the cluster's board and the device queue list the runs by
+it), and then
 
 - their results replace the notes, owned by the owner, in one place;
 - the process fitting them died (`Died`): each is stored as "interrupted", with what is
@@ -19,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Callable
 
+from core.coordination import under_way
 from core.results.result import RunResult
 from core.spec import FitSpec
 from core.store.records import StoreError, interrupted_result
@@ -49,15 +53,22 @@ class RunInterrupted(RuntimeError):
         self.result = result
 
 
-def label(spec: FitSpec) -> str:
-    """What others see of a run under way: on the cluster's board and in the device queues."""
-    return f"{spec.strategy} · {spec.dataset.label} · {spec.precision}"
+def label(specs: FitSpec | list[FitSpec]) -> str:
+    """What others see of a run under way (or of fits timed together): on the cluster's board
+    and in the device queues."""
+    if isinstance(specs, FitSpec):
+        return f"{specs.strategy} · {specs.dataset.label} · {specs.precision}"
+    if len(specs) == 1:
+        return label(specs[0])
+    return f"{len(specs)} strategies timed together · {specs[0].dataset.label} · {specs[0].precision}"
 
 
 def fit_and_store(store: RunStore, specs: list[FitSpec], fit: Callable[[threading.Event], list[RunResult]],
                   cancel: threading.Event | None = None, owner_id: str = "") -> list[RunResult]:
-    """Notes `specs` as under way, calls `fit(cancel)` and stores the results it returns in
-    place of the notes, owned by `owner_id` (`RunResult.owner`); returns them, stored.
+    """Notes `specs` as under way, calls `fit(cancel)` serving the first note's key
+    (`core.coordination.under_way`: fits timed together are one task and one turn of the
+    device) and stores the results it returns in place of the notes, owned by `owner_id`
+    (`RunResult.owner`); returns them, stored.
 
     Raises:
         RunInterrupted: `fit` raised `Died`; every spec is stored as interrupted.
@@ -65,9 +76,11 @@ def fit_and_store(store: RunStore, specs: list[FitSpec], fit: Callable[[threadin
     """
     cancel = cancel if cancel is not None else threading.Event()
     submitted = time.time()
-    flights = store.begin_all([spec.to_dict() for spec in specs], cancelled=cancel, owner=owner_id)
+    keys = [uuid.uuid4().hex for _ in specs]
+    flights = store.begin_all([spec.to_dict() for spec in specs], cancelled=cancel, owner=owner_id, keys=keys)
     try:
-        results = fit(cancel)
+        with under_way.serving(keys[0]):
+            results = fit(cancel)
     except Died as died:
         records = [interrupted_result(spec.to_dict(), died.started_at or submitted, died.host or "?", died.pid,
                                       reason=died.reason,

@@ -45,10 +45,11 @@ class Notes:
     def lease_path(self, name: str) -> pathlib.Path:
         return self.folder / f"{name}{LEASE_SUFFIX}"
 
-    def begin(self, conn, spec_dict: dict, cancelled: threading.Event | None, owner: str = "") -> int:
+    def begin(self, conn, spec_dict: dict, cancelled: threading.Event | None, owner: str = "",
+              name: str = "") -> int:
         """Takes a lease and notes the run, started by `owner`, in `conn` (inside the caller's
-        transaction)."""
-        name = uuid.uuid4().hex
+        transaction). `name` (default: a new one) is the note's key and its lease's name."""
+        name = name or uuid.uuid4().hex
         held = lease.Lease(self.lease_path(name), {"spec": spec_dict}, cancelled)
         try:
             cursor = conn.execute(

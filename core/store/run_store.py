@@ -164,8 +164,10 @@ class RunStore:
         return self.begin_all([spec_dict], cancelled, owner)[0]
 
     def begin_all(self, spec_dicts: list[dict], cancelled: threading.Event | None = None,
-                  owner: str = "") -> list[int]:
-        """`begin` for runs that go together (timed side by side), in one transaction.
+                  owner: str = "", keys: list[str] | None = None) -> list[int]:
+        """`begin` for runs that go together (timed side by side), in one transaction;
+        `keys` name the notes (`in_flight()`'s "lease"; default: new ones), by which the
+        board and the device queue find them (`core.coordination.under_way`).
 
         Raises:
             StoreError: they would take `owner` past $PLNLAB_MAX_QUEUED_PER_OWNER runs under
@@ -193,8 +195,8 @@ class RunStore:
                                      "others get their turn first")
             flights: list[int] = []
             try:
-                for spec_dict in spec_dicts:
-                    flights.append(self._notes.begin(conn, spec_dict, cancelled, owner))
+                for spec_dict, name in zip(spec_dicts, keys or [""] * len(spec_dicts)):
+                    flights.append(self._notes.begin(conn, spec_dict, cancelled, owner, name))
             except BaseException:
                 for flight in flights:
                     self._notes.release(flight)

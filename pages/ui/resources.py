@@ -17,6 +17,7 @@ import streamlit as st
 from core import catalog
 from core.cluster import connection
 from core.cluster import devices as devices_offered
+from core.coordination.device_queue import Ticket, default_queue, one_per_run
 from core.spec import SpecError
 from core.store.run_store import RunStore, StoreError, default_db_path
 from pages.ui.text import public
@@ -112,3 +113,15 @@ def strategy_help(names: Iterable[str] | None = None) -> str:
     """Markdown list of runnables and their one-line summaries (for `help=`)."""
     wanted = None if names is None else set(names)
     return "\n".join(f"- **{r.name}**: {r.summary}" for r in runnables() if wanted is None or r.name in wanted)
+
+
+def tickets(platform: str) -> list[Ticket]:
+    """What holds and waits for `platform`: the cluster's tasks and, when the workers run on
+    this host (the embedded cluster), the host's device queue, each run once
+    (`device_queue.one_per_run`: a worker's ticket names its run as its board entry does).
+
+    Raises whatever the cluster or the queue folder raise when they do not answer."""
+    found = [entry.ticket() for entry in cluster().board.entries(platform)]
+    if cluster().embedded:
+        found = one_per_run(found, default_queue().entries(platform))
+    return found

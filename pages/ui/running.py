@@ -139,12 +139,13 @@ def runs_under_way(store) -> None:
         return
     with st.expander(f"Runs under way on this server ({len(notes)})", icon=":material/stop_circle:"):
         guess = sign_in.password_field("run_cancel_any_password", "cancel a run")
+        where = _where(notes)
         for note in notes:
             spec = note["spec"]
             dataset = spec.get("dataset", {})
             what = (f"{spec.get('strategy', '?')} · {dataset.get('kind', '?')} · {spec.get('precision', '?')} · "
                     f"{spec.get('iterations', '?')} iterations, started {time.time() - note['started_at']:.0f} s ago "
-                    f"on {note['host']}")
+                    f"on {note['host']}{where.get(note['lease'] or '', '')}")
             left, right = st.columns([3, 1], vertical_alignment="center")
             left.caption(md(what))
             if right.button("Cancel", key=f"run_cancel_any_{note['id']}", icon=":material/stop_circle:"):
@@ -154,6 +155,22 @@ def runs_under_way(store) -> None:
                 elif store.request_cancel(note["id"]):
                     st.toast("Cancel asked: the run stops within seconds and stores nothing.",
                              icon=":material/stop_circle:")
+
+
+def _where(notes: list[dict]) -> dict[str, str]:
+    """"; running for 4 s" or "; waiting for 2 s" by note key, from the device queues'
+    tickets, which carry the key of the run they serve (`core.coordination.under_way`); runs
+    timed together wait under their first note's key. {} when the queues do not answer."""
+    found = {}
+    try:
+        for platform in {note["spec"].get("device", "cpu") for note in notes}:
+            for ticket in resources.tickets(platform):
+                if ticket.run:
+                    found[ticket.run] = f"; {ticket.state()}"
+    except Exception:  # noqa: BLE001 - the sidebar says the queue cannot be read
+        log.debug("the device queues did not answer", exc_info=True)
+        return {}
+    return found
 
 
 def show_cancelled() -> None:

@@ -13,7 +13,6 @@ import streamlit as st
 
 from core import catalog
 from core.cluster.devices import Offered
-from core.coordination.device_queue import default_queue
 from core.spec import DEFAULTS as FRONT_DOOR
 from core.spec import (
     INITS,
@@ -70,15 +69,9 @@ def sidebar() -> None:
 
 
 def _queue_caption(platform: str) -> None:
-    """What holds and waits for `platform`, as of this page's drawing: the cluster's tasks and,
-    when the workers run on this host (the embedded cluster), the runs of other processes
-    here (the command line, benchmarks) in the host's device queue."""
+    """What holds and waits for `platform`, as of this page's drawing (`resources.tickets`)."""
     try:
-        cluster = resources.cluster()
-        tickets = [entry.ticket() for entry in cluster.board.entries(platform)]
-        if cluster.embedded:
-            ours = resources.devices().pids
-            tickets += [t for t in default_queue().entries(platform) if (t.host, t.pid) not in ours]
+        tickets = resources.tickets(platform)
     except Exception as exc:  # noqa: BLE001 - a cluster or queue that does not answer: runs will say so too
         st.caption(f":material/error: the device queue cannot be read: {public(exc)}")
         return
@@ -191,7 +184,7 @@ def _device_inputs() -> None:
         found = resources.devices()
     except Exception as exc:  # noqa: BLE001 - the cluster cannot be reached: say so, offer the CPU
         st.error(f"The cluster that runs the fits cannot be reached: {public(exc)}", icon=":material/lan:")
-        found = Offered(available=(), kinds={}, missing={}, workers=0, pids=frozenset())  # the error says why
+        found = Offered(available=(), kinds={}, missing={}, workers=0)  # the error says why
     available = list(found.available) or ["cpu"]
     if st.session_state["sb_device"] not in available:
         st.session_state["sb_device"] = available[0]

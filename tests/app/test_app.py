@@ -8,6 +8,7 @@ use tiny problems (simulated 40 x 5, 6 iterations, 1 repeat).
 from __future__ import annotations
 
 import dataclasses
+import re
 import statistics
 import time
 
@@ -657,6 +658,9 @@ def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(sto
     at.text_input(key="access_guess").input("s3cret")
     at.button[0].click().run()
     (note,) = store.in_flight()
+    # Where it stands, from its device-queue ticket, which carries its note's key.
+    listed = [plain(c.value) for c in at.caption if "iterations, started" in c.value]
+    assert len(listed) == 1 and re.search(r"; (running|waiting) for \d+ s$", listed[0]), listed
     at.text_input(key="run_cancel_any_password").input("wrong")
     at.button(key=f"run_cancel_any_{note['id']}").click().run()
     assert "Wrong password. Nothing was cancelled." in [e.value for e in at.error]

@@ -156,6 +156,9 @@ def test_a_killed_worker_costs_its_own_run_and_the_command_line_says_so(tmp_path
                  "--tol", "0", "--db", str(db)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             _wait_for(lambda: RunStore(db).in_flight() and cluster.board.entries("cpu")
                       and cluster.board.entries("cpu")[0].started_at, 120)
+            # One key for the run under way: its note in the command line's store, and its task on the board.
+            (note,) = RunStore(db).in_flight()
+            assert cluster.board.entries("cpu")[0].run == note["lease"]
             time.sleep(1.0)  # into the first call
             os.kill(victim, signal.SIGKILL)
             _, err = command.communicate(timeout=120)

@@ -70,5 +70,22 @@ def test_a_cancel_asked_through_the_store_reaches_the_fit(store):
     assert store.list() == []
 
 
+def test_the_fit_serves_its_first_notes_key_which_the_device_queue_carries(store, tmp_path):
+    from core.coordination.device_queue import DeviceQueue
+
+    queue = DeviceQueue(tmp_path / "queue")
+    seen = {}
+
+    def fit(cancel):
+        with queue.hold("cpu", lifecycle.label(SPECS), "test"):
+            seen["tickets"] = [t.run for t in queue.entries("cpu")]
+        seen["notes"] = [note["lease"] for note in sorted(store.in_flight(), key=lambda note: note["id"])]
+        return [make_run(spec.strategy) for spec in SPECS]
+
+    lifecycle.fit_and_store(store, SPECS, fit)
+    assert len(set(seen["notes"])) == 2 and seen["tickets"] == seen["notes"][:1]
+
+
 def test_one_label_for_a_run_under_way():
-    assert lifecycle.label(SPECS[0]) == "scan · oaks x1 · float32"
+    assert lifecycle.label(SPECS[0]) == lifecycle.label(SPECS[:1]) == "scan · oaks x1 · float32"
+    assert lifecycle.label(SPECS) == "2 strategies timed together · oaks x1 · float32"
