@@ -59,8 +59,7 @@ def run_together_and_store(cluster: Cluster, store: RunStore, specs: list[FitSpe
     def fit(cancel: threading.Event) -> list[RunResult]:
         results, _ = submit.call(cluster, tasks.fit_together, specs, counts, owner, seconds, cold,
                                  platform=specs[0].device, label=lifecycle.label(specs), owner=owner,
-                                 on_progress=on_progress,
-                                 cancel=cancel)
+                                 on_progress=on_progress, cancel=cancel)
         return results
 
     return lifecycle.fit_and_store(store, specs, fit, cancel, owner_id)

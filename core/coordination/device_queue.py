@@ -185,6 +185,8 @@ def one_per_run(board: list[Ticket], host: list[Ticket]) -> list[Ticket]:
     is the one kept. Tickets of no run (measuring the machine) are each their own."""
     on_board = {ticket.run for ticket in board if ticket.run}
     return [*board, *(ticket for ticket in host if not ticket.run or ticket.run not in on_board)]
+
+
 _default: DeviceQueue | None = None
 
 
