@@ -18,7 +18,7 @@ from core.run.progress import PHASES, Cancelled
 from core.spec import FitSpec, SpecError
 from core.store.run_store import StoreError
 from pages.ui import display, resources, sign_in
-from pages.ui.sidebar import refresh_store_caption
+from pages.ui.sidebar import refresh_queue_caption, refresh_store_caption
 from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ class _Reporter:
         self.queue_shown = 0.0
 
     def __call__(self, progress) -> None:
+        refresh_queue_caption()
         phase = progress.phase
         if phase == "queued":
             self._queued(progress)
@@ -94,6 +95,7 @@ def queue_notice(slot):
     shown = [0.0]
 
     def report(progress) -> None:
+        refresh_queue_caption()
         if progress.phase != "queued":
             slot.empty()
             return
@@ -245,6 +247,7 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
                 break
         close_status(status, cancel_slot, len(results), error)
     refresh_store_caption()
+    refresh_queue_caption(now=True)
     return results, error
 
 

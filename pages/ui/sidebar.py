@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import streamlit as st
 
@@ -32,6 +33,9 @@ from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
 from pages.ui.settings import DEFAULTS, key
 from pages.ui.text import md, public
+
+# How often this session's own progress redraws the sidebar's device line.
+QUEUE_REFRESH_S = 1.0
 
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
@@ -63,27 +67,39 @@ def sidebar() -> None:
                                  "more, until 0.25 s of calls are timed by default. A test that two timings differ "
                                  "at p < 0.05 needs 4 repeats of each (or 3 against 5); the median is reported")
         _optimizer_inputs()
-        _queue_caption(st.session_state["sb_device"])
+        st.session_state["sb_queue_slot"] = st.empty()
+        refresh_queue_caption(now=True)
         st.session_state["sb_store_slot"] = st.empty()
         refresh_store_caption()
 
 
-def _queue_caption(platform: str) -> None:
-    """What holds and waits for `platform`, as of this page's drawing (`resources.tickets`)."""
+def refresh_queue_caption(now: bool = False) -> None:
+    """Redraws the sidebar's device line: what holds and waits for the chosen device
+    (`resources.tickets`). The sidebar is drawn before a page's work begins, so this
+    session's own progress reports call this (at most every `QUEUE_REFRESH_S`; `now`: at
+    once): the session that started a run sees the device busy with it, not "free"."""
+    slot = st.session_state.get("sb_queue_slot")
+    if slot is None:
+        return
+    moment = time.monotonic()
+    if not now and moment - st.session_state.get("sb_queue_drawn", 0.0) < QUEUE_REFRESH_S:
+        return
+    st.session_state["sb_queue_drawn"] = moment
+    platform = st.session_state["sb_device"]
     try:
         tickets = resources.tickets(platform)
     except Exception as exc:  # noqa: BLE001 - a cluster or queue that does not answer: runs will say so too
-        st.caption(f":material/error: the device queue cannot be read: {public(exc)}")
+        slot.caption(f":material/error: the device queue cannot be read: {public(exc)}")
         return
     if not tickets:
-        st.caption(f":material/check_circle: **{platform}** is free")
+        slot.caption(f":material/check_circle: **{platform}** is free")
         return
     running = [ticket for ticket in tickets if ticket.running]
     waiting = len(tickets) - len(running)
     busy = md(running[0].describe()) if running else "starting"
     more = f" and {len(running) - 1} more" if len(running) > 1 else ""
     queued = f"; {waiting} waiting" if waiting else ""
-    st.caption(f":material/hourglass_top: **{platform}** busy: {busy}{more}{queued}")
+    slot.caption(f":material/hourglass_top: **{platform}** busy: {busy}{more}{queued}")
 
 
 def _whole_number_input(container, label: str, low: int, high: int, key: str, step: int = 1, **options) -> None:

@@ -98,6 +98,10 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
     page.get_by_role("button", name=re.compile(r"^Run \d+ strateg")).click()
     page.get_by_text(re.compile(r"first call: iteration")).first.wait_for(timeout=RUN_TIMEOUT_MS)
     assert store.in_flight(), "the run is under way"
+    # The session that started it sees the device busy with it (its sidebar was drawn before it began).
+    page.locator("[data-testid='stSidebar']").get_by_text(
+        re.compile(r"busy: 2 strategies timed together · oaks x1 · float32 \(dashboard\), running for")
+    ).wait_for(timeout=10_000)
     page.get_by_role("button", name="Cancel").click()
     clicked = time.perf_counter()
     page.get_by_text(re.compile(r"cancelled\. Runs that had finished are stored")).wait_for(timeout=30_000)
