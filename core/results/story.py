@@ -123,11 +123,14 @@ class Outcome:
             that step has no run).
         timed_with_start: whether its run was timed together with the first step's
             (`RunResult.timed_with`): a ratio of runs timed apart carries the load of two moments.
+        one_program: the steps (counted from 1) whose repeats its figures pool, itself
+            included, when neighbouring steps ran one compiled program; () otherwise.
     """
 
     since_start: spread.Ratio | None
     over_previous: spread.Ratio | None
     timed_with_start: bool = False
+    one_program: tuple[int, ...] = ()
 
 
 def stored_choice(candidates: Sequence[Sequence[RunResult]]) -> list[RunResult | None]:
@@ -162,12 +165,23 @@ def outcomes(runs: Sequence[RunResult | None]) -> list[Outcome]:
     """
     usable = [run if run is not None and run.status == "ok" else None for run in runs]
     spreads = [spread.Spread.of_run(run, "per_iter_ms") if run is not None else None for run in usable]
-    # Steps that ran one compiled program are one speed: each shows the speed-up of their pooled
-    # repeats, so that "one program" never sits beside two different numbers.
-    for index in range(1, len(spreads)):
-        here, before = spreads[index], spreads[index - 1]
+    # Neighbouring steps that ran one compiled program are one speed: each shows the speed-up of
+    # the whole chain's pooled repeats, so that "one program" never sits beside two different
+    # numbers (pooled pair by pair, the first of three steps kept a figure of its own).
+    chains: list[list[int]] = []
+    for index, here in enumerate(spreads):
+        before = spreads[index - 1] if index > 0 else None
         if here is not None and before is not None and significance.same_program(here.program, before.program):
-            spreads[index - 1] = spreads[index] = spread.Spread.pooled([before, here])
+            chains[-1].append(index)
+        else:
+            chains.append([index])
+    one_program: dict[int, tuple[int, ...]] = {}
+    for chain in chains:
+        if len(chain) > 1:
+            pooled = spread.Spread.pooled([spreads[index] for index in chain])
+            for index in chain:
+                spreads[index] = pooled
+                one_program[index] = tuple(member + 1 for member in chain)
     first = spreads[0] if spreads else None
     start_mark = usable[0].timed_with if usable and usable[0] is not None else ""
     found = []
@@ -176,7 +190,8 @@ def outcomes(runs: Sequence[RunResult | None]) -> list[Outcome]:
         found.append(Outcome(
             since_start=spread.speedup(first, mine) if first is not None and mine is not None else None,
             over_previous=spread.speedup(previous, mine) if previous is not None and mine is not None else None,
-            timed_with_start=bool(start_mark) and run is not None and run.timed_with == start_mark))
+            timed_with_start=bool(start_mark) and run is not None and run.timed_with == start_mark,
+            one_program=one_program.get(index, ())))
     return found
 
 

@@ -155,6 +155,10 @@ if run is not None and run.status == "ok":
         compiled = f"compile {run.trace_lower_s + run.compile_s:.2f} s, paid once"
     notes.append(f"One iteration {spread.value_range(spread.Spread.of_run(run, 'per_iter_ms'), 'ms')} over "
                  f"{run.iterations_run:,} iterations; {compiled}")
+    if outcome.one_program:
+        # Said, so that a figure that moves when a later step of the same program is timed reads as pooling.
+        steps_named = ", ".join(map(str, outcome.one_program[:-1])) + f" and {outcome.one_program[-1]}"
+        notes.append(f"Steps {steps_named} ran one compiled program: their speed-ups pool all their repeats")
     if run.unstable:  # said where the number is read, not only on Compare
         notes.append(f"**{run.unstable[0].upper()}{run.unstable[1:]}**")
     st.caption(". ".join(notes) + ".")

@@ -65,6 +65,18 @@ def test_a_step_that_compiles_nothing_ahead_says_so(store):
     assert "nothing compiled ahead" in notes and "paid once" not in notes
 
 
+def test_a_step_that_ran_one_program_with_the_next_says_its_figure_pools_both(store):
+    specs = story.specs(settings.DEFAULTS.fit_spec("eager"))
+    for index, (run_s, program) in enumerate([(2.0, ""), (0.5, "p-jit"), (0.05, "p-scan"), (0.06, "p-scan")]):
+        store.add(dataclasses.replace(fake_run(story.STEPS[index].strategy, run_s=run_s, spec=specs[index]),
+                                      program=program))
+    at = AppTestWithLink({"step": "3"})
+    at.switch_page("pages/story/page.py").run()
+    assert at.subheader[0].value.startswith("Step 3 of")
+    notes = " ".join(caption.value for caption in at.caption)
+    assert "Steps 3 and 4 ran one compiled program: their speed-ups pool all their repeats" in notes
+
+
 def test_a_step_within_noise_of_the_last_names_both_speed_ups(store):
     # Steps 2 and 3 overlap (medians 0.10 and 0.13 s, samples spread over both): one speed,
     # though their speed-ups since step 1 differ; the sentence says both and why.

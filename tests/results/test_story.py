@@ -134,3 +134,10 @@ def test_steps_that_ran_one_program_show_one_speed_up_and_say_so():
     assert found[1].since_start.value == found[2].since_start.value
     rows = story.chart_rows([eager, scan, named], shown=2)
     assert rows[1]["speedup"] == rows[2]["speedup"]
+    assert [o.one_program for o in found] == [(), (2, 3), (2, 3)]
+    # Three steps of one program: the first of them reads the speed-up of all three, as the
+    # others do (pooled pair by pair, it kept the first two's alone).
+    pytree = timed("scan_pytree_class", 0.08, "abc", 3)
+    found = story.outcomes([eager, scan, named, pytree])
+    assert found[1].since_start.value == found[2].since_start.value == found[3].since_start.value
+    assert found[1].one_program == (2, 3, 4)
