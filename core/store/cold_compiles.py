@@ -11,8 +11,6 @@ kind: a compile measured elsewhere says little about this one.
 
 from __future__ import annotations
 
-from typing import Iterable
-
 from core.results.result import RunResult
 from core.store.run_store import RunStore
 
@@ -38,9 +36,3 @@ def latest_for(store: RunStore, run: RunResult) -> RunResult | None:
         candidates = sorted([*candidates, *store.find(program=run.program, cache="compiled", status="ok")],
                             key=lambda found: found.created_at, reverse=True)
     return next((found for found in candidates if found.id != run.id and same_environment(found, run)), None)
-
-
-def latest_for_each(store: RunStore, runs: Iterable[RunResult]) -> list[RunResult]:
-    """`latest_for` each run, without the runs that have none."""
-    found = (latest_for(store, run) for run in runs)
-    return [run for run in found if run is not None]

@@ -70,7 +70,8 @@ TABLE_COLUMNS = {**TIMING_COLUMNS, **COMPILE_COLUMNS, **FIT_COLUMNS,
 
 
 def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, np.ndarray] | None = None,
-              max_points: int = decimate.DISPLAY_POINTS) -> pd.DataFrame:
+              max_points: int = decimate.DISPLAY_POINTS,
+              compiled_when_made: dict[int, float] | None = None) -> pd.DataFrame:
     """ELBO curves in long format for `core.charts.lines.elbo_curves`, each thinned to at
     most `max_points` points that keep its shape (`core.charts.decimate`).
 
@@ -79,6 +80,9 @@ def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, 
             trace_lower_s, compile_s and per_iter_ms.
         labels: legend text per run (default: the strategy).
         curves: ELBO curves by run id (`RunStore.curves`); default: each result's `elbo`.
+        compiled_when_made: by run id, for runs whose program was loaded from a cache, what
+            compiling it cost when it was made (`core.store.cold_compiles`): they start there,
+            as from a cold start, not at the load's fraction of a second.
 
     `wall_s` is an estimate, not a measurement: trace+lower and compile time, plus what the
     first call took beyond a steady-state fit (eager compiles its operations there, one by
@@ -90,7 +94,8 @@ def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, 
     for result, label in zip(results, labels):
         values = curves.get(int(result.id), np.zeros(0)) if curves is not None else np.asarray(result.elbo, float)
         iteration = decimate.envelope(values, max_points)
-        start = result.trace_lower_s + result.compile_s + max(result.first_call_s - result.run_s, 0.0)
+        compiled = (compiled_when_made or {}).get(int(result.id), result.trace_lower_s + result.compile_s)
+        start = compiled + max(result.first_call_s - result.run_s, 0.0)
         parts.append(pd.DataFrame({
             "run_id": result.id, "strategy": result.strategy, "label": label, "iteration": iteration,
             "elbo": values[iteration].astype(float),

@@ -60,3 +60,10 @@ def test_the_estimated_wall_clock_starts_eager_after_the_compiling_its_first_cal
     first = curves.groupby("strategy")["wall_s"].min()
     assert first["eager"] == pytest.approx(4.6 + 0.01)  # 5.0 - 0.4 beyond a steady fit, then one iteration
     assert first["scan"] == pytest.approx(2.0 + 0.01 + 0.0025)
+    # A program loaded from a cache starts where compiling it started when it was made: not
+    # ahead of the strategies that compiled it, though the load took a millisecond.
+    loaded = make_run("scan_namedtuple", id=3, trace_lower_s=0.001, compile_s=0.0, first_call_s=0.11, run_s=0.1,
+                      iterations_run=40, cache="disk")
+    curves = display.elbo_long([scan, loaded], compiled_when_made={3: 2.0})
+    first = curves.groupby("strategy")["wall_s"].min()
+    assert first["scan_namedtuple"] == pytest.approx(first["scan"])
