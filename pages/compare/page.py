@@ -224,9 +224,11 @@ newest = one_problem.sort_values("created_at", ascending=False).head(MAX_CURVES)
 # Rows of the frame and the curves as arrays: a long curve costs one read, not a Python
 # float per point, and is thinned before it is drawn.
 results = sorted(newest.itertuples(), key=lambda r: r.id)  # legends in run order
-optimizers = sorted({str(r.optimizer) for r in results})
 # Curves of different optimizers are different algorithms: they meet only at the optimum.
-labels = [f"#{r.id} {r.strategy}" + (f" · {r.optimizer}" if len(optimizers) > 1 else "") for r in results]
+optimizers = sorted({str(r.optimizer) for r in results})
+# Named by what sets the curves apart (optimizer, precision, ...): "#1 scan" beside "#4 scan" said nothing.
+names = comparison.run_names(newest)
+labels = [names[int(r.id)] for r in results]
 curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in newest["id"]]))
 # Legends under the curves: on the right, a dozen labels such as "#14 scan_pytree_class ·
 # preconditioned_lbfgs" left the plot 190 px wide at 1024 px.
@@ -297,8 +299,10 @@ state.default("cmp_within", 1e-5)
 within = st.select_slider("Within (relative)", [1e-3, 1e-4, 1e-5, 1e-6, 1e-7], key="cmp_within",
                           persist_state="session", format_func=lambda v: f"{v:g}",
                           help="how close to the best ELBO stored for the same data counts as solved")
+described = comparison.run_names(picked)
 reached = reach.reach_frame(picked.head(40), store.curves([int(i) for i in picked["id"].head(40)]),
                             reach.best_by_problem(frame), within)
+reached["label"] = reached["id"].astype(int).map(described)
 never = comparisons.reach_labels(reached[reached["iterations_to"].isna()]).tolist()
 shown = ", ".join(never[:6]) + (f" and {len(never) - 6} more" if len(never) > 6 else "")
 never_note = f" Never within {within:g}: {md(shown)}." if never else ""
@@ -308,7 +312,6 @@ display.chart(comparisons.reach_bars(reached, within),
               f"one timed run, not a timing of its own.{never_note}", legend=None)
 
 st.header("Relative to a baseline run")
-described = comparison.run_names(picked)
 # A new set of runs (rows ticked or unticked, filters changed) gets its own default baseline: a
 # pin kept from the whole table's runs was once a run with no value of the timing, so the
 # ratios drew nothing. A pin made among these runs, or read from a link on the first draw,

@@ -224,6 +224,17 @@ def test_a_link_carries_the_baseline_the_page_settled_on_not_a_label_or_a_stale_
     assert at.query_params["baseline"] == str(scan_id)
 
 
+def test_compare_names_runs_by_what_sets_them_apart_in_its_curves_and_reach(store):
+    single = store.add(fake_run("scan"))
+    in_float64 = dataclasses.replace(settings.DEFAULTS.fit_spec("scan"), precision="float64")
+    double = store.add(fake_run("scan", spec=in_float64))
+    at = open_app("pages/compare/page.py")
+    assert not at.exception
+    drawn = _chart_text(at)
+    # Not "#1 scan" beside "#2 scan": the ELBO legends and the reach bars say the precision.
+    assert f"#{single} scan · float32" in drawn and f"#{double} scan · float64" in drawn
+
+
 def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
     for strategy, replicate, run_s in (("eager", 1, 2.0), ("scan", 1, 0.05), ("eager", 100, 200.0),
                                        ("scan", 100, 5.0)):
