@@ -193,6 +193,11 @@ elif not ok.empty and winner is None:  # no solution to time: say what the numbe
            else "No tolerance is set (the sidebar's Tolerance)")
     st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
                f"{int(fastest['iterations_run']):,} iterations fastest, and the charts below compare the fits as run.")
+if busy := [r for r in shown if r.unstable]:
+    # Where the numbers are read, in one line: the note at the foot of the page says the rest.
+    share = max(r.versions.get("others_cpu_share", 0.0) for r in busy)
+    st.caption(f":material/speed: **Timed on a busy machine**: other processes used {share:.0%} of the cores, so "
+               "these timings may be off; see the note at the foot of the page.")
 
 # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
 # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.

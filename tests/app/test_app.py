@@ -632,6 +632,19 @@ def test_password_guesses_are_slowed_after_a_few_wrong_ones(store, monkeypatch):
     assert not at.sidebar.radio and "the next try is possible in" in at.error[0].value
 
 
+def test_runs_timed_on_a_busy_machine_say_so_under_the_headline(store):
+    busy = fake_run("scan")
+    busy.versions = {**busy.versions, "others_cpu_share": 0.58, "usable_cores": 2}
+    store.add(busy)
+    at = open_app()
+    assert not at.exception
+    captions = [plain(c.value) for c in at.caption]
+    headline = next(i for i, c in enumerate(captions) if "Timed on a busy machine" in c)
+    assert "other processes used 58% of the cores" in captions[headline]
+    # Above the charts and the numbers, not only in the notes at the foot of the page.
+    assert headline < next(i for i, c in enumerate(captions) if c.startswith("Same program") or "finished" in c)
+
+
 def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(store, monkeypatch):
     import threading
 
