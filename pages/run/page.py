@@ -193,6 +193,10 @@ elif not ok.empty and winner is None:  # no solution to time: say what the numbe
            else "No tolerance is set (the sidebar's Tolerance)")
     st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
                f"{int(fastest['iterations_run']):,} iterations fastest, and the charts below compare the fits as run.")
+if len(groups_timed := {r.timed_with or f"#{r.id}" for r in shown}) > 1:
+    # A page opened on stored runs may show runs of several clicks: say so where the numbers are read.
+    st.caption(f":material/call_split: **Timed in {len(groups_timed)} separate groups**, so the machine's load "
+               "may differ between them" + ("." if missing else ": **Run again** times them together."))
 if busy := [r for r in shown if r.unstable]:
     # Where the numbers are read, in one line: the note at the foot of the page says the rest.
     share = max(r.versions.get("others_cpu_share", 0.0) for r in busy)

@@ -645,6 +645,16 @@ def test_runs_timed_on_a_busy_machine_say_so_under_the_headline(store):
     assert headline < next(i for i, c in enumerate(captions) if c.startswith("Same program") or "finished" in c)
 
 
+def test_runs_of_separate_timings_say_so_under_the_headline(store):
+    for strategy in ("scan", "scan_namedtuple"):
+        store.add(dataclasses.replace(fake_run(strategy), timed_with="one-click"))
+    at = open_app()
+    assert not any("separate groups" in c.value for c in at.caption)
+    store.add(dataclasses.replace(fake_run("scan_pytree_class"), timed_with="another-click"))
+    at = open_app()
+    assert any("Timed in 2 separate groups" in plain(c.value) for c in at.caption)
+
+
 def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(store, monkeypatch):
     import threading
 
