@@ -157,6 +157,9 @@ with n_tab:
                f"({runs['n'].nunique()} size{'s' * (runs['n'].nunique() != 1)}); "
                "medians where a pair ran more than once. "
                + problem.label.split(" · ", 1)[1])
+    if runs["n"].nunique() < 2:  # one point per strategy draws no slope
+        st.info("One size so far: tick two or more sizes above and **Run sweep** to see how the timings grow "
+                "with n.", icon=":material/trending_up:")
     left, right = st.columns(2)
     with left:
         display.chart(lines.scaling_lines(runs, "per_iter_ms").properties(height=280),

@@ -322,6 +322,13 @@ def test_scaling_page_uses_stored_runs_without_running(store):
     # compile 0.45 s; run 0.2 s at n = 1,160 and 2 s at 11,600: log-log crossing near 2,600.
     assert "compilation stops mattering beyond n ≈ 2,600 " in text and "between 1,160 and 11,600" in text
     assert len(store.list()) == 3
+    assert not any("One size so far" in i.value for i in at.info)
+
+
+def test_scaling_with_one_size_asks_for_more(store):
+    store.add(fake_run("scan", 1, run_s=0.02, compile_s=0.4))
+    at = open_app("pages/scaling/page.py")
+    assert any("One size so far: tick two or more sizes" in i.value for i in at.info)
 
 
 def device_sweep_page(iterations: int = 5) -> AppTest:
