@@ -10,7 +10,7 @@ import streamlit as st
 from core.charts import timeline as timeline_chart
 from core.cluster import submit, tasks
 from core.inspect import trace_findings
-from core.inspect.trace_findings import STRATEGIES, Timeline
+from core.inspect.trace_findings import LAUNCH_LANE, STRATEGIES, Timeline
 from core.spec import FitSpec, refusal
 from pages.ui import display, resources, running
 from pages.ui.display import guarded
@@ -72,10 +72,17 @@ def show(timeline: Timeline) -> None:
         for name, why in timeline.skipped:
             st.caption(f":material/block: **{name}** left out: {md(why)}.")
         return
+    # A launches row may be empty: said, or "Dark: a launch" reads as a bar that failed to draw.
+    quiet = [trace.strategy for trace in timeline.traces
+             if not any(span.lane == LAUNCH_LANE for span in trace.spans)]
     display.chart(timeline_chart.timeline_chart(timeline),
                   caption="Each row is one iteration of its strategy (the tick marks its end). Dark: a launch; "
                           "colour: an XLA op; grey: a gap, no XLA program running; white: inside a program, between "
-                          "its ops. Hover a bar for its name and duration.")
+                          "its ops. Hover a bar for its name and duration."
+                          + (f" No launch in the iteration drawn for {md(', '.join(quiet))}: "
+                             f"{'its' if len(quiet) == 1 else 'their'} programs were launched before it (the "
+                             "host dispatches ahead of the device, and a compiled loop is launched once for the "
+                             "whole run)." if quiet else ""))
     for name, why in timeline.skipped:
         st.caption(f":material/block: **{name}** left out: {md(why)}. Pick one of those in the sidebar to see it.")
     left = sum(trace.spans_left_out for trace in timeline.traces)
