@@ -219,6 +219,9 @@ def follow_precision() -> None:
     before = next(other for other in PRECISIONS if other != now)
     if st.session_state.get("sb_tol") == FRONT_DOOR.tol_for(before):
         st.session_state["sb_tol"] = FRONT_DOOR.tol_for(now)
+        # Said: a setting that moves by itself, unannounced, reads as a bug.
+        st.toast(f"Tolerance {FRONT_DOOR.tol_for(now):g}, {now}'s default (a tolerance you type is kept).",
+                 icon=":material/tune:")
 
 
 def _optimizer_inputs() -> None:

@@ -190,6 +190,7 @@ def test_switching_precision_moves_a_default_tolerance_and_keeps_a_chosen_one(st
     assert at.sidebar.number_input(key="sb_tol").value == DEFAULTS.tol
     at.sidebar.radio(key="sb_precision").set_value("float64").run()
     assert at.sidebar.number_input(key="sb_tol").value == DEFAULTS.tol_float64
+    assert any(f"Tolerance {DEFAULTS.tol_float64:g}, float64's default" in t.value for t in at.toast)  # said
     at.sidebar.radio(key="sb_precision").set_value("float32").run()
     assert at.sidebar.number_input(key="sb_tol").value == DEFAULTS.tol
     at.sidebar.number_input(key="sb_tol").set_value(1e-5).run()
