@@ -51,8 +51,6 @@ COMPILE_COLUMNS = {
                                                        "'compiled 1, disk 3'"),
     "compile_count": st.column_config.NumberColumn("compiles", help="XLA compilations during the run"),
     "recompile_count": st.column_config.NumberColumn("recompiles", help="compilations during the steady-state repeats"),
-    "program": st.column_config.TextColumn("program", help="fingerprint of the compiled program: strategies with one "
-                                                           "fingerprint ran one program, at one speed"),
 }
 FIT_COLUMNS = {
     "strategy": STRATEGY_COLUMN,
@@ -63,6 +61,10 @@ FIT_COLUMNS = {
                                                   help="relative ELBO change over the last iteration"),
     "status": st.column_config.TextColumn("status", help="ok, diverged (not finite, or ending orders of magnitude "
                                                          "below its start), interrupted or timed_out"),
+    # Here, not beside the compile columns: there its 16 digits took that table to 1,074 px in a
+    # 700 px column at 1024 px, and were cut.
+    "program": st.column_config.TextColumn("program", help="fingerprint of the compiled program: strategies with one "
+                                                           "fingerprint ran one program, at one speed"),
 }
 TABLE_COLUMNS = {**TIMING_COLUMNS, **COMPILE_COLUMNS, **FIT_COLUMNS,
                  "run_s": st.column_config.NumberColumn("run (s)", format="%.4f",

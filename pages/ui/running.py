@@ -238,7 +238,10 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
             mine = [reporters[index] for index in batch.members]
             first = batch.members[0] + 1
             # expanded must be repeated: an update without it can collapse the box.
-            status.update(label=(f"{md(title)}: {len(members)} timed together · {md(members[0].dataset.label)}…"
+            # Short: "Running 3 strategies: 3 timed together · oaks x1…" was cut at 1024 px.
+            status.update(label=(f"{md(title)}, timed together · {md(members[0].dataset.label)}…"
+                                 if batch.together and len(members) == len(specs) else
+                                 f"{md(title)}: {len(members)} timed together · {md(members[0].dataset.label)}…"
                                  if batch.together else
                                  f"{md(title)}: {mine[0].shown_label} ({first} of {len(specs)})…"), expanded=True)
             done, error = _run_batch(cluster, store, members, mine, batch.together, counts, cold)
