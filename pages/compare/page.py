@@ -262,10 +262,12 @@ state.default("cmp_metric_ratio", "time_to_solution_s" if solved else "per_iter_
 # time to solution". A choice made among the same runs stays.
 ids = sorted(int(i) for i in picked["id"])
 among = st.session_state.get("cmp_baseline_among")
+ratio_timing_reset = False
 if not solved and among is not None and among != ids:
     for timing_key in ("cmp_metric", "cmp_metric_ratio"):
         if st.session_state.get(timing_key) == "time_to_solution_s":
             st.session_state[timing_key] = "per_iter_ms"
+            ratio_timing_reset |= timing_key == "cmp_metric_ratio"
 # A link may name columns or timings this version does not offer: keep the ones it does.
 if [g for g in st.session_state["cmp_group"] if g in GROUPS] != st.session_state["cmp_group"]:
     st.session_state["cmp_group"] = [g for g in st.session_state["cmp_group"] if g in GROUPS]
@@ -316,8 +318,11 @@ st.header("Relative to a baseline run")
 # pin kept from the whole table's runs was once a run with no value of the timing, so the
 # ratios drew nothing. A pin made among these runs, or read from a link on the first draw,
 # stays. (The timing's box below holds its default already.)
+repinned = False
 if st.session_state.get("cmp_baseline") not in ids or (among is not None and among != ids):
+    pinned_before = st.session_state.get("cmp_baseline")
     st.session_state["cmp_baseline"] = comparison.default_baseline(picked, st.session_state["cmp_metric_ratio"])
+    repinned = among is not None and pinned_before != st.session_state["cmp_baseline"]
 st.session_state["cmp_baseline_among"] = ids
 # The baseline across the column: a run's name grows with what sets it apart from the others.
 baseline = st.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
@@ -325,6 +330,15 @@ baseline = st.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_stat
 st.columns(2)[0].selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session",
                            format_func=METRICS.get)
 ratio_metric = st.session_state["cmp_metric_ratio"]
+if repinned or ratio_timing_reset:
+    # Said: the runs changed (ticks, filters) and the page chose for them; unannounced, it read as a bug.
+    st.caption("For the runs now shown, "
+               + " and ".join(part for part in (
+                   f"the baseline is {md(described[baseline])} (their newest problem's newest eager run, else its "
+                   "slowest)" if repinned else "",
+                   f"the timing is {METRICS[ratio_metric]} (none of them has a time to solution)"
+                   if ratio_timing_reset else "") if part)
+               + ": pin others above.")
 alike = picked[comparison.same_problem(picked, baseline)]
 ratio_runs = alike.head(40)
 if baseline not in set(ratio_runs["id"]):

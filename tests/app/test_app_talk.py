@@ -220,9 +220,12 @@ def test_a_link_carries_the_baseline_the_page_settled_on_not_a_label_or_a_stale_
     assert at.selectbox(key="cmp_baseline").value == eager_id
     assert at.query_params["baseline"] == str(eager_id)
     # Filtered to the scan run, the page pins it at once, and the address says so in the same run.
+    assert not any("For the runs now shown" in c.value for c in at.caption)
     at.multiselect(key="cmp_f_strategy").select("scan").run()
     assert at.selectbox(key="cmp_baseline").value == scan_id
     assert at.query_params["baseline"] == str(scan_id)
+    # And says that it chose it, and why.
+    assert any(f"For the runs now shown, the baseline is #{scan_id} scan" in plain(c.value) for c in at.caption)
 
 
 def test_compare_names_runs_by_what_sets_them_apart_in_its_curves_and_reach(store):
