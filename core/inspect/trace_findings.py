@@ -121,6 +121,12 @@ class Timeline:
     skipped: tuple[tuple[str, str], ...] = ()
 
 
+def drawn_without_launch(timeline: Timeline) -> list[str]:
+    """The strategies whose drawn iteration holds no launch: their programs were launched
+    before it (the host dispatches ahead of the device; a compiled loop launches once a run)."""
+    return [trace.strategy for trace in timeline.traces if not any(span.lane == LAUNCH_LANE for span in trace.spans)]
+
+
 def summary_rows(timeline: Timeline) -> list[dict]:
     """A row per strategy for a table: what one iteration costs and is made of."""
     rows = []

@@ -185,6 +185,9 @@ if not ok.empty:
 with metrics[3]:
     st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
     display.agreement_badge(frame)
+    # Where the numbers are read, and in this column's spare line: a line of its own under the
+    # metrics put the first chart below a projector's fold.
+    display.timing_caveat_badge(shown, missing)
 if not ok.empty and winner is not None and winner.ties:
     # The tie's names, across the page: the metric's column is too narrow for them at 1024 px.
     st.caption(winner.sentence(), help="; ".join(f"{tie.strategy}: {tie.why}" for tie in winner.ties))
@@ -193,15 +196,6 @@ elif not ok.empty and winner is None:  # no solution to time: say what the numbe
            else "No tolerance is set (the sidebar's Tolerance)")
     st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
                f"{int(fastest['iterations_run']):,} iterations fastest, and the charts below compare the fits as run.")
-if len(groups_timed := {r.timed_with or f"#{r.id}" for r in shown}) > 1:
-    # A page opened on stored runs may show runs of several clicks: say so where the numbers are read.
-    st.caption(f":material/call_split: **Timed in {len(groups_timed)} separate groups**, so the machine's load "
-               "may differ between them" + ("." if missing else ": **Run again** times them together."))
-if busy := [r for r in shown if r.unstable]:
-    # Where the numbers are read, in one line: the note at the foot of the page says the rest.
-    share = max(r.versions.get("others_cpu_share", 0.0) for r in busy)
-    st.caption(f":material/speed: **Timed on a busy machine**: other processes used {share:.0%} of the cores, so "
-               "these timings may be off; see the note at the foot of the page.")
 
 # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
 # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.

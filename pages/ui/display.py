@@ -155,6 +155,25 @@ def show_run_notes(results: list[RunResult]) -> None:
                    "not judged converged or not.")
 
 
+def timing_caveat_badge(results: list[RunResult], missing: list) -> None:
+    """One badge when these runs' timings carry a caveat: taken on a busy machine (others used
+    more than a quarter of the cores), or in separate groups (a page opened on stored runs of
+    several clicks), the machine's load then differing between them. Its help says which."""
+    busy = [r for r in results if r.unstable]
+    groups = {r.timed_with or f"#{r.id}" for r in results}
+    why = []
+    if busy:
+        share = max(r.versions.get("others_cpu_share", 0.0) for r in busy)
+        why.append(f"Timed on a busy machine: other processes used {share:.0%} of the cores, so these timings may "
+                   "be off (the note at the foot of the page says more).")
+    if len(groups) > 1:
+        why.append(f"Timed in {len(groups)} separate groups, so the machine's load may differ between them"
+                   + ("." if missing else ": Run again times them together."))
+    if why:
+        st.badge("busy machine" if busy else "timed apart", color="orange" if busy else "gray",
+                 icon=":material/speed:" if busy else ":material/call_split:", help=" ".join(why))
+
+
 def agreement_badge(frame: pd.DataFrame) -> float:
     """A badge with the largest relative difference of the final ELBOs, judged by the
     criterion that fits the runs' optimizer (`core.results.agreement.verdict`); returns it."""

@@ -10,7 +10,7 @@ import streamlit as st
 from core.charts import timeline as timeline_chart
 from core.cluster import submit, tasks
 from core.inspect import trace_findings
-from core.inspect.trace_findings import LAUNCH_LANE, STRATEGIES, Timeline
+from core.inspect.trace_findings import STRATEGIES, Timeline
 from core.spec import FitSpec, refusal
 from pages.ui import display, resources, running
 from pages.ui.display import guarded
@@ -73,8 +73,7 @@ def show(timeline: Timeline) -> None:
             st.caption(f":material/block: **{name}** left out: {md(why)}.")
         return
     # A launches row may be empty: said, or "Dark: a launch" reads as a bar that failed to draw.
-    quiet = [trace.strategy for trace in timeline.traces
-             if not any(span.lane == LAUNCH_LANE for span in trace.spans)]
+    quiet = trace_findings.drawn_without_launch(timeline)
     display.chart(timeline_chart.timeline_chart(timeline),
                   caption="Each row is one iteration of its strategy (the tick marks its end). Dark: a launch; "
                           "colour: an XLA op; grey: a gap, no XLA program running; white: inside a program, between "

@@ -639,27 +639,29 @@ def test_password_guesses_are_slowed_after_a_few_wrong_ones(store, monkeypatch):
     assert not at.sidebar.radio and "the next try is possible in" in at.error[0].value
 
 
-def test_runs_timed_on_a_busy_machine_say_so_under_the_headline(store):
+def _badges(at) -> list[str]:
+    return [plain(m.value) for m in at.markdown if "-badge[" in m.value]
+
+
+def test_runs_of_separate_timings_say_so_beside_the_headline(store):
+    for strategy in ("scan", "scan_namedtuple"):
+        store.add(dataclasses.replace(fake_run(strategy), timed_with="one-click"))
+    at = open_app()
+    assert not any("timed apart" in badge for badge in _badges(at))
+    store.add(dataclasses.replace(fake_run("scan_pytree_class"), timed_with="another-click"))
+    at = open_app()
+    (apart,) = [m for m in at.markdown if "timed apart" in m.value]
+    assert "Timed in 2 separate groups" in apart.help
+
+
+def test_runs_timed_on_a_busy_machine_say_so_beside_the_headline(store):
     busy = fake_run("scan")
     busy.versions = {**busy.versions, "others_cpu_share": 0.58, "usable_cores": 2}
     store.add(busy)
     at = open_app()
     assert not at.exception
-    captions = [plain(c.value) for c in at.caption]
-    headline = next(i for i, c in enumerate(captions) if "Timed on a busy machine" in c)
-    assert "other processes used 58% of the cores" in captions[headline]
-    # Above the charts and the numbers, not only in the notes at the foot of the page.
-    assert headline < next(i for i, c in enumerate(captions) if c.startswith("Same program") or "finished" in c)
-
-
-def test_runs_of_separate_timings_say_so_under_the_headline(store):
-    for strategy in ("scan", "scan_namedtuple"):
-        store.add(dataclasses.replace(fake_run(strategy), timed_with="one-click"))
-    at = open_app()
-    assert not any("separate groups" in c.value for c in at.caption)
-    store.add(dataclasses.replace(fake_run("scan_pytree_class"), timed_with="another-click"))
-    at = open_app()
-    assert any("Timed in 2 separate groups" in plain(c.value) for c in at.caption)
+    (badge,) = [m for m in at.markdown if "busy machine" in m.value]
+    assert "other processes used 58% of the cores" in badge.help
 
 
 def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(store, monkeypatch):

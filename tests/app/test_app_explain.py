@@ -118,9 +118,6 @@ def test_under_the_hood_traces_an_iteration_of_each_strategy_on_a_worker(app):
     assert list(summary["strategy"]) == ["eager", "jit_per_function", "jit_step", "scan"]
     assert summary["launches/it"].iloc[0] > summary["launches/it"].iloc[-1]
     assert app.get("vega_lite_chart")  # the timeline
-    # scan's one launch is before the iteration drawn: its empty launches row is said, not left to puzzle.
-    assert any("No launch in the iteration drawn for" in c.value and "scan" in c.value.split("drawn for", 1)[1]
-               for c in app.caption)
     assert [b for b in app.get("download_button") if "Perfetto" in b.proto.label]
     # Another strategy in the page's box is the same traced problem; another size is not.
     app.selectbox(key="uth_strategy").set_value("jit_step").run()

@@ -1,6 +1,7 @@
 """A real profiler trace of the strategies a speaker compares, on a tiny fit: what each
 iteration launches, runs and waits for, read from JAX's own trace."""
 
+import dataclasses
 import gzip
 import json
 import pickle
@@ -51,6 +52,13 @@ def test_every_trace_has_ops_gaps_and_a_window_of_one_iteration(traced):
     eager = traced.traces[0]
     # Op by op from Python: most of eager's iteration is spent outside XLA.
     assert eager.gap_share > 0.3 and any(span.name == GAP for span in eager.spans)
+
+
+def test_the_rows_drawn_without_a_launch_are_named(traced):
+    assert "eager" not in trace_findings.drawn_without_launch(traced)  # it launches every op, every iteration
+    assert trace_findings.drawn_without_launch(
+        dataclasses.replace(traced, traces=tuple(dataclasses.replace(t, spans=()) for t in traced.traces))
+    ) == list(trace_findings.STRATEGIES)
 
 
 def test_the_trace_file_opens_as_perfetto_json_and_the_findings_are_plain_data(traced):
