@@ -69,6 +69,9 @@ class Board:
         self.client = client
         self._lock = threading.Lock()
         self._entries: dict[str, Entry] = {}
+        # Tasks heard to end, by key: the scheduler lists a finished task as processing until its
+        # result has gone back, and a look at it in between read "busy: starting" after the run.
+        self._ended: set[str] = set()
         self._inboxes: dict[str, queue.SimpleQueue] = {}
         self._tasks: tuple[float, list[tuple[str, str, tuple[str, ...]]]] | None = None
         client.subscribe_topic(TOPIC, self._receive)
@@ -99,6 +102,7 @@ class Board:
                 entry.host = message.get("host", entry.host)
             elif kind in ("ended", "dropped"):
                 self._entries.pop(key, None)
+                self._ended.add(key)
             inbox = self._inboxes.get(message.get("token", ""))
         if inbox is not None:
             inbox.put(message)
@@ -142,6 +146,7 @@ class Board:
         with self._lock:
             self._tasks = (now, found)
             alive = {key for key, state, _ in found if state not in ("memory", "erred", "released", "forgotten")}
+            self._ended &= alive  # forgotten once the scheduler has let the task go
             stale = time.time() - GRACE_S
             for key in [k for k, e in self._entries.items() if k not in alive and e.queued_at < stale]:
                 del self._entries[key]
@@ -152,11 +157,12 @@ class Board:
         ones in the order they were queued."""
         found = self.tasks()
         order = {key: index for index, (key, _, _) in enumerate(found)}
-        wanted = {key for key, state, resources in found
-                  if state in ("processing", "queued", "no-worker", "waiting")
-                  and (platform is None or any(r.endswith(f"-{platform}") for r in resources))}
         with self._lock:
             known = {key: dataclasses.replace(entry) for key, entry in self._entries.items()}
+            ended = set(self._ended)
+        wanted = {key for key, state, resources in found
+                  if state in ("processing", "queued", "no-worker", "waiting") and key not in ended
+                  and (platform is None or any(r.endswith(f"-{platform}") for r in resources))}
         listed = [known.get(key) or Entry(key, platform=platform or "?") for key in wanted]
         # Running first: those whose task said it started (a task handed to a worker that has
         # not started yet still waits).
