@@ -36,3 +36,9 @@ def latest_for(store: RunStore, run: RunResult) -> RunResult | None:
         candidates = sorted([*candidates, *store.find(program=run.program, cache="compiled", status="ok")],
                             key=lambda found: found.created_at, reverse=True)
     return next((found for found in candidates if found.id != run.id and same_environment(found, run)), None)
+
+
+def paid_when_made(made_by: dict[int, RunResult]) -> dict[int, float]:
+    """By run id, trace + lower + compile of the run that made each one's program (`latest_for`):
+    where a run loaded from a cache starts on a wall clock from a cold start."""
+    return {run_id: made.trace_lower_s + made.compile_s for run_id, made in made_by.items()}

@@ -236,8 +236,7 @@ for group in groups:
                f"`{group.program}`), so they run at one speed: the differences between their timings are noise.")
 
 curves = display.elbo_long(shown, curves=store.curves([r.id for r in shown]),  # thinned, for any length
-                           compiled_when_made={run_id: made.trace_lower_s + made.compile_s
-                                               for run_id, made in made_by.items()})
+                           compiled_when_made=cold_compiles.paid_when_made(made_by))
 left, right = st.columns(2)
 with left:
     display.chart(lines.elbo_curves(curves, x="iteration").properties(height=280),

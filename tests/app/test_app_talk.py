@@ -12,6 +12,7 @@ import re
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 from test_app import CHART, fake_run, open_app, tiny_problem
 
 from core.results import story
@@ -237,6 +238,20 @@ def test_compare_names_runs_by_what_sets_them_apart_in_its_curves_and_reach(stor
     drawn = _chart_text(at)
     # Not "#1 scan" beside "#2 scan": the ELBO legends and the reach bars say the precision.
     assert f"#{single} scan · float32" in drawn and f"#{double} scan · float64" in drawn
+
+
+def test_compare_starts_a_cached_programs_curve_where_compiling_it_started(store):
+    maker = store.add(dataclasses.replace(fake_run("scan", compile_s=1.5), program="p-scan"))
+    loaded = store.add(dataclasses.replace(fake_run("scan_namedtuple", compile_s=0.001), program="p-scan",
+                                           cache="disk", compile_count=0))
+    at = open_app("pages/compare/page.py")
+    assert not at.exception
+    frames = [pa.ipc.open_stream(named.data.data).read_all().to_pandas()
+              for chart in at.get(CHART) for named in chart.proto.datasets]
+    curves = next(frame for frame in frames if "wall_s" in frame and "run_id" in frame)
+    starts = curves.groupby("run_id")["wall_s"].min()
+    # Not 1.5 s ahead of the run that compiled its program, as a load of a millisecond drew it.
+    assert starts[loaded] == pytest.approx(starts[maker])
 
 
 def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
