@@ -108,5 +108,11 @@ def retest(run: pd.Series, baseline: pd.Series, metric: str) -> str:
         verdict = "**slower**"
     kind = "95% interval" if found.test is not None and found.test.p_value is not None else "range"
     interval = "" if found.same_program else f" ({kind} {found.span})"
+    algorithms = ""
+    if metric != "time_to_solution_s" and str(run.get("optimizer", "")) != str(baseline.get("optimizer", "")):
+        # Per iteration, or per whole run of a set length, two optimizers compare unlike steps.
+        algorithms = (f" Different optimizers ({run.get('optimizer')} against {baseline.get('optimizer')}): "
+                      "this compares their iterations, not how soon each reaches the optimum (time to solution "
+                      "does).")
     return (f"Run #{int(run['id'])} against #{int(baseline['id'])}: {spread.times(found.value)} the baseline's "
-            f"time{interval}, {verdict}. Decided by {found.why}.")
+            f"time{interval}, {verdict}. Decided by {found.why}.{algorithms}")

@@ -355,7 +355,9 @@ if baseline not in set(ratio_runs["id"]):
 others = len(picked) - len(alike)
 untimed = int((~(pd.to_numeric(ratio_runs[ratio_metric], errors="coerce") > 0)
                & (ratio_runs["status"] != "diverged")).sum())
-display.chart(comparisons.ratio_bars(ratio_runs, baseline, ratio_metric),
+# Each run named as in the charts above, by what sets it apart ("#13 scan · float64").
+display.chart(comparisons.ratio_bars(ratio_runs.assign(label=ratio_runs["id"].astype(int).map(described)), baseline,
+                                     ratio_metric),
               f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster; whisker: a 95% "
               "bootstrap interval of the ratio (the repeats' range for runs stored without each repeat); within "
               "noise: no significant difference by a Mann–Whitney U test on the stored repeats; same program: "

@@ -236,8 +236,11 @@ def test_compare_names_runs_by_what_sets_them_apart_in_its_curves_and_reach(stor
     at = open_app("pages/compare/page.py")
     assert not at.exception
     drawn = _chart_text(at)
-    # Not "#1 scan" beside "#2 scan": the ELBO legends and the reach bars say the precision.
+    # Not "#1 scan" beside "#2 scan": the ELBO legends, the reach bars and the ratios say the precision.
     assert f"#{single} scan · float32" in drawn and f"#{double} scan · float64" in drawn
+    ratios = [frame for chart in at.get(CHART) for named in chart.proto.datasets
+              if "verdict" in (frame := pa.ipc.open_stream(named.data.data).read_all().to_pandas())]
+    assert ratios and f"#{double} scan · float64" in set(ratios[0]["run"])
 
 
 def test_compare_starts_a_cached_programs_curve_where_compiling_it_started(store):

@@ -132,6 +132,11 @@ def test_compare_retests_two_stored_runs_in_one_sentence():
     assert "**faster**, a speed-up of ×9.99" in sentence  # said as the Story and Run say it, too
     assert "95% interval" in sentence and "Mann–Whitney U, two-sided, 8 and 8 repeats: p = 0.00016" in sentence
     assert "measured once per run" in comparison.retest(rows.iloc[1], rows.iloc[0], "compile_s")
+    assert "Different optimizers" not in sentence
+    # Per iteration, two optimizers compare unlike steps: said.
+    rows["optimizer"], rows["per_iter_ms"] = ["seed", "preconditioned_lbfgs"], rows["run_s"] * 25.0
+    across = comparison.retest(rows.iloc[1], rows.iloc[0], "per_iter_ms")
+    assert "Different optimizers (preconditioned_lbfgs against seed): this compares their iterations" in across
 
 
 @pytest.mark.parametrize("p_value, text", [(0.032, "0.032"), (0.5, "0.5"), (0.00031, "0.00031"), (1e-8, "< 1e-6"),
