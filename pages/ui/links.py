@@ -4,8 +4,8 @@ A session reads the URL's query parameters once, when it starts (`restore`), int
 session-state keys of the widgets, before any widget is drawn; from then on the widgets
 own their values (`persist_state="session"`) and every run writes them back to the URL
 (`publish`). A copied address opened in a new browser therefore shows the same
-strategies, problem, precision and device, and on Compare the same filters, ticked runs
-and baseline. A parameter that does not parse, or names a choice that does not exist, is
+strategies, problem, precision and device, and on Compare the same filters, ticked runs,
+baseline and re-tested run. A parameter that does not parse, or names a choice that does not exist, is
 ignored: the page keeps its default rather than failing.
 """
 
@@ -126,6 +126,7 @@ PAGES: dict[str, tuple[Param, ...]] = {
                 Param("timing", "cmp_metric", str),
                 Param("ratio_timing", "cmp_metric_ratio", str),
                 Param("baseline", "cmp_baseline", int),
+                Param("retest", "cmp_retest", int),
                 Param("ticked", "cmp_ticked", _ints, _joined, default=[])),
     # Counted from 1 in the address, as the page says "Step 3 of 7" (from 0 in the session).
     "story": (Param("step", "story_step", lambda text: _whole(1, 1000)(text) - 1, lambda step: str(int(step) + 1),

@@ -220,6 +220,7 @@ def test_a_link_carries_the_baseline_the_page_settled_on_not_a_label_or_a_stale_
     at.switch_page("pages/compare/page.py").run()
     assert at.selectbox(key="cmp_baseline").value == eager_id
     assert at.query_params["baseline"] == str(eager_id)
+    assert at.query_params["retest"] == str(scan_id)  # the run tested against it travels too
     # Filtered to the scan run, the page pins it at once, and the address says so in the same run.
     assert not any("For the runs now shown" in c.value for c in at.caption)
     at.multiselect(key="cmp_f_strategy").select("scan").run()
