@@ -211,7 +211,10 @@ with left:
                   # Every run one program (the first Run's scan strategies): no bar or whisker to explain.
                   f"{', '.join(groups[0].strategies)} compiled to one XLA program, so they run at one speed and no "
                   "bar is drawn: add jit_step or eager to Strategies to see what compiling the whole loop buys."
-                  if one_program else
+                  if one_program and len(ok) > 1 else
+                  # One run: nothing to divide by; its ratios and tests have nothing to explain.
+                  f"{baseline} alone: add another strategy (eager or jit_step) to Strategies to see a speed-up."
+                  if len(frame) == 1 else
                   f"How many times faster than {baseline} one full fit runs once compiled (median of repeats, "
                   "whisker: a 95% bootstrap interval of the ratio; within noise: no significant difference, by a "
                   "Mann–Whitney U test on the repeats; same program: XLA compiled one program for both).",

@@ -245,6 +245,14 @@ def test_runs_of_one_program_alone_say_why_the_speed_up_chart_has_no_bar(store):
     assert not any("bootstrap interval" in c.value for c in at.caption)
 
 
+def test_one_run_alone_says_what_would_draw_a_speed_up(store):
+    store.add(fake_run("scan"))
+    at = open_app()
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    assert any(c.value.startswith("scan alone: add another strategy") for c in at.caption)
+    assert not any("bootstrap interval" in c.value for c in at.caption)
+
+
 def test_stored_run_appears_on_compare_and_can_be_deleted(store):
     kept, dropped = fake_run("scan"), fake_run("jit_step")
     store.add(kept), store.add(dropped)
