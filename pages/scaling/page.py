@@ -80,7 +80,8 @@ with n_tab:
     st.caption("Uses the sidebar's device, precision, iterations, repeats, optimizer and initialisation; the data "
                "here are always oaks."
                + (" eager is slow: expect minutes at large n." if "eager" in chosen else "")
-               + (" ×1,000 (n = 116,000) can take minutes per strategy on a CPU." if 1000 in sizes else ""))
+               + (" ×1,000 (n = 116,000) can take minutes per strategy on a CPU." if 1000 in sizes else "")
+               + (" One size draws no slope: tick two or more." if len(sizes) == 1 else ""))
     go, retime_slot = st.columns([1, 3], vertical_alignment="center")
 
     problem = settings.current()

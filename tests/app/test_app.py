@@ -337,6 +337,8 @@ def test_scaling_with_one_size_asks_for_more(store):
     store.add(fake_run("scan", 1, run_s=0.02, compile_s=0.4))
     at = open_app("pages/scaling/page.py")
     assert any("One size so far: tick two or more sizes" in i.value for i in at.info)
+    at.pills(key="scl_sizes").set_value([1]).run()  # said before a sweep, too
+    assert any("One size draws no slope: tick two or more." in c.value for c in at.caption)
 
 
 def device_sweep_page(iterations: int = 5) -> AppTest:
