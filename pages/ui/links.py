@@ -5,8 +5,8 @@ session-state keys of the widgets, before any widget is drawn; from then on the 
 own their values (`persist_state="session"`) and every run writes them back to the URL
 (`publish`). A copied address opened in a new browser therefore shows the same
 strategies, problem, precision and device, and on Compare the same filters, ticked runs,
-baseline and re-tested run. A parameter that does not parse, or names a choice that does not exist, is
-ignored: the page keeps its default rather than failing.
+baseline and re-tested run. A parameter that does not parse, or names a choice that does
+not exist, is ignored: the page keeps its default rather than failing.
 """
 
 from __future__ import annotations
