@@ -7,6 +7,10 @@ is sent under it (`core.cluster.submit`, as the task's token), the worker serves
 (`core.coordination.device_queue`). So the note, the board's entry and the queue's ticket
 of one run are found by one key: a page lists each run once, and says where it stands.
 
+Fits timed together are one task and one turn of the device: their notes' keys are the
+batch's key and a number (`note_keys`), and they are served under the batch's key
+(`batch_of`), so that each note finds the task and the ticket of its batch.
+
 A context variable, not an argument: the key passes through the engine and the cluster's
 calls untouched, and each thread (a dashboard session, a worker's task) has its own.
 """
@@ -15,9 +19,21 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import uuid
 from typing import Iterator
 
 _serving: contextvars.ContextVar[str] = contextvars.ContextVar("plnlab_run_under_way", default="")
+
+
+def note_keys(count: int) -> tuple[str, list[str]]:
+    """(the batch's key, a key for each of `count` notes timed together, made from it)."""
+    batch = uuid.uuid4().hex
+    return batch, [f"{batch}-{index}" for index in range(count)]
+
+
+def batch_of(note_key: str) -> str:
+    """The key a note's run is served under: its batch's (a note written before batches, its own)."""
+    return note_key.split("-", 1)[0]
 
 
 def current() -> str:

@@ -3,9 +3,9 @@
 One lifecycle for a fit in this process (`core.run.stored_run`) and on a worker
 (`core.cluster.stored`): the store notes the runs as under way (`RunStore.begin_all`: the
 one record of a run under way, which a cancel asked through the store reaches by the
-`cancel` event), the body fits them in the name of the first note's key
+`cancel` event), the body fits them in the name of their batch's key
 (`core.coordination.under_way`: the cluster's board and the device queue list the runs by
-it), and then
+it, and each note's key begins with it), and then
 
 - their results replace the notes, owned by the owner, in one place;
 - the process fitting them died (`Died`): each is stored as "interrupted", with what is
@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
 from core.coordination import under_way
@@ -65,7 +64,7 @@ def label(specs: FitSpec | list[FitSpec]) -> str:
 
 def fit_and_store(store: RunStore, specs: list[FitSpec], fit: Callable[[threading.Event], list[RunResult]],
                   cancel: threading.Event | None = None, owner_id: str = "") -> list[RunResult]:
-    """Notes `specs` as under way, calls `fit(cancel)` serving the first note's key
+    """Notes `specs` as under way, calls `fit(cancel)` serving their batch's key
     (`core.coordination.under_way`: fits timed together are one task and one turn of the
     device) and stores the results it returns in place of the notes, owned by `owner_id`
     (`RunResult.owner`); returns them, stored.
@@ -76,10 +75,10 @@ def fit_and_store(store: RunStore, specs: list[FitSpec], fit: Callable[[threadin
     """
     cancel = cancel if cancel is not None else threading.Event()
     submitted = time.time()
-    keys = [uuid.uuid4().hex for _ in specs]
+    batch, keys = under_way.note_keys(len(specs))
     flights = store.begin_all([spec.to_dict() for spec in specs], cancelled=cancel, owner=owner_id, keys=keys)
     try:
-        with under_way.serving(keys[0]):
+        with under_way.serving(batch):
             results = fit(cancel)
     except Died as died:
         records = [interrupted_result(spec.to_dict(), died.started_at or submitted, died.host or "?", died.pid,

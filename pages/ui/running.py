@@ -12,6 +12,7 @@ import streamlit as st
 from core.charts import lines
 from core.cluster import stored
 from core.cluster.errors import RunInterrupted
+from core.coordination import under_way
 from core.results.result import RunResult
 from core.run import batches
 from core.run.progress import PHASES, Cancelled
@@ -147,7 +148,7 @@ def runs_under_way(store) -> None:
             dataset = spec.get("dataset", {})
             what = (f"{spec.get('strategy', '?')} · {dataset.get('kind', '?')} · {spec.get('precision', '?')} · "
                     f"{spec.get('iterations', '?')} iterations, started {time.time() - note['started_at']:.0f} s ago "
-                    f"on {note['host']}{where.get(note['lease'] or '', '')}")
+                    f"on {note['host']}{where.get(under_way.batch_of(note['lease'] or ''), '')}")
             left, right = st.columns([3, 1], vertical_alignment="center")
             left.caption(md(what))
             if right.button("Cancel", key=f"run_cancel_any_{note['id']}", icon=":material/stop_circle:"):
@@ -160,9 +161,9 @@ def runs_under_way(store) -> None:
 
 
 def _where(notes: list[dict]) -> dict[str, str]:
-    """"; running for 4 s" or "; waiting for 2 s" by note key, from the device queues'
-    tickets, which carry the key of the run they serve (`core.coordination.under_way`); runs
-    timed together wait under their first note's key. {} when the queues do not answer."""
+    """"; running for 4 s" or "; waiting for 2 s" by the key runs are served under, from the
+    device queues' tickets, which carry it (`core.coordination.under_way`: a note's batch's
+    key). {} when the queues do not answer."""
     found = {}
     try:
         for platform in {note["spec"].get("device", "cpu") for note in notes}:

@@ -18,6 +18,7 @@ from specs import tutorial_spec
 
 from core.cluster import connection, stored, submit, tasks
 from core.cluster.errors import RunInterrupted
+from core.coordination import under_way
 from core.run.progress import Cancelled
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec
 from core.store.run_store import RunStore
@@ -158,7 +159,7 @@ def test_a_killed_worker_costs_its_own_run_and_the_command_line_says_so(tmp_path
                       and cluster.board.entries("cpu")[0].started_at, 120)
             # One key for the run under way: its note in the command line's store, and its task on the board.
             (note,) = RunStore(db).in_flight()
-            assert cluster.board.entries("cpu")[0].run == note["lease"]
+            assert cluster.board.entries("cpu")[0].run == under_way.batch_of(note["lease"])
             time.sleep(1.0)  # into the first call
             os.kill(victim, signal.SIGKILL)
             _, err = command.communicate(timeout=120)

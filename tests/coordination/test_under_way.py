@@ -42,3 +42,9 @@ def test_a_run_on_the_board_and_in_the_host_queue_is_listed_once():
     host = [_ticket("worker's", "note-a", 2.5), _ticket("command line", "note-c", 3.0), _ticket("measuring", "")]
     listed = one_per_run(board, host)
     assert [t.ticket for t in listed] == ["plnlab-fit-note-a", "plnlab-fit-note-b", "command line", "measuring"]
+
+
+def test_notes_timed_together_are_served_under_their_batchs_key():
+    batch, keys = under_way.note_keys(3)
+    assert len(set(keys)) == 3 and {under_way.batch_of(key) for key in keys} == {batch}
+    assert under_way.batch_of("0123abcd") == "0123abcd"  # a note written before batches: its own

@@ -7,6 +7,7 @@ import pytest
 from specs import tutorial_spec
 
 from core.cluster.errors import WorkerDied
+from core.coordination import under_way
 from core.run import lifecycle
 from core.run.progress import Cancelled
 from core.spec import DatasetSpec
@@ -70,7 +71,7 @@ def test_a_cancel_asked_through_the_store_reaches_the_fit(store):
     assert store.list() == []
 
 
-def test_the_fit_serves_its_first_notes_key_which_the_device_queue_carries(store, tmp_path):
+def test_the_fit_serves_its_batchs_key_which_the_device_queue_carries_and_each_note_begins_with(store, tmp_path):
     from core.coordination.device_queue import DeviceQueue
 
     queue = DeviceQueue(tmp_path / "queue")
@@ -83,7 +84,8 @@ def test_the_fit_serves_its_first_notes_key_which_the_device_queue_carries(store
         return [make_run(spec.strategy) for spec in SPECS]
 
     lifecycle.fit_and_store(store, SPECS, fit)
-    assert len(set(seen["notes"])) == 2 and seen["tickets"] == seen["notes"][:1]
+    assert len(set(seen["notes"])) == 2 and len(seen["tickets"]) == 1
+    assert [under_way.batch_of(key) for key in seen["notes"]] == seen["tickets"] * 2
 
 
 def test_one_label_for_a_run_under_way():
