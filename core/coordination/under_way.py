@@ -1,15 +1,13 @@
-"""Which run under way a thread is serving: the key of its in-flight note.
+"""Which run under way a thread is serving: the key its in-flight notes were written under.
 
-A run's life (`core.run.lifecycle`) notes it in the store under a key (`RunStore.begin_all`),
-and everything that follows in its name takes that key with it: the cluster task fitting it
-is sent under it (`core.cluster.submit`, as the task's token), the worker serves it under it
-(`core.cluster.channel.TaskChannel`), and the device-queue ticket it waits with carries it
-(`core.coordination.device_queue`). So the note, the board's entry and the queue's ticket
-of one run are found by one key: a page lists each run once, and says where it stands.
-
-Fits timed together are one task and one turn of the device: their notes' keys are the
-batch's key and a number (`note_keys`), and they are served under the batch's key
-(`batch_of`), so that each note finds the task and the ticket of its batch.
+A run's life (`core.run.lifecycle`) notes it in the store (`RunStore.begin_all`) under a
+key made from its batch's (`note_keys`: fits timed together are one batch, one task and one
+turn of the device), and everything that follows in its name takes the batch's key with it:
+the cluster task fitting it is sent under it (`core.cluster.submit`, as the task's token),
+the worker serves it under it (`core.cluster.channel.TaskChannel`), and the device-queue
+ticket it waits with carries it (`core.coordination.device_queue`). So a note
+(`batch_of` its key), the board's entry and the queue's ticket of one run are found by one
+key: a page lists each run once, and says where it stands.
 
 A context variable, not an argument: the key passes through the engine and the cluster's
 calls untouched, and each thread (a dashboard session, a worker's task) has its own.
