@@ -11,6 +11,8 @@ kind: a compile measured elsewhere says little about this one.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from core.results.result import RunResult
 from core.store.run_store import RunStore
 
@@ -36,6 +38,11 @@ def latest_for(store: RunStore, run: RunResult) -> RunResult | None:
         candidates = sorted([*candidates, *store.find(program=run.program, cache="compiled", status="ok")],
                             key=lambda found: found.created_at, reverse=True)
     return next((found for found in candidates if found.id != run.id and same_environment(found, run)), None)
+
+
+def makers(store: RunStore, runs: Iterable[RunResult]) -> dict[int, RunResult]:
+    """By run id, `latest_for` each of `runs` that has one (a run loaded from a cache)."""
+    return {run.id: made for run in runs if (made := latest_for(store, run)) is not None}
 
 
 def paid_when_made(made_by: dict[int, RunResult]) -> dict[int, float]:

@@ -231,12 +231,8 @@ optimizers = sorted({str(r.optimizer) for r in results})
 names = comparison.run_names(newest)
 labels = [names[int(r.id)] for r in results]
 # A program loaded from a cache starts where compiling it started when it was made, as on Run.
-made_by = {}
-for row in results:
-    if row.cache in cold_compiles.CACHED:
-        for run in store.find(id=int(row.id)):
-            if (made := cold_compiles.latest_for(store, run)) is not None:
-                made_by[run.id] = made
+made_by = cold_compiles.makers(store, [run for row in results if row.cache in cold_compiles.CACHED
+                                       for run in store.find(id=int(row.id))])
 curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in newest["id"]]),
                            compiled_when_made=cold_compiles.paid_when_made(made_by))
 # Legends under the curves: on the right, a dozen labels such as "#14 scan_pytree_class ·
@@ -252,11 +248,7 @@ with by_iteration:
                      if len(problem_labels) > 1 else ""),
                   legend="bottom")
 with by_time:
-    display.chart(lines.elbo_curves(curves, x="wall_s", height=340),
-                  "Wall-clock from a cold start, estimated: compile time (for a program loaded from a cache, "
-                  "what compiling it cost when it was made), and what the first call took beyond a steady fit "
-                  "(eager compiles its operations there), then iterations × steady-state time per iteration.",
-                  legend="bottom")
+    display.chart(lines.elbo_curves(curves, x="wall_s", height=340), display.WALL_CLOCK_CAPTION, legend="bottom")
 
 st.header("Grouped timings")
 state.default("cmp_group", list(comparison.DEFAULT_GROUPS))

@@ -132,7 +132,7 @@ if note:
 frame = results_frame(shown)
 ok = frame[frame["status"] == "ok"]
 # For each run loaded from a cache, the latest run that compiled its program: what compiling it cost.
-made_by = {run.id: made for run in shown if (made := cold_compiles.latest_for(store, run)) is not None}
+made_by = cold_compiles.makers(store, shown)
 cold_runs = results_frame(list(made_by.values()))
 metrics = st.columns(4)
 if not ok.empty:
@@ -245,10 +245,7 @@ with left:
     display.chart(lines.elbo_curves(curves, x="iteration").properties(height=280),
                   "Every strategy should trace the same curve: only the compilation differs.")
 with right:
-    display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=280),
-                  "Wall-clock from a cold start, estimated: compile time (for a program loaded from a cache, "
-                  "what compiling it cost when it was made), and what the first call took beyond a steady fit "
-                  "(eager compiles its operations there), then iterations × steady-state time per iteration.")
+    display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=280), display.WALL_CLOCK_CAPTION)
 
 st.subheader("Numbers")
 dates = sorted({display.when(r.created_at) for r in shown})

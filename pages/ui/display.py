@@ -71,6 +71,12 @@ TABLE_COLUMNS = {**TIMING_COLUMNS, **COMPILE_COLUMNS, **FIT_COLUMNS,
                                                        help="steady state: median of the timed repeats")}
 
 
+# The caption of an ELBO chart against `elbo_long`'s wall_s, on every page that draws one.
+WALL_CLOCK_CAPTION = ("Wall-clock from a cold start, estimated: compile time (for a program loaded from a cache, what "
+                      "compiling it cost when it was made), and what the first call took beyond a steady fit (eager "
+                      "compiles its operations there), then iterations × steady-state time per iteration.")
+
+
 def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, np.ndarray] | None = None,
               max_points: int = decimate.DISPLAY_POINTS,
               compiled_when_made: dict[int, float] | None = None) -> pd.DataFrame:

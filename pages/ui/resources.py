@@ -121,7 +121,8 @@ def tickets(platform: str) -> list[Ticket]:
     (`device_queue.one_per_run`: a worker's ticket names its run as its board entry does).
 
     Raises whatever the cluster or the queue folder raise when they do not answer."""
-    found = [entry.ticket() for entry in cluster().board.entries(platform)]
-    if cluster().embedded:
+    serving = cluster()
+    found = [entry.ticket() for entry in serving.board.entries(platform)]
+    if serving.embedded:
         found = one_per_run(found, default_queue().entries(platform))
     return found
