@@ -226,6 +226,13 @@ def strategy_names() -> tuple[str, ...]:
     return tuple(r.name for r in _RUNNABLES if not r.is_peer)
 
 
+def least_compiled(names) -> str:
+    """The first of `names` in teaching order (those this program does not know last): a
+    speed-up's baseline, the same whichever run was slowest at one click."""
+    order = list(RUNNABLES)
+    return min(names, key=lambda name: order.index(name) if name in order else len(order))
+
+
 def peer_names() -> tuple[str, ...]:
     return tuple(r.name for r in _RUNNABLES if r.is_peer)
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from core.results.compile_cost import CACHED
 from core.results.result import RunResult
 from core.store.run_store import RunStore
 
-CACHED = ("memory", "disk")
+__all__ = ["CACHED", "latest_for", "makers", "paid_when_made", "same_environment"]
 # What must match, besides the spec, for one compile to stand for another.
 ENVIRONMENT = ("host", "jax", "jaxlib")
 

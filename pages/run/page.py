@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from core import catalog
 from core.charts import bars, lines
-from core.results import headline, spread
+from core.results import compile_cost, headline, spread
 from core.results.frame import results_frame
 from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
@@ -63,10 +64,13 @@ if not specs:
 
 store = resources.store_or_stop()
 running.runs_under_way(store)
-# An interrupted run (its process died mid-run) has no result to show: run that spec again.
+# The runs a click just fitted, handed over the rerun that redraws the page: drawn as they came
+# back, not read again from the store. The others, the newest stored run of each spec (an
+# interrupted run, whose process died mid-run, has no result to show: run that spec again).
+handed = {result.spec_key: result for result in st.session_state.pop("run_handed", [])}
 stored = {spec.strategy: found[0] for spec in specs
-          if (found := store.find_by_spec_key(spec.key, limit=1, interrupted=False, with_elbo=False,
-                                                    imported=False))}
+          if (found := [handed[spec.key]] if spec.key in handed else
+              store.find_by_spec_key(spec.key, limit=1, interrupted=False, with_elbo=False, imported=False))}
 missing = [spec for spec in specs if spec.strategy not in stored]
 
 # One key whatever the label: a click made while the page still showed the label of a
@@ -104,6 +108,7 @@ if clicked:
         st.error(error, icon=":material/error:")
     else:  # redraw, so that the button offers "Run again" rather than a finished run
         st.session_state["run_flash"] = f"{len(results)} run{'s' * (len(results) != 1)} finished and stored."
+        st.session_state["run_handed"] = results
         st.rerun()
 running.show_cancelled()
 if flash := st.session_state.pop("run_flash", None):
@@ -161,27 +166,19 @@ if not ok.empty:
                       delta_color="off", delta_arrow="off",
                       help=f"{fastest['strategy']}'s steady-state time per iteration: the median of the repeats, and "
                            "the fastest to the slowest repeat")
-    compiled = ok[ok["cache"] != "none"]
-    if not compiled.empty:
-        # Never "0 µs" for a program loaded from a cache: what compiling it cost when it was made
-        # (by this strategy or another with the same program, on this machine), as it was paid.
-        loaded = compiled[compiled["cache"].isin(cold_compiles.CACHED)]
-        paid = list(compiled.loc[~compiled.index.isin(loaded.index), "compile_total_s"])
-        made = list(cold_runs["trace_lower_s"] + cold_runs["compile_s"]) if not cold_runs.empty else []
-        places = " and ".join(sorted(set(loaded["cache"])))
-        if paid or made:
-            # Nothing compiled by this run: the figure is the compile paid when the program was made.
-            metrics[2].metric("Longest compile" if paid else "Compile, when made", display.duration(max(paid + made)),
-                              f"{len(loaded)} loaded from {places}" if len(loaded) else None,
-                              delta_color="off", delta_arrow="off",
-                              help="trace + lower + XLA compile of these strategies' programs, as it was paid: by this "
-                                   "run, or for a program loaded from a cache, by the run on this machine that made it "
-                                   "(the same program, whichever strategy asked for it)")
-        else:
-            metrics[2].metric("Longest compile", "not measured", f"loaded from {places}", delta_color="off",
-                              delta_arrow="off",
-                              help="every program came from a cache made before any stored run compiled it: "
-                                   "tick Compile from scratch to measure it")
+    cost = compile_cost.longest(ok, cold_runs)
+    if cost is not None and cost.seconds is not None:
+        metrics[2].metric(cost.label, display.duration(cost.seconds),
+                          f"{cost.loaded} loaded from {cost.places}" if cost.loaded else None,
+                          delta_color="off", delta_arrow="off",
+                          help="trace + lower + XLA compile of these strategies' programs, as it was paid: by this "
+                               "run, or for a program loaded from a cache, by the run on this machine that made it "
+                               "(the same program, whichever strategy asked for it)")
+    elif cost is not None:
+        metrics[2].metric(cost.label, "not measured", f"loaded from {cost.places}", delta_color="off",
+                          delta_arrow="off",
+                          help="every program came from a cache made before any stored run compiled it: "
+                               "tick Compile from scratch to measure it")
 with metrics[3]:
     st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
     display.agreement_badge(frame)
@@ -201,10 +198,9 @@ elif not ok.empty and winner is None:  # no solution to time: say what the numbe
 # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.
 left, right = st.columns(2)
 with left:
-    # The least compiled strategy run, in the tutorial's order: the same baseline at every click
-    # (the slowest run's, noise among near-equal strategies, changed from one run to the next).
-    order = list(catalog.RUNNABLES)
-    baseline = min(frame["strategy"], key=lambda name: order.index(name) if name in order else len(order))
+    # The least compiled strategy run: the same baseline at every click (the slowest run's,
+    # noise among near-equal strategies, changed from one run to the next).
+    baseline = catalog.least_compiled(frame["strategy"])
     groups = headline.one_program_groups(ok)
     one_program = len(ok) == len(frame) and len(groups) == 1 and len(groups[0].strategies) == len(ok)
     display.chart(bars.speedup_bars(frame, baseline=baseline).properties(height=CHART_HEIGHT),
@@ -238,7 +234,9 @@ for group in groups:
     st.caption(f"**Same program**: {', '.join(group.strategies)} lower to one XLA program (fingerprint "
                f"`{group.program}`), so they run at one speed: the differences between their timings are noise.")
 
-curves = display.elbo_long(shown, curves=store.curves([r.id for r in shown]),  # thinned, for any length
+# The curves of runs in hand (just fitted) as they came; the others' from the store.
+in_hand = {r.id: np.asarray(r.elbo, float) for r in shown if len(r.elbo)}
+curves = display.elbo_long(shown, curves={**store.curves([r.id for r in shown if r.id not in in_hand]), **in_hand},
                            compiled_when_made=cold_compiles.paid_when_made(made_by))
 left, right = st.columns(2)
 with left:

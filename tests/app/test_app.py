@@ -179,6 +179,26 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert sorted(r.iterations for r in store.list()) == [6, 6, 11, 11]
 
 
+def test_the_run_page_draws_the_runs_a_click_fitted_without_reading_them_back(store, monkeypatch):
+    at = tiny_problem(open_app())
+    looked_up, curves_read = [], []
+    find, curves = RunStore.find_by_spec_key, RunStore.curves
+    monkeypatch.setattr(RunStore, "find_by_spec_key",
+                        lambda self, key, **kw: looked_up.append(key) or find(self, key, **kw))
+    monkeypatch.setattr(RunStore, "curves", lambda self, ids, *a: curves_read.extend(ids) or curves(self, ids, *a))
+    at.button(key="run_go").click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    runs = store.list()
+    assert len(runs) == 2 and [b.label for b in at.button] == ["Run again"]
+    # Each spec looked up once, before the click's fit; the redraw after it takes the runs it
+    # was handed, their curves included.
+    assert sorted(looked_up) == sorted(r.spec_key for r in runs) and curves_read == []
+    assert sorted(at.dataframe[0].value["strategy"]) == ["jit_step", "scan"] and len(at.get(CHART)) >= 4
+    # The next look at the page reads the store again, as any other session's does.
+    at.run()
+    assert len(looked_up) == 4 and sorted(curves_read) == sorted(r.id for r in runs)
+
+
 def test_the_run_pages_default_fit_converges_and_heads_with_its_time_to_solution(store):
     at = tiny_problem(open_app(), strategies=("scan",))
     at.sidebar.number_input(key="sb_iterations").set_value(500)

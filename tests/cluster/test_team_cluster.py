@@ -88,6 +88,26 @@ def test_cancel_stops_the_fit_on_the_worker_and_stores_nothing(team, tmp_path):
     assert time.monotonic() - follow < 20
 
 
+def test_finished_and_cancelled_tasks_leave_no_event_on_the_scheduler(team, tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite3")
+    cancel = threading.Event()
+    with pytest.raises(Cancelled):
+        stored.run_and_store(team, store, LONG, cancel=cancel,
+                             on_progress=lambda progress: progress.elbo is None or cancel.set())
+    assert stored.run_and_store(team, store, TINY).status == "ok"
+
+    def ours(dask_scheduler=None):
+        extension = dask_scheduler.extensions["events"]
+        return sorted(str(name) for name in extension._events if str(name).startswith("plnlab-"))
+
+    # Each task's cancel watcher waits on its event; the task's end wakes it and deletes both events.
+    for _ in range(50):
+        if not (left := team.client.run_on_scheduler(ours)):
+            break
+        time.sleep(0.1)
+    assert left == []
+
+
 def test_a_task_refused_on_the_worker_raises_here(team):
     with pytest.raises(KeyError, match="unknown pitfall"):
         submit.call(team, tasks.pitfall, "nope", platform="cpu", label="a pitfall", owner="test")

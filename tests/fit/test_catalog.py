@@ -33,6 +33,14 @@ def test_the_registries_build_what_the_catalog_lists():
     assert set(TWINS) == set(catalog.optimizer_names(catalog.GRADIENT))
 
 
+def test_the_least_compiled_strategy_is_the_first_in_teaching_order_whatever_the_order_given():
+    assert catalog.least_compiled(["scan", "eager", "jit_step"]) == "eager"
+    assert catalog.least_compiled(["scan_pytree_class", "jit_step"]) == "jit_step"
+    # A strategy this version does not know (an imported run) comes last.
+    assert catalog.least_compiled(["from_elsewhere", "scan"]) == "scan"
+    assert catalog.least_compiled(["from_elsewhere"]) == "from_elsewhere"
+
+
 def test_descriptions_are_the_strategy_modules_docstrings():
     # Read from the files without Python's parser (not thread-safe in CPython 3.11).
     for runnable in catalog.RUNNABLES.values():
