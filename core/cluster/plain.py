@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from core.run.progress import Cancelled
+
 # The types a task may return, by the name written on the wire: every result type of
 # `core.cluster.tasks` and what they hold. Each is plain data (no JAX), importable by the server.
 _TYPE_PATHS = {
@@ -42,6 +44,7 @@ _TYPE_PATHS = {
     "PitfallResult": "core.inspect.pitfall_notes", "Compile": "core.machine.compile_log",
     "Timeline": "core.inspect.trace_findings", "StrategyTrace": "core.inspect.trace_findings",
     "Span": "core.inspect.trace_findings", "OpTime": "core.inspect.trace_findings",
+    "Stopped": "core.cluster.plain",
 }
 # NumPy dtypes an array may have: numbers only (an object array would hold anything).
 _DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -56,11 +59,24 @@ class NotPlain(ValueError):
     """A value that is not plain data of the schema: refused, with where and why."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Stopped:
+    """What a task that stopped at its submitter's cancel returns (`returned`): a Cancel is
+    what the user asked for, not a failed computation for the worker to log as an error
+    with its traceback. The submitter raises `core.run.progress.Cancelled` with `reason`."""
+
+    reason: str
+
+
 def returned(task: Callable) -> Callable:
-    """A task that returns `encode(task(...))`: a worker's result leaves it as plain data."""
+    """A task that returns `encode(task(...))`: a worker's result leaves it as plain data
+    (a task cancelled on the way, `Stopped`)."""
     @functools.wraps(task)
     def plainly(*args, **kwargs):
-        return encode(task(*args, **kwargs))
+        try:
+            return encode(task(*args, **kwargs))
+        except Cancelled as cancelled:
+            return encode(Stopped(str(cancelled)))
 
     return plainly
 

@@ -135,7 +135,10 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
                                          "lost)") from None
                 raise _died(started, "the worker process running it died (killed, out of memory or "
                                      "crashed)") from None
-            return plain.decode(result)
+            value = plain.decode(result)
+            if isinstance(value, plain.Stopped):
+                raise Cancelled(value.reason)
+            return value
     finally:
         cluster.board.forget(token)
         if not future.done():  # cancelled, or the caller stopped (a page left): the task stops too

@@ -107,3 +107,17 @@ def test_nesting_is_bounded():
         plain.encode(deep)
     with pytest.raises(plain.NotPlain, match="deeper"):
         plain.decode(deep)
+
+
+def test_a_task_stopped_by_its_cancel_returns_that_instead_of_failing():
+    from core.run.progress import Cancelled
+
+    def fit():
+        raise Cancelled("cancelled; nothing was stored")
+
+    def broken():
+        raise ValueError("a real failure")
+
+    assert plain.decode(plain.returned(fit)()) == plain.Stopped("cancelled; nothing was stored")
+    with pytest.raises(ValueError, match="a real failure"):  # still the worker's to report
+        plain.returned(broken)()
