@@ -82,6 +82,24 @@ MOST_TEXT_SHARE = 0.6
 LINE_PX = 18
 
 
+# Run names on a bar chart's band axis wrap at their separators to this many characters a
+# line (about half a projector's chart): "#11 scan_pytree_class · preconditioned_lbfgs ·
+# simulated 1000x50 d=1 (seed 0) · float32" on one line left the bars no plot to be drawn in.
+RUN_NAME_CHARS = 32
+
+
+def wrapped_names(names: pd.Series, most_chars: int = RUN_NAME_CHARS) -> tuple[pd.Series, int]:
+    """`names` wrapped at their separators (`wrapped`) to `most_chars` a line, and the most
+    lines one takes."""
+    rows = names.astype(str).map(lambda name: wrapped(name, most_chars))
+    return rows, (int(rows.str.count("\n").max()) + 1 if len(rows) else 1)
+
+
+def row_step(lines: int, least: int) -> int:
+    """A band's height for labels of `lines` lines, at least `least` px."""
+    return max(least, LINE_PX * lines + 12)
+
+
 def lines_axis(lines: int, split_at: str) -> alt.Axis:
     """A band axis whose labels are split at `split_at` into at most `lines` lines, centred on their rows.
     `labelLimit` 0: a line is drawn whole (Vega cuts one past 180 px with an ellipsis)."""
@@ -148,13 +166,23 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
     cannot hold the text on one line, axis labels and texts take two."""
     df = df.assign(one=1.0)
     df["text_x"] = df[["high", x]].max(axis=1).where(lambda v: v > 1, 1.0).fillna(1.0)
-    axis_labels = df[y.shorthand.split(":")[0]]
-    broken = text_share(df["text"], axis_labels) > MOST_TEXT_SHARE
+    field = y.shorthand.split(":")[0]
+    names = df[field].astype(str)
+    broken = text_share(df["text"], names) > MOST_TEXT_SHARE
+    # Names wrap where they are long, and where the texts need the room (to about half the
+    # longest, e.g. "scan ·" over "preconditioned_lbfgs #3").
+    most_chars = min(RUN_NAME_CHARS, names.str.len().max() // 2 + 2) if broken else RUN_NAME_CHARS
+    rows, lines = wrapped_names(names, most_chars)
+    row_lines = pd.Series([line for row in rows for line in row.split("\n")])
     domain = log_domain_with_room(pd.concat([df[x], df["low"], df["high"]]), df["text_x"],
-                                  text_share(df["text"], axis_labels, broken))
-    if broken and axis_labels.astype(str).str.contains(AXIS_LABEL_BREAK, regex=False).any():
-        y = y.copy()
-        y.axis = lines_axis(2, AXIS_LABEL_BREAK)
+                                  text_share(df["text"], row_lines, broken))
+    if lines > 1:
+        order = dict(zip(names, rows))
+        df[field] = rows
+        encoding = y.to_dict()
+        if isinstance(encoding.get("sort"), list):
+            encoding["sort"] = [order.get(str(name), name) for name in encoding["sort"]]
+        y = alt.Y(**{**encoding, "axis": lines_axis(lines, "\\n")})
     if broken:
         df["text"] = df["text"].str.replace(TEXT_BREAK, "\n" + TEXT_BREAK.strip(), n=1, regex=False)
     # Ticked to just past the bars and whiskers: the room on the right is the labels', and ticks
@@ -175,7 +203,7 @@ def bars_from_one(df: pd.DataFrame, x: str, y: alt.Y, x_title: str, title: str,
     rule = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="one:Q").properties(
         name="reference")
     return alt.layer(bars, whiskers(ranged, "low", "high", y), rule, *texts, title=title).properties(
-        height=alt.Step(44 if broken else 30))
+        height=alt.Step(row_step(lines, 44 if broken else 30)))
 
 
 def cold_compile_rows(cold_compiles: pd.DataFrame | None, shown: pd.DataFrame) -> pd.DataFrame:
@@ -302,12 +330,19 @@ def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt
     base_rows = finished[finished["strategy"] == baseline]
     if base_rows.empty or not base_rows["run_s"].median() > 0:
         return note_chart(f"Run the {baseline} strategy to see speed-ups against it.", title)
+    # No bar to draw (every one ×1): said in the chart, whose axis and "same program" labels
+    # over an empty plot read as a chart that failed to draw.
+    groups = headline.one_program_groups(finished)
+    if df["ok"].all() and (df["strategy"].nunique() == 1
+                           or (len(groups) == 1 and set(groups[0].strategies) == set(df["strategy"]))):
+        return note_chart(f"×1: {baseline} alone" if df["strategy"].nunique() == 1 else
+                          "×1: one compiled program, one speed", title)
     base = pooled(base_rows)
     # Strategies that ran one compiled program are one speed: each shows the speed-up of their
     # pooled repeats, so that one program never reads as three different speed-ups.
     spreads = {name: pooled(group[group["ok"]]) for name, group in df.groupby("strategy", sort=False)
                if group["ok"].any()}
-    for group in headline.one_program_groups(finished):
+    for group in groups:
         together = spread.Spread.pooled([spreads[name] for name in group.strategies])
         spreads.update((name, together) for name in group.strategies)
     rows = []

@@ -18,9 +18,11 @@ from core.charts.bars import (
     bars_from_one,
     lines_axis,
     log_domain_with_room,
+    row_step,
     run_labels,
     text_share,
     wrapped,
+    wrapped_names,
 )
 from core.charts.style import (
     CHART_CHAR_PX,
@@ -215,7 +217,9 @@ def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerC
     df["floor"] = floor  # a log axis has no zero: bars start at its left end
     df["text"] = df["iterations_to"].map(lambda k: f"{int(k):,} it")
     df["text_x"] = seconds
-    y = alt.Y("label:N", sort=list(df["label"]), title=None)
+    df["label"], lines = wrapped_names(df["label"])
+    y = alt.Y("label:N", sort=list(df["label"]), title=None,
+              axis=lines_axis(lines, "\\n") if lines > 1 else alt.Axis())
     x = alt.X("seconds_to:Q", axis=log_axis(floor, high, "seconds (log scale)"),
               scale=alt.Scale(type="log", domain=[floor, high], nice=False))
     tips = ["label:N", alt.Tooltip("iterations_to:Q", title="iterations"),
@@ -223,4 +227,4 @@ def reach_bars(reached: pd.DataFrame, relative: float) -> alt.Chart | alt.LayerC
     bars = alt.Chart(df).mark_bar().encode(x=x, x2="floor:Q", y=y, color=color_by_strategy(df, legend=False),
                                            tooltip=tips)
     text = alt.Chart(df).mark_text(align="left", dx=4).encode(x=alt.X("text_x:Q"), y=y, text="text:N")
-    return alt.layer(bars, text, title=title).properties(height=alt.Step(28))
+    return alt.layer(bars, text, title=title).properties(height=alt.Step(row_step(lines, 28)))

@@ -335,8 +335,8 @@ if repinned or ratio_timing_reset:
     # Said: the runs changed (ticks, filters) and the page chose for them; unannounced, it read as a bug.
     st.caption("For the runs now shown, "
                + " and ".join(part for part in (
-                   f"the baseline is {md(described[baseline])} (their newest problem's newest eager run, else its "
-                   "slowest)" if repinned else "",
+                   f"the baseline is {md(described[baseline])} (the newest eager run of the newest problem "
+                   "among them, or that problem's slowest run where none is eager)" if repinned else "",
                    f"the timing is {METRICS[ratio_metric]} (none of them has a time to solution)"
                    if ratio_timing_reset else "") if part)
                + ": pin others above.")
@@ -377,6 +377,9 @@ st.header("Settings that differ")
 varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique() > 1]
 if len(picked) < 2:
     st.caption("Pick two or more runs to see how their settings differ.")
+elif varying == ["strategy"]:  # a table of one column said less than this line
+    st.caption("Only the strategy differs: every other setting and environment field is the same, so their "
+               "timings differ by how the fit was compiled, and by run-to-run noise.")
 elif varying:
     display.table(picked[["id", *[c for c in varying if c != "id"]]], hide_index=True,
                   column_config=fitted_columns(picked))
@@ -422,13 +425,15 @@ if rows:
             st.session_state["cmp_delete"] = ids
             st.rerun()
     else:
-        whose = "your runs" if rule == "confirm" else "runs made by others too"
-        st.warning(f"Delete runs {', '.join(f'#{i}' for i in ids)} ({whose}) from the shared store, for every user? "
-                   f"They can be restored for {RESTORE_DAYS} days (Recently deleted, below).",
-                   icon=":material/warning:")
+        one = len(ids) == 1
+        whose = ("yours" if one else "your runs") if rule == "confirm" else \
+            ("made by someone else" if one else "runs made by others too")
+        st.warning(f"Delete run{'s' * (not one)} {', '.join(f'#{i}' for i in ids)} ({whose}) from the shared store, "
+                   f"for every user? {'It' if one else 'They'} can be restored for {RESTORE_DAYS} days (Recently "
+                   "deleted, at the bottom of this page).", icon=":material/warning:")
         # Only runs of others need the password again (`core.access.deletion`).
         guess = sign_in.password_field("cmp_delete_password", "delete runs") if rule == "password" else None
-        yes, no = st.columns([1, 5])
+        yes, no = st.columns([2, 5])  # at 1024 px a narrower column broke "Yes, delete" over two lines
         clicked = yes.button("Yes, delete", type="primary", key="cmp_delete_yes")
         refused = sign_in.refusal(guess) if clicked and rule == "password" else None
         if refused:
@@ -438,8 +443,8 @@ if rows:
             st.session_state["cmp_delete"] = None
             st.session_state["cmp_version"] += 1
             links.write("compare", "ticked", [])
-            st.toast(f"Deleted {deleted} run{'s' * (deleted != 1)}; Recently deleted (below the table) restores "
-                     f"{'them' if deleted != 1 else 'it'}.",
+            st.toast(f"Deleted {deleted} run{'s' * (deleted != 1)}; Recently deleted (at the bottom of this page) "
+                     f"restores {'them' if deleted != 1 else 'it'}.",
                      icon=":material/delete:")
             st.rerun()
         if no.button("Cancel", key="cmp_delete_no"):

@@ -155,7 +155,8 @@ if not ok.empty:
                                + display.duration_range(spread.Spread.of_run(fastest)))
     else:
         fastest = ok.loc[ok["run_s"].idxmin()]
-        metrics[0].metric("Fastest fit", display.duration(fastest["run_s"]), f"{fastest['strategy']}: no solution",
+        # Said of every run: "scan: no solution" read as that strategy's failure.
+        metrics[0].metric("Fastest fit", display.duration(fastest["run_s"]), f"{fastest['strategy']} · none converged",
                           delta_color="off", delta_arrow="off",
                           help="steady-state time of the fit; set a tolerance in the sidebar to stop at "
                                "convergence and time the solution")

@@ -169,6 +169,6 @@ def spec_summary(spec: FitSpec) -> str:
     until = f"up to {spec.iterations:,} iterations, stopping at a change of {spec.tol:g}" if spec.tol else \
         f"{spec.iterations:,} iterations"
     parts = [f"**{md(spec.dataset.label)}** {size}".strip(), spec.precision, spec.device,
-             until, f"first call + {spec.repeats}+ timed repeat{'s' * (spec.repeats > 1)}",
+             until, f"first call + at least {spec.repeats} timed repeat{'s' * (spec.repeats > 1)}",
              f"optimizer {spec.optimizer.label}", f"init {spec.init}"]
     return " · ".join(parts)

@@ -36,6 +36,8 @@ from pages.ui.text import md, public
 
 # How often this session's own progress redraws the sidebar's device line.
 QUEUE_REFRESH_S = 1.0
+# How often the device line redraws itself while the device is busy (`sidebar`).
+BUSY_REFRESH_S = 2.0
 
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
@@ -67,10 +69,25 @@ def sidebar() -> None:
                                  "more, until 0.25 s of calls are timed by default. A test that two timings differ "
                                  "at p < 0.05 needs 4 repeats of each (or 3 against 5); the median is reported")
         _optimizer_inputs()
-        st.session_state["sb_queue_slot"] = st.empty()
-        refresh_queue_caption(now=True)
+        # While the device is busy the line redraws itself (a fragment, every `BUSY_REFRESH_S`):
+        # drawn once with the page it kept saying "busy" after the run ended, a cancelled one too,
+        # until the next click. While it is free it waits for the page: no rerun of its own.
+        st.fragment(_device_line, run_every=BUSY_REFRESH_S if _tickets_or_none() else None)()
         st.session_state["sb_store_slot"] = st.empty()
         refresh_store_caption()
+
+
+def _tickets_or_none() -> list:
+    """The chosen device's tickets ([] when its queue cannot be read: the line says so)."""
+    try:
+        return resources.tickets(st.session_state["sb_device"])
+    except Exception:  # noqa: BLE001 - `refresh_queue_caption` says why
+        return []
+
+
+def _device_line() -> None:
+    st.session_state["sb_queue_slot"] = st.empty()
+    refresh_queue_caption(now=True)
 
 
 def refresh_queue_caption(now: bool = False) -> None:

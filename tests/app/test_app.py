@@ -156,7 +156,7 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert any("faster than jit_step one full fit" in c.value for c in at.caption)
     # 6 iterations do not meet the sidebar's tolerance: a fit, not a solution, says so.
     assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"]
-    assert "no solution" in at.metric[0].delta
+    assert at.metric[0].delta.endswith(" · none converged")
     assert any(c.value.startswith("None met the tolerance (1e-07) within its iterations, so no strategy has a time "
                                   "to solution") and "ran its 6 iterations fastest" in c.value for c in at.caption)
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
@@ -279,11 +279,15 @@ def test_stored_run_appears_on_compare_and_can_be_deleted(store):
     at = open_app("pages/compare/page.py")
     assert sorted(at.dataframe[0].value["id"]) == sorted([kept.id, dropped.id])
     assert len(at.get(CHART)) >= 3
+    # Two runs set apart by their strategy alone: said in a line, not a table of one column.
+    assert any(c.value.startswith("Only the strategy differs") for c in at.caption)
     row = list(at.dataframe[0].value["id"]).index(dropped.id)
     at.session_state["cmp_table_0"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     at.run()
     at.button(key="cmp_delete_ask").click().run()
-    assert at.warning, "deleting asks for confirmation first"
+    # One run, in the singular, and where to restore it from.
+    assert [w.value for w in at.warning if w.value.startswith(f"Delete run #{dropped.id} (")] and \
+        any("at the bottom of this page" in w.value for w in at.warning), "deleting asks for confirmation first"
     assert len(store.list()) == 2
     at.button(key="cmp_delete_yes").click().run()
     assert not at.exception, [e.value for e in at.exception]

@@ -113,3 +113,6 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
         time.sleep(0.1)
     assert time.perf_counter() - clicked < 10
     assert len(store.list()) == before and store.in_flight() == []
+    # The sidebar, drawn while the cancelled run still held the device, catches up by itself:
+    # it said "busy" with the cancelled run until the next click.
+    page.locator("[data-testid='stSidebar']").get_by_text(re.compile(r"cpu\W+is free")).wait_for(timeout=15_000)

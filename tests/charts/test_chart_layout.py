@@ -107,13 +107,37 @@ def test_ratio_labels_get_room_inside_the_plot_on_two_lines_where_one_cannot_hol
 
     long = runs.assign(optimizer=["preconditioned_lbfgs"] * (len(runs) - 1) + ["seed"])
     spec = comparisons.ratio_bars(long, 1).to_dict()
-    assert spec["height"] == {"step": 44}
+    assert spec["height"] == {"step": bars.row_step(2, 44)}  # two lines a row, names and texts alike
     assert "split(datum.label" in spec["layer"][0]["encoding"]["y"]["axis"]["labelExpr"]
     data = pd.concat(_datasets(spec)).dropna(subset=["run"]).drop_duplicates("id").set_index("id")
     assert data.loc[3, "text"] == "×0.25\n(×0.19–×0.33)"
+    assert data["run"].str.count("\n").max() == 1  # "strategy ·" over "optimizer #id"
     as_one_line = data["text"].str.replace("\n(", " (", regex=False)
-    assert bars.text_share(as_one_line, data["run"]) > bars.MOST_TEXT_SHARE
-    assert bars.text_share(as_one_line, data["run"], broken=True) <= bars.MOST_TEXT_SHARE
+    names = data["run"].str.replace(" ·\n", " · ", regex=False)
+    lines = pd.Series([line for row in data["run"] for line in row.split("\n")])
+    assert bars.text_share(as_one_line, names) > bars.MOST_TEXT_SHARE
+    assert bars.text_share(as_one_line, lines, broken=True) <= bars.MOST_TEXT_SHARE
+
+
+def test_long_run_names_wrap_so_that_the_bars_keep_their_plot_and_every_row_its_name(runs):
+    # Compare names a run by all that sets it apart: on one line such names took the whole
+    # chart's width (no bars drawn), and split at every separator onto rows too short for them
+    # (Vega dropped every other name).
+    names = {run_id: f"#{run_id} scan_pytree_class · preconditioned_lbfgs · simulated 1000x50 d=1 (seed 0) · "
+                     f"float{32 if run_id % 2 else 64}" for run_id in runs["id"]}
+    named = runs.assign(label=runs["id"].map(names))
+    reached = pd.DataFrame({"id": runs["id"], "strategy": runs["strategy"], "optimizer": "preconditioned_lbfgs",
+                            "iterations_to": 30.0, "seconds_to": np.linspace(0.01, 0.5, len(runs)),
+                            "label": named["label"]})
+    for spec in (comparisons.ratio_bars(named, 1).to_dict(), comparisons.reach_bars(reached, 1e-5).to_dict()):
+        y = spec["layer"][0]["encoding"]["y"]
+        rows = pd.concat(_datasets(spec))[y["field"]].dropna().unique()
+        lines = [line.removesuffix(" ·") for row in rows for line in row.split("\n")]
+        assert max(len(line) for line in lines) <= bars.RUN_NAME_CHARS
+        most = max(row.count("\n") + 1 for row in rows)
+        assert spec["height"]["step"] >= bars.LINE_PX * most  # each row holds its name's lines
+        assert y["axis"]["labelOffset"] == -(most - 1) * bars.LINE_PX / 2 and len(y["sort"]) == len(rows)
+        assert set(y["sort"]) == set(rows)  # drawn in the order asked, under their wrapped names
 
 
 def test_long_group_names_wrap_to_a_projectors_width_and_notes_stay_inside_the_plot(runs):

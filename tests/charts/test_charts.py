@@ -425,3 +425,20 @@ def test_strategies_of_one_program_show_one_speed_up_over_another_baseline():
     data = pd.concat(_datasets(bars.speedup_bars(runs, baseline="scan").to_dict()))
     per = data.dropna(subset=["strategy"]).drop_duplicates("strategy").set_index("strategy")
     assert per.loc["scan_namedtuple", "text"] == "same program" and per.loc["scan_namedtuple", "speedup"] == 1.0
+
+
+def test_speed_ups_with_no_bar_to_draw_say_so_in_the_chart():
+    """Every run one program (the first Run's scan strategies), or one strategy alone: ×1
+    throughout, said in the chart rather than drawn as an empty plot."""
+    def timed(id_, strategy, program):
+        return _run(id_, strategy, run_s=0.1, run_s_min=0.09, run_s_max=0.11, repeat_times=[0.09, 0.1, 0.11],
+                    program=program, host="h", lr=0.01, optimizer="seed", init="seed", tol=0.0, iterations_run=150)
+
+    one_program = pd.DataFrame([timed(1, "scan", "abc"), timed(2, "scan_namedtuple", "abc")])
+    alone = pd.DataFrame([timed(1, "scan", "abc")])
+    for runs, said in ((one_program, "×1: one compiled program, one speed"), (alone, "×1: scan alone")):
+        spec = bars.speedup_bars(runs, baseline="scan").to_dict()
+        assert spec["mark"]["type"] == "text" and pd.concat(_datasets(spec))["note"].iloc[0] == said
+    # Another program beside them draws its bars.
+    mixed = pd.concat([one_program, pd.DataFrame([timed(3, "jit_step", "def")])], ignore_index=True)
+    assert bars.speedup_bars(mixed, baseline="jit_step").to_dict().get("layer")
