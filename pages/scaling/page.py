@@ -102,10 +102,13 @@ with n_tab:
     # a warm cache leaves it nothing to answer with.
     state.default("scl_cold", True)
     with retime_slot:
+        # Compiling from scratch runs the stored pairs again anyway: the box would do nothing then.
+        compiling = bool(st.session_state.get("scl_cold"))
         retime = st.checkbox("Re-time (strategy, size) pairs already in the store", key="scl_retime",
-                             persist_state="session",
-                             help="run stored pairs again with the programs already compiled; **Compile from "
-                                  "scratch** runs them again too, compiling each anew")
+                             persist_state="session", disabled=compiling,
+                             help="**Compile from scratch** (on) runs every pair again, compiling each anew"
+                             if compiling else "run stored pairs again with the programs already compiled")
+        retime = retime and not compiling
         cold = st.toggle("Compile from scratch", key="scl_cold", persist_state="session",
                          help="skip the in-memory and on-disk compilation caches for these runs, so each compile "
                               "is measured; the new executables are cached afterwards")
