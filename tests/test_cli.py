@@ -1,6 +1,7 @@
 """The command line, as a user runs it: real processes, one store, JSON on the last line."""
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -196,6 +197,11 @@ def test_solve_fits_to_convergence_then_reuses_the_fastest_stored_configuration(
     assert "the lab's default" in first.stderr
     second = cli(*args, env=store)
     assert second.returncode == 0 and f"run #{result['id']}" in second.stderr
+    # Out of iterations: said once, with how far the fit believes it is, on stderr beside --json.
+    capped = cli(*args, "--iterations", "2", env=store)
+    assert capped.returncode == 0 and capped.stderr.count("not converged") == 1
+    assert re.search(r"after all 2 iterations, above the tolerance 1e-09; its float64 gradient puts it about "
+                     r"\de-\d\d \(relative\) below the optimum", capped.stderr), capped.stderr
     assert cli("solve", "--tol", "0", env=store).returncode == 2
     refused = cli("solve", "--strategy", "scan_analytic", "--optimizer", "lbfgs", env=store)
     assert refused.returncode == 2 and "runs only the optimizers" in refused.stderr

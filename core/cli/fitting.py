@@ -8,7 +8,7 @@ import sys
 from core import catalog, config
 from core.cli import EXIT_OK
 from core.cli.arguments import check_strategies, dataset_spec, fit_spec
-from core.cli.output import StderrProgress, print_json, print_run, read_csv_saying_how
+from core.cli.output import StderrProgress, convergence, print_json, print_run, read_csv_saying_how
 from core.spec import DEFAULTS, FitSpec, SpecError
 
 
@@ -110,9 +110,9 @@ def command_solve(args) -> int:
         result = run_on_cluster(scheduler, store, spec, counts, progress, cold=False)
     else:
         result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
-    if result.time_to_solution_s is None and result.status == "ok" and not result.stalled and not result.short:
-        sys.stderr.write(f"not converged: the relative ELBO change stayed above {spec.tol:g} for "
-                         f"{spec.iterations:,} iterations (raise --iterations or --tol)\n")
+    if args.json:  # stdout is the JSON alone: how the fit ended goes to stderr, as the run's lines would say it
+        for line in convergence(result):
+            sys.stderr.write(line + "\n")
     print_run(result, args.json)
     return EXIT_OK
 

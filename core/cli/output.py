@@ -92,8 +92,7 @@ def convergence(result) -> list[str]:
     if result.short:
         return [outcome.short_note(result.estimated_gap)]
     if result.converged is False:
-        return [f"not converged: the last relative ELBO change, {result.final_change:.1e}, is above "
-                f"--tol {result.tol:g}; run more iterations"]
+        return [outcome.capped_note(result.final_change, result.tol, result.iterations_run, result.estimated_gap)]
     return []
 
 

@@ -79,6 +79,15 @@ def short_note(estimated_gap: float) -> str:
             "tol, or in float64")
 
 
+def capped_note(final_change: float, tol: float, iterations: int, estimated_gap: float | None) -> str:
+    """One line saying that a fit ran all its iterations without meeting its tolerance, and,
+    where its float64 gradient says (`core.fit.certificate`), how far it believes it is."""
+    how_far = (f"; its float64 gradient puts it about {estimated_gap:.0e} (relative) below the optimum"
+               if estimated_gap is not None and math.isfinite(estimated_gap) else "")
+    return (f"not converged: the relative ELBO change was still {final_change:.1e} after all {iterations:,} "
+            f"iterations, above the tolerance {tol:g}{how_far}; run more iterations")
+
+
 def stalled(final_change: float | None, tol: float, precision: str, stopped_early: bool) -> bool:
     """Whether a fit with tolerance `tol` that ended on relative change `final_change`
     stopped because it stalled at its precision's resolution (module docstring)."""

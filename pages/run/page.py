@@ -192,8 +192,13 @@ if not ok.empty and winner is not None and winner.ties:
 elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
     why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
            else "No tolerance is set (the sidebar's Tolerance)")
+    gap = fastest.get("estimated_gap")
+    # How far it believes it is: what a user needs to choose more iterations or another optimizer.
+    how_far = (f" (its float64 gradient puts it about {gap:.0e} below the optimum)"
+               if fastest["tol"] > 0 and gap is not None and np.isfinite(gap) else "")
     st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
-               f"{int(fastest['iterations_run']):,} iterations fastest, and the charts below compare the fits as run.")
+               f"{int(fastest['iterations_run']):,} iterations fastest{how_far}, and the charts below compare the "
+               "fits as run.")
 
 # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
 # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.
