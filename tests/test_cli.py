@@ -1,8 +1,8 @@
 """The command line, as a user runs it: real processes, one store, JSON on the last line."""
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 
