@@ -32,6 +32,8 @@ from core.machine.host import native_settings  # noqa: E402
 
 native_settings()
 
+from worker_overhead import answering_worker  # noqa: E402 - beside this script
+
 from core.cluster import connection, stored  # noqa: E402
 from core.run.progress import Cancelled  # noqa: E402
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec  # noqa: E402
@@ -44,13 +46,6 @@ LONG = FitSpec(dataset=DATA, strategy="eager", iterations=20_000, optimizer=Opti
 SHORT = FitSpec(dataset=DATA, strategy="scan", iterations=10, optimizer=OptimizerSpec("adam"), repeats=1)
 
 
-def _worker(cluster) -> dict:
-    facts = [f for f in cluster.workers(timeout_s=10).values() if isinstance(f, dict)]
-    if not facts:
-        raise SystemExit("the worker does not answer: stopping")
-    return facts[0]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
@@ -61,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     stopped, next_fit = [], []
     try:
         stored.run_and_store(cluster, store, SHORT)  # warm: imports and the short fit's compile
-        first_rss = _worker(cluster)["rss_bytes"] / 1e6
+        first_rss = answering_worker(cluster)["rss_bytes"] / 1e6
         kept = store.count()
         for round_index in range(args.rounds):
             cancel = threading.Event()
@@ -80,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             begin = time.perf_counter()
             stored.run_and_store(cluster, store, SHORT)
             next_fit.append(time.perf_counter() - begin)
-            worker = _worker(cluster)
+            worker = answering_worker(cluster)
             if store.count() != kept + round_index + 1 or store.in_flight():
                 raise SystemExit("the store kept a cancelled run or a note: stopping")
             growth = worker["rss_bytes"] / 1e6 - first_rss

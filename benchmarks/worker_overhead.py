@@ -49,7 +49,8 @@ def _spec(replicate: int, strategy: str) -> FitSpec:
                    optimizer=OptimizerSpec("preconditioned_lbfgs"), init="log_rates", tol=1e-7, repeats=5)
 
 
-def _worker(cluster) -> dict:
+def answering_worker(cluster) -> dict:
+    """The embedded cluster's one worker's facts; stops the benchmark when it does not answer."""
     facts = [f for f in cluster.workers(timeout_s=10).values() if isinstance(f, dict)]
     if not facts:
         raise SystemExit("the worker does not answer: stopping")
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         engine.run(spec)  # warm both paths: compiles and data loads are not what is measured
         stored.run_and_store(cluster, store, spec)
-        first_rss = _worker(cluster)["rss_bytes"] / 1e6
+        first_rss = answering_worker(cluster)["rss_bytes"] / 1e6
         per_iter = {"in-process": [], "worker": []}
         wall = {"in-process": [], "worker": []}
         for round_index in range(args.rounds):
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                           else stored.run_and_store(cluster, store, spec))
                 wall[path].append(time.perf_counter() - begin)
                 per_iter[path].append(result.per_iter_ms)
-            worker = _worker(cluster)
+            worker = answering_worker(cluster)
             growth = worker["rss_bytes"] / 1e6 - first_rss
             print(f"round {round_index + 1}: per iteration {per_iter['in-process'][-1]:.3f} ms here, "
                   f"{per_iter['worker'][-1]:.3f} ms on the worker; wall {wall['in-process'][-1]:.2f} s here, "
