@@ -230,6 +230,9 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
     results: list[RunResult] = []
     error = None
     live_points: list[dict] = []
+    # The sidebar's device line was read as this script began, before the run was queued: the
+    # first progress report redraws it (throttled, it said "free" for a second more).
+    st.session_state["sb_queue_drawn"] = 0.0
     with st.status(f"{title}…", expanded=True) as status:
         cancel_slot, bars, live = _progress_slots(title, labels)
         reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from typing import NamedTuple
 
 import streamlit as st
 
@@ -72,29 +73,60 @@ def sidebar() -> None:
         # While the device is busy the line redraws itself (a fragment, every `BUSY_REFRESH_S`):
         # drawn once with the page it kept saying "busy" after the run ended, a cancelled one too,
         # until the next click. While it is free it waits for the page: no rerun of its own.
-        st.fragment(_device_line, run_every=BUSY_REFRESH_S if _tickets_or_none() else None)()
+        line = _device_line_text()
+        st.session_state["sb_queue_timed"] = line.busy
+        st.session_state["sb_queue_page_run"] = True
+        st.fragment(_device_line, run_every=BUSY_REFRESH_S if line.busy else None)(line)
         st.session_state["sb_store_slot"] = st.empty()
         refresh_store_caption()
 
 
-def _tickets_or_none() -> list:
-    """The chosen device's tickets ([] when its queue cannot be read: the line says so)."""
+class _Line(NamedTuple):
+    """The device line's text, and whether the device is busy (or its queue unreadable)."""
+
+    text: str
+    busy: bool
+
+
+def _device_line_text() -> _Line:
+    """What holds and waits for the chosen device (`resources.tickets`), as one line."""
+    platform = st.session_state["sb_device"]
     try:
-        return resources.tickets(st.session_state["sb_device"])
-    except Exception:  # noqa: BLE001 - `refresh_queue_caption` says why
-        return []
+        tickets = resources.tickets(platform)
+    except Exception as exc:  # noqa: BLE001 - a cluster or queue that does not answer: runs will say so too
+        return _Line(f":material/error: the device queue cannot be read: {public(exc)}", True)
+    if not tickets:
+        return _Line(f":material/check_circle: **{platform}** is free", False)
+    running = [ticket for ticket in tickets if ticket.running]
+    waiting = len(tickets) - len(running)
+    busy = md(running[0].describe()) if running else "starting"
+    more = f" and {len(running) - 1} more" if len(running) > 1 else ""
+    queued = f"; {waiting} waiting" if waiting else ""
+    return _Line(f":material/hourglass_top: **{platform}** busy: {busy}{more}{queued}", True)
 
 
-def _device_line() -> None:
-    st.session_state["sb_queue_slot"] = st.empty()
-    refresh_queue_caption(now=True)
+def _device_line(drawn_with_the_page: _Line | None = None) -> None:
+    """The device line's slot, written as soon as it is made (an empty slot, then a line read
+    a moment later, blinked at every redraw). `drawn_with_the_page`: the line the page's own run
+    just read; a redraw of the fragment alone is handed the same argument, so reads again."""
+    fresh = st.session_state.pop("sb_queue_page_run", False)
+    line = drawn_with_the_page if fresh and drawn_with_the_page is not None else _device_line_text()
+    st.session_state["sb_queue_slot"] = slot = st.empty()
+    slot.caption(line.text)
+    st.session_state["sb_queue_drawn"] = time.monotonic()
+    if not line.busy and st.session_state.get("sb_queue_timed") and not fresh:
+        # Free again, seen by the timer's own redraw: a redraw of the whole page ends the timer
+        # (the browser drops every fragment's timer at a page's run), or it would go on every
+        # 2 s until the next click.
+        st.session_state["sb_queue_timed"] = False
+        st.rerun()
 
 
 def refresh_queue_caption(now: bool = False) -> None:
-    """Redraws the sidebar's device line: what holds and waits for the chosen device
-    (`resources.tickets`). The sidebar is drawn before a page's work begins, so this
-    session's own progress reports call this (at most every `QUEUE_REFRESH_S`; `now`: at
-    once): the session that started a run sees the device busy with it, not "free"."""
+    """Redraws the sidebar's device line (`_device_line_text`). The sidebar is drawn before a
+    page's work begins, so this session's own progress reports call this (at most every
+    `QUEUE_REFRESH_S`; `now`: at once): the session that started a run sees the device busy
+    with it, not "free"."""
     slot = st.session_state.get("sb_queue_slot")
     if slot is None:
         return
@@ -102,21 +134,7 @@ def refresh_queue_caption(now: bool = False) -> None:
     if not now and moment - st.session_state.get("sb_queue_drawn", 0.0) < QUEUE_REFRESH_S:
         return
     st.session_state["sb_queue_drawn"] = moment
-    platform = st.session_state["sb_device"]
-    try:
-        tickets = resources.tickets(platform)
-    except Exception as exc:  # noqa: BLE001 - a cluster or queue that does not answer: runs will say so too
-        slot.caption(f":material/error: the device queue cannot be read: {public(exc)}")
-        return
-    if not tickets:
-        slot.caption(f":material/check_circle: **{platform}** is free")
-        return
-    running = [ticket for ticket in tickets if ticket.running]
-    waiting = len(tickets) - len(running)
-    busy = md(running[0].describe()) if running else "starting"
-    more = f" and {len(running) - 1} more" if len(running) > 1 else ""
-    queued = f"; {waiting} waiting" if waiting else ""
-    slot.caption(f":material/hourglass_top: **{platform}** busy: {busy}{more}{queued}")
+    slot.caption(_device_line_text().text)
 
 
 def _whole_number_input(container, label: str, low: int, high: int, key: str, step: int = 1, **options) -> None:

@@ -102,6 +102,14 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
     page.locator("[data-testid='stSidebar']").get_by_text(
         re.compile(r"busy: 2 strategies timed together · oaks x1 · float32 \(dashboard\), running for")
     ).wait_for(timeout=10_000)
+    # Another browser on the Run page meanwhile, which will not be clicked.
+    watcher = page.context.browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+    received: list[float] = []  # when the server sent the watcher something
+    watcher.on("websocket", lambda ws: ws.on("framereceived", lambda _: received.append(time.perf_counter())))
+    watcher.goto(base)
+    wait_painted(watcher)
+    watcher_line = watcher.locator("[data-testid='stSidebar']")
+    watcher_line.get_by_text(re.compile(r"cpu\W+busy: 2 strategies timed together")).wait_for(timeout=10_000)
     page.get_by_role("button", name="Cancel").click()
     clicked = time.perf_counter()
     page.get_by_text(re.compile(r"cancelled\. Runs that had finished are stored")).wait_for(timeout=30_000)
@@ -113,6 +121,14 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
         time.sleep(0.1)
     assert time.perf_counter() - clicked < 10
     assert len(store.list()) == before and store.in_flight() == []
-    # The sidebar, drawn while the cancelled run still held the device, catches up by itself:
-    # it said "busy" with the cancelled run until the next click.
-    page.locator("[data-testid='stSidebar']").get_by_text(re.compile(r"cpu\W+is free")).wait_for(timeout=15_000)
+    # The other browser's sidebar, drawn while the run held the device, catches up by itself
+    # (it said "busy" until its next click) ...
+    watcher_line.get_by_text(re.compile(r"cpu\W+is free")).wait_for(timeout=15_000)
+    # ... and then stops redrawing itself: the timer set while the device was busy ends once
+    # it is free, rather than redrawing the line every 2 s until a click.
+    time.sleep(3)
+    quiet_from = time.perf_counter()
+    time.sleep(6)
+    assert [t for t in received if t >= quiet_from] == [], "the page is still being redrawn with nothing running"
+    _no_exception(watcher)
+    watcher.context.close()
