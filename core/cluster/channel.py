@@ -36,7 +36,7 @@ TOPIC = "plnlab"
 # how the board finds them among the scheduler's.
 KEY_PREFIX = "plnlab-"
 # How long one wait for a cancel lasts before it is asked again: a waiting watcher costs the
-# scheduler nothing, and a task's ended watcher lingers at most this long (see `_watch_cancel`).
+# scheduler nothing, and the task's end wakes it at once (`TaskChannel.__exit__`).
 CANCEL_WAIT_S = 1.0
 
 

@@ -72,9 +72,10 @@ def sidebar() -> None:
         _optimizer_inputs()
         # While the device is busy the line redraws itself (a fragment, every `BUSY_REFRESH_S`):
         # drawn once with the page it kept saying "busy" after the run ended, a cancelled one too,
-        # until the next click. While it is free it waits for the page: no rerun of its own.
+        # until the next click. A page drawn while it is free sets no timer; one set while busy
+        # ends at the page's next run (the browser drops fragments' timers then). Ending it
+        # sooner with a rerun of the page would wipe what the page just said (an error, "cancelled").
         line = _device_line_text()
-        st.session_state["sb_queue_timed"] = line.busy
         st.session_state["sb_queue_page_run"] = True
         st.fragment(_device_line, run_every=BUSY_REFRESH_S if line.busy else None)(line)
         st.session_state["sb_store_slot"] = st.empty()
@@ -114,12 +115,6 @@ def _device_line(drawn_with_the_page: _Line | None = None) -> None:
     st.session_state["sb_queue_slot"] = slot = st.empty()
     slot.caption(line.text)
     st.session_state["sb_queue_drawn"] = time.monotonic()
-    if not line.busy and st.session_state.get("sb_queue_timed") and not fresh:
-        # Free again, seen by the timer's own redraw: a redraw of the whole page ends the timer
-        # (the browser drops every fragment's timer at a page's run), or it would go on every
-        # 2 s until the next click.
-        st.session_state["sb_queue_timed"] = False
-        st.rerun()
 
 
 def refresh_queue_caption(now: bool = False) -> None:

@@ -104,8 +104,6 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
     ).wait_for(timeout=10_000)
     # Another browser on the Run page meanwhile, which will not be clicked.
     watcher = page.context.browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
-    received: list[float] = []  # when the server sent the watcher something
-    watcher.on("websocket", lambda ws: ws.on("framereceived", lambda _: received.append(time.perf_counter())))
     watcher.goto(base)
     wait_painted(watcher)
     watcher_line = watcher.locator("[data-testid='stSidebar']")
@@ -121,14 +119,8 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
         time.sleep(0.1)
     assert time.perf_counter() - clicked < 10
     assert len(store.list()) == before and store.in_flight() == []
-    # The other browser's sidebar, drawn while the run held the device, catches up by itself
-    # (it said "busy" until its next click) ...
+    # The other browser's sidebar, drawn while the run held the device, catches up by itself:
+    # it said "busy" until its next click.
     watcher_line.get_by_text(re.compile(r"cpu\W+is free")).wait_for(timeout=15_000)
-    # ... and then stops redrawing itself: the timer set while the device was busy ends once
-    # it is free, rather than redrawing the line every 2 s until a click.
-    time.sleep(3)
-    quiet_from = time.perf_counter()
-    time.sleep(6)
-    assert [t for t in received if t >= quiet_from] == [], "the page is still being redrawn with nothing running"
     _no_exception(watcher)
     watcher.context.close()
