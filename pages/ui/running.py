@@ -19,7 +19,7 @@ from core.run.progress import PHASES, Cancelled
 from core.spec import FitSpec, SpecError
 from core.store.run_store import StoreError
 from pages.ui import display, resources, sign_in
-from pages.ui.sidebar import refresh_queue_caption, refresh_store_caption
+from pages.ui.sidebar import queue_caption_is_stale, refresh_queue_caption, refresh_store_caption
 from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
     live_points: list[dict] = []
     # The sidebar's device line was read as this script began, before the run was queued: the
     # first progress report redraws it (throttled, it said "free" for a second more).
-    st.session_state["sb_queue_drawn"] = 0.0
+    queue_caption_is_stale()
     with st.status(f"{title}…", expanded=True) as status:
         cancel_slot, bars, live = _progress_slots(title, labels)
         reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy)

@@ -106,15 +106,21 @@ def _device_line_text() -> _Line:
     return _Line(f":material/hourglass_top: **{platform}** busy: {busy}{more}{queued}", True)
 
 
-def _device_line(drawn_with_the_page: _Line | None = None) -> None:
+def _device_line(drawn_with_the_page: _Line) -> None:
     """The device line's slot, written as soon as it is made (an empty slot, then a line read
     a moment later, blinked at every redraw). `drawn_with_the_page`: the line the page's own run
     just read; a redraw of the fragment alone is handed the same argument, so reads again."""
     fresh = st.session_state.pop("sb_queue_page_run", False)
-    line = drawn_with_the_page if fresh and drawn_with_the_page is not None else _device_line_text()
+    line = drawn_with_the_page if fresh else _device_line_text()
     st.session_state["sb_queue_slot"] = slot = st.empty()
     slot.caption(line.text)
     st.session_state["sb_queue_drawn"] = time.monotonic()
+
+
+def queue_caption_is_stale() -> None:
+    """The device line is out of date (a run is about to be queued): the next
+    `refresh_queue_caption` redraws it, however soon."""
+    st.session_state["sb_queue_drawn"] = 0.0
 
 
 def refresh_queue_caption(now: bool = False) -> None:

@@ -358,6 +358,10 @@ def test_scaling_page_uses_stored_runs_without_running(store):
     assert "compilation stops mattering beyond n ≈ 2,600 " in text and "between 1,160 and 11,600" in text
     assert len(store.list()) == 3
     assert not any("One size so far" in i.value for i in at.info)
+    # Compile from scratch (on here by default) runs every pair again: Re-time would do nothing.
+    assert at.toggle(key="scl_cold").value and at.checkbox(key="scl_retime").disabled
+    at.toggle(key="scl_cold").set_value(False).run()
+    assert not at.checkbox(key="scl_retime").disabled
 
 
 def test_scaling_with_one_size_asks_for_more(store):
