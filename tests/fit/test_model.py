@@ -94,6 +94,53 @@ def test_the_profiled_log_det_is_that_of_the_precision_it_returns(dtype):
     assert exact[0] == 1 and float(logdet) == pytest.approx(exact[1], rel=1e-12, abs=1e-9)
 
 
+@pytest.mark.parametrize("rows, p", [(20, 60), (40, 60), (59, 60), (60, 60), (90, 60)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_omega_through_the_rows_or_its_own_factor_is_numpys_inverse(rows, p, dtype):
+    # Woodbury's n x n path (fewer rows than columns) and Sigma's p x p factor give NumPy's
+    # Omega, R Omega, diagonal and log-determinant, to the rounding of the fit's dtype; which
+    # path runs is `through_rows`'s choice, both are checked on either side of it.
+    rng = np.random.default_rng(rows)
+    R = rng.normal(size=(rows, p)) * rng.uniform(0.1, 3.0, size=p)
+    variance = rng.uniform(0.05, 2.0, size=p) * rows
+    sigma = (R.T @ R + np.diag(variance)) / rows
+    omega = np.linalg.inv(sigma)
+    precision, logdet, r_omega, diagonal = profiled.precision_terms(jnp.asarray(R, dtype), jnp.asarray(variance, dtype),
+                                                                    rows)
+    assert logdet.dtype == jnp.float64 and precision.dtype == r_omega.dtype == diagonal.dtype == np.dtype(dtype)
+    tight = 1e-9 if dtype == "float64" else 2e-3
+    assert float(logdet) == pytest.approx(-np.linalg.slogdet(sigma)[1], rel=1e-12 if dtype == "float64" else 1e-6)
+    scale = np.max(np.abs(omega))
+    np.testing.assert_allclose(np.asarray(precision, np.float64), omega, atol=tight * scale)
+    np.testing.assert_allclose(np.asarray(diagonal, np.float64), np.diag(omega), atol=tight * scale)
+    expected = np.asarray(R, dtype).astype(np.float64) @ omega
+    np.testing.assert_allclose(np.asarray(r_omega, np.float64), expected, atol=tight * np.max(np.abs(expected)))
+
+
+def test_through_the_rows_where_there_are_fewer_rows_than_columns():
+    assert profiled.through_rows(59, 60, jnp.float64) and not profiled.through_rows(60, 60, jnp.float64)
+    # float32 goes through float64 products there, worth it at half as many rows or fewer.
+    assert profiled.through_rows(30, 60, jnp.float32) and not profiled.through_rows(31, 60, jnp.float32)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_profiled_evaluation_with_fewer_rows_than_columns_is_the_direct_one(dtype, monkeypatch):
+    # At p > n the evaluation's value and gradient come out of Woodbury's path as out of Sigma's
+    # own factor (forced here), to the rounding of the fit's dtype.
+    counts = simulate(30, 80, seed=3)
+    data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, dtype))
+    params, _ = model.init_params(data, "log_rates")
+    woodbury = jax.jit(profiled.evaluate)(params.latent_mean, params.latent_sd, data)
+    monkeypatch.setattr(profiled, "through_rows", lambda *shape: False)
+    direct = jax.jit(profiled.evaluate)(params.latent_mean, params.latent_sd, data)
+    relative = 1e-12 if dtype == "float64" else 1e-7
+    assert float(woodbury.elbo) == pytest.approx(float(direct.elbo), rel=relative)
+    for got, expected in ((woodbury.grad_mean, direct.grad_mean), (woodbury.grad_sd, direct.grad_sd)):
+        expected = np.asarray(expected, np.float64)
+        np.testing.assert_allclose(np.asarray(got, np.float64), expected,
+                                   atol=(1e-9 if dtype == "float64" else 1e-3) * np.max(np.abs(expected)))
+
+
 @pytest.mark.parametrize("init", ["seed", "log_counts"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_initialisations_and_dtypes(init, dtype):

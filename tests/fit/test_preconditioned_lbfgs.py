@@ -100,7 +100,7 @@ def _context(problem, own):
 
 @pytest.mark.parametrize("d", [1, 2])
 def test_h0_is_the_inverse_of_the_curvature_model(d):
-    # Woodbury's d x d inverses per column (a division for an intercept alone) and Sherman and
+    # Woodbury's d x d solves per column (a division for an intercept alone) and Sherman and
     # Morrison's along each ridge give what the dense solve gives.
     counts = simulate(40, 6, d=d, seed=5)
     data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, "float64"))
