@@ -27,7 +27,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from core.fit import model
+from core.fit import model, row_path
 
 # The name of the p x p work of an evaluation (Sigma's factor, Omega, its log-determinant) in
 # compiled programs' operation names.
@@ -89,14 +89,6 @@ def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
         return precision, model._logdet_spd(precision.astype(model.wide_dtype(precision.dtype)))
 
 
-def through_rows(rows: int, p: int, dtype) -> bool:
-    """Whether `precision_terms` works through the rows' n x n matrix (Woodbury) rather than
-    Sigma's p x p factor: where there are fewer rows than columns, and in float32 at most half
-    as many (that way runs in float64, at twice float32's cost per product: at 921 x 1209 a
-    float32 iteration took 1.27 times as long as with its own p x p factor)."""
-    return 2 * rows <= p if jnp.dtype(dtype) == jnp.float32 else rows < p
-
-
 def precision_terms(residual: jax.Array, column_variance: jax.Array, n) -> tuple[jax.Array, ...]:
     """(Omega, log det Omega, R Omega, diag Omega) for Sigma = (R^T R + D) / n, D =
     diag(`column_variance`): Omega, R Omega and its diagonal of R's dtype, the log-determinant
@@ -105,13 +97,13 @@ def precision_terms(residual: jax.Array, column_variance: jax.Array, n) -> tuple
     Sigma's factor costs p^3 and R Omega n p^2. With fewer rows than columns (p > n: rare
     species, single cells) the n x n matrix K = I + R D^-1 R^T does it in n^2 p (Woodbury):
     R Omega = n K^-1 R D^-1, Omega = n (D^-1 - D^-1 R^T K^-1 R D^-1), log det Sigma =
-    log det(D / n) + log det K. An iteration took 0.68 to 0.78 times as long on p > n sets in
-    float64 (`through_rows` says where). That path runs in float64 whatever R's dtype, so that
+    log det(D / n) + log det K. An iteration took 0.5 to 0.7 times as long on p > n sets in
+    float64 (`row_path.through_rows` says where). That path runs in float64 whatever R's dtype, so that
     the trace term and the log-determinant are of one matrix to float64's rounding, as the
     ELBO's stationarity in Omega needs (`precision_and_logdet`).
     """
     rows, p = residual.shape
-    if not through_rows(rows, p, residual.dtype):
+    if not row_path.through_rows(rows, p, jnp.dtype(residual.dtype).name):
         precision, logdet = precision_and_logdet((residual.T @ residual + jnp.diag(column_variance)) / n)
         return precision, logdet, residual @ precision, jnp.diagonal(precision)
     wide = model.wide_dtype(residual.dtype)

@@ -15,7 +15,14 @@ compares the two), with a margin:
 - p x p arrays: Omega, and Sigma, its Cholesky factor, the inverse and their products
   in one iteration (XLA keeps 3.5 to 4.9 alive; the ELBO's trace term is summed row-wise,
   without a p x p Gram) -> 5; the optimizers that evaluate the ELBO at more than one
-  point an iteration keep more (diagonal_newton 6.2, preconditioned_lbfgs 7.5) -> 8;
+  point an iteration keep more (diagonal_newton 6.2, preconditioned_lbfgs 7.5) -> 8; a
+  float32 fit factors its p x p matrices again in float64 for their log-determinant (seed and
+  rprop keep 6.3 float32 p x p arrays at p >> n, optax's lbfgs more) -> 4 more;
+- the profiled optimizers (`catalog.PROFILED`) with fewer rows than columns work through the
+  rows' n x n matrix in float64 instead (`core.fit.row_path`): p x p arrays 2.1 (float64)
+  to 5.1 (float32: Omega is made in float64 and cast) -> 4 and 6, and 8 float64 n x p
+  arrays more (R D^-1, its solves and their products; XLA keeps 35 to 43 n x p arrays in
+  all for preconditioned_lbfgs, 16 to 25 for diagonal_newton);
 - n x d: X and its products (2); d x p: B, its moments and gradient (6).
 
 On the CPU the host is the device, so the data's host copies count too: Y and O in
@@ -29,6 +36,7 @@ import os
 from typing import NamedTuple
 
 from core import catalog
+from core.fit import row_path
 from core.machine import runtime
 from core.spec import FitSpec, SpecError
 
@@ -38,6 +46,9 @@ NOT_DONATING_EXTRA = 6
 N_P_ARRAYS_BY_OPTIMIZER = {"preconditioned_lbfgs": 50, "lbfgs": 80}
 P_P_ARRAYS = 5
 P_P_ARRAYS_BY_OPTIMIZER = {"preconditioned_lbfgs": 8, "diagonal_newton": 8}
+FLOAT32_P_P_EXTRA = 4
+P_P_ARRAYS_THROUGH_ROWS = {"float64": 4, "float32": 6}
+WIDE_N_P_ARRAYS_THROUGH_ROWS = 8
 N_D_ARRAYS = 2
 D_P_ARRAYS = 6
 # Bytes per cell of the data's host copies (Y and O as float64, then in the fit's precision).
@@ -70,8 +81,14 @@ def device_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
     optimizer = spec.optimizer.name
     arrays = N_P_ARRAYS_BY_OPTIMIZER.get(optimizer, N_P_ARRAYS_DONATING)
     arrays += 0 if catalog.runnable(spec.strategy).donates_state else NOT_DONATING_EXTRA
-    square = P_P_ARRAYS_BY_OPTIMIZER.get(optimizer, P_P_ARRAYS)
-    return _itemsize(spec) * (arrays * n * p + square * p * p + N_D_ARRAYS * n * d + D_P_ARRAYS * d * p)
+    wide = 0
+    if optimizer in catalog.optimizer_names(catalog.PROFILED) and row_path.through_rows(n, p, spec.precision):
+        square = P_P_ARRAYS_THROUGH_ROWS[spec.precision]
+        wide = 8 * WIDE_N_P_ARRAYS_THROUGH_ROWS * n * p
+    else:
+        square = P_P_ARRAYS_BY_OPTIMIZER.get(optimizer, P_P_ARRAYS)
+        square += FLOAT32_P_P_EXTRA if spec.precision == "float32" else 0
+    return wide + _itemsize(spec) * (arrays * n * p + square * p * p + N_D_ARRAYS * n * d + D_P_ARRAYS * d * p)
 
 
 def host_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:

@@ -7,7 +7,7 @@ import pytest
 from scipy.special import gammaln
 
 from core.data.datasets import load_oaks, simulate
-from core.fit import model, profiled
+from core.fit import model, profiled, row_path
 from core.machine.runtime import configure
 
 import reference_pln as ref
@@ -99,7 +99,7 @@ def test_the_profiled_log_det_is_that_of_the_precision_it_returns(dtype):
 def test_omega_through_the_rows_or_its_own_factor_is_numpys_inverse(rows, p, dtype):
     # Woodbury's n x n path (fewer rows than columns) and Sigma's p x p factor give NumPy's
     # Omega, R Omega, diagonal and log-determinant, to the rounding of the fit's dtype; which
-    # path runs is `through_rows`'s choice, both are checked on either side of it.
+    # path runs is `row_path.through_rows`'s choice, both are checked on either side of it.
     rng = np.random.default_rng(rows)
     R = rng.normal(size=(rows, p)) * rng.uniform(0.1, 3.0, size=p)
     variance = rng.uniform(0.05, 2.0, size=p) * rows
@@ -118,9 +118,9 @@ def test_omega_through_the_rows_or_its_own_factor_is_numpys_inverse(rows, p, dty
 
 
 def test_through_the_rows_where_there_are_fewer_rows_than_columns():
-    assert profiled.through_rows(59, 60, jnp.float64) and not profiled.through_rows(60, 60, jnp.float64)
+    assert row_path.through_rows(59, 60, "float64") and not row_path.through_rows(60, 60, "float64")
     # float32 goes through float64 products there, worth it at half as many rows or fewer.
-    assert profiled.through_rows(30, 60, jnp.float32) and not profiled.through_rows(31, 60, jnp.float32)
+    assert row_path.through_rows(30, 60, "float32") and not row_path.through_rows(31, 60, "float32")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -131,7 +131,7 @@ def test_the_profiled_evaluation_with_fewer_rows_than_columns_is_the_direct_one(
     data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, dtype))
     params, _ = model.init_params(data, "log_rates")
     woodbury = jax.jit(profiled.evaluate)(params.latent_mean, params.latent_sd, data)
-    monkeypatch.setattr(profiled, "through_rows", lambda *shape: False)
+    monkeypatch.setattr(row_path, "through_rows", lambda *shape: False)
     direct = jax.jit(profiled.evaluate)(params.latent_mean, params.latent_sd, data)
     relative = 1e-12 if dtype == "float64" else 1e-7
     assert float(woodbury.elbo) == pytest.approx(float(direct.elbo), rel=relative)
