@@ -18,6 +18,7 @@ from core.charts.style import (
     color_by_strategy,
     legend_for,
     log_axis,
+    log_axis_reaching,
     log_grid_above,
     log_grid_below,
     median_by,
@@ -75,7 +76,14 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
             alt.Tooltip("elbo:Q", format=",.1f", title="ELBO"),
             alt.Tooltip("log_neg_elbo:Q", format=".5f", title="log(-ELBO)")]
     tips += [alt.Tooltip("wall_s:Q", format=".4f", title="wall (s)")] if "wall_s" in df else []
-    enc = dict(x=x_enc, y=alt.Y("log_neg_elbo:Q", scale=alt.Scale(zero=False), title="log(-ELBO)"),
+    low, high, step = _linear_ticks(float(df["log_neg_elbo"].min()), float(df["log_neg_elbo"].max()))
+    # Ticks of our own, from a tick below the lowest value to one above the highest: Vega's
+    # domain ended at the data, and a curve that levels off (its converged value, what a user
+    # reads off it) ran along the bottom edge below the lowest label.
+    ticks = np.round(np.arange(low, high + step / 2, step), int(max(0, 1 - np.floor(np.log10(step)))))
+    y_axis = alt.Axis(title="log(-ELBO)", values=[float(v) for v in ticks])
+    enc = dict(x=x_enc, y=alt.Y("log_neg_elbo:Q", scale=alt.Scale(zero=False, domain=[low, high], nice=False),
+                                axis=y_axis),
                detail="run_id:N", tooltip=tips)
     if df.groupby("strategy")["run_id"].nunique().gt(1).any():
         runs = natural_order(df["label"])
@@ -88,6 +96,20 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
     else:
         enc["color"] = color_by_strategy(df, legend=legend_for(sorted(set(df["strategy"])), "strategy", height))
     return alt.Chart(df, title=title).mark_line().encode(**enc).properties(height=height)
+
+
+def _linear_ticks(low: float, high: float, most: int = 8) -> tuple[float, float, float]:
+    """(start, end, step) of a linear axis over [low, high]: a step of 1, 2 or 5 times a power
+    of ten giving at most `most` intervals, the start and end the multiples of it just
+    outside the data."""
+    span = high - low if high > low else max(abs(high), 1.0) * 1e-6
+    power = 10.0 ** np.floor(np.log10(span / most))
+    step = next(m * power for m in (1.0, 2.0, 5.0, 10.0) if span / (m * power) <= most)
+    start, end = np.floor(low / step) * step, np.ceil(high / step) * step
+    if end - start < step / 2:
+        start, end = start - step, end + step
+    digits = int(max(0, 1 - np.floor(np.log10(step))))  # 10.200000000000001 is 10.2
+    return round(float(start), digits), round(float(end), digits), float(step)
 
 
 def scaling_lines(runs: pd.DataFrame, y: str = "per_iter_ms") -> alt.Chart | alt.LayerChart:
@@ -123,10 +145,10 @@ def scaling_lines(runs: pd.DataFrame, y: str = "per_iter_ms") -> alt.Chart | alt
     n_low, n_high = float(df["n"].min()) / SCALING_PAD, float(df["n"].max()) * SCALING_PAD
     shown = pd.concat([df[y], med["low"], med["high"]]).dropna()
     y_low, y_high = float(shown[shown > 0].min()) / SCALING_PAD, float(shown.max()) * SCALING_PAD
+    y_axis, y_high = log_axis_reaching(y_low, y_high, shown, f"{UNITS[y]}, log scale")
     enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log", domain=[n_low, n_high], nice=False),
                        axis=log_axis(n_low, n_high, "n (rows, log scale)")),
-               y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", domain=[y_low, y_high], nice=False),
-                       axis=log_axis(y_low, y_high, f"{UNITS[y]}, log scale")),
+               y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", domain=[y_low, y_high], nice=False), axis=y_axis),
                color=color_by_strategy(df), tooltip=tips)
     lines = alt.Chart(med).mark_line(point=True).encode(**enc)
     ranged = med[med["high"] > med["low"]]
@@ -184,10 +206,12 @@ def compile_vs_run(runs: pd.DataFrame) -> alt.Chart | alt.LayerChart:
     # ran n to 10,000 for a largest n of 1,160).
     n_low, n_high = float(long["n"].min()) / SCALING_PAD, float(long["n"].max()) * SCALING_PAD
     y_low, y_high = float(long["seconds"].min()) / SCALING_PAD, float(long["seconds"].max()) * SCALING_PAD
+    # A labelled tick past the highest point: at 1.3 times 3.5 s the last tick was 2 s, and the
+    # compile lines ran above every label.
+    y_axis, y_high = log_axis_reaching(y_low, y_high, long["seconds"], "time (s, log scale)")
     enc = dict(x=alt.X("n:Q", scale=alt.Scale(type="log", domain=[n_low, n_high], nice=False),
                        axis=log_axis(n_low, n_high, "n (rows, log scale)")),
-               y=alt.Y("seconds:Q", scale=alt.Scale(type="log", domain=[y_low, y_high], nice=False),
-                       axis=log_axis(y_low, y_high, "time (s, log scale)")),
+               y=alt.Y("seconds:Q", scale=alt.Scale(type="log", domain=[y_low, y_high], nice=False), axis=y_axis),
                color=color_by_strategy(long),
                tooltip=["strategy:N", alt.Tooltip("n:Q", format=","), "timing:N",
                         alt.Tooltip("seconds:Q", format=".4g", title="median (s)"), "runs:Q"])

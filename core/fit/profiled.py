@@ -6,7 +6,8 @@ What the profiled optimizers (`core.fit.algorithms`) evaluate. For given M, S:
     dF/dM = Y - A - R Omega,   dF/dS = 1/S - S (A + diag Omega)
 
 (envelope theorem: B and Sigma are stationary points of the full ELBO, so these are its
-partial derivatives there).
+partial derivatives there). With fewer rows than columns Omega comes through the rows' n x n
+matrix rather than Sigma's own factor (`precision_terms`).
 
 The value is the *full* ELBO at (B, M, S, Omega), trace term included, not the shorter
 profiled formula: the full ELBO is stationary in Omega, so the rounding of a float32
@@ -97,10 +98,11 @@ def precision_terms(residual: jax.Array, column_variance: jax.Array, n) -> tuple
     Sigma's factor costs p^3 and R Omega n p^2. With fewer rows than columns (p > n: rare
     species, single cells) the n x n matrix K = I + R D^-1 R^T does it in n^2 p (Woodbury):
     R Omega = n K^-1 R D^-1, Omega = n (D^-1 - D^-1 R^T K^-1 R D^-1), log det Sigma =
-    log det(D / n) + log det K. An iteration took 0.5 to 0.7 times as long on p > n sets in
-    float64 (`row_path.through_rows` says where). That path runs in float64 whatever R's dtype, so that
-    the trace term and the log-determinant are of one matrix to float64's rounding, as the
-    ELBO's stationarity in Omega needs (`precision_and_logdet`).
+    log det(D / n) + log det K. An iteration took 0.5 to 0.8 times as long on p > n sets in
+    float64 (`row_path.through_rows` says where, docs/accuracy.md has the figures). That path
+    runs in float64 whatever R's dtype, so that the trace term and the log-determinant are of
+    one matrix to float64's rounding, as the ELBO's stationarity in Omega needs
+    (`precision_and_logdet`).
     """
     rows, p = residual.shape
     if not row_path.through_rows(rows, p, jnp.dtype(residual.dtype).name):

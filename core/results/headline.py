@@ -45,7 +45,7 @@ class Fastest(NamedTuple):
     def brief(self) -> str:
         """Under the headline number, a few words (a narrow column at 1024 px): who, or the tie."""
         if not self.ties:
-            return f"{self.run['strategy']} · {int(self.run['iterations_run']):,} it"
+            return f"{self.run['strategy']} · converged in {int(self.run['iterations_run']):,} it"
         others = len(self.ties)
         if not self.not_told_apart:
             return f"same program as {others} other{'s' * (others > 1)}"
@@ -56,7 +56,8 @@ class Fastest(NamedTuple):
         program with the fastest (one speed), which another program it cannot be told from."""
         if not self.ties:
             return ""
-        iterations = f"{int(self.run['iterations_run']):,} iterations"
+        # A time to solution is only ever of a fit that converged (certified): say so in words.
+        iterations = f"converged in {int(self.run['iterations_run']):,} iterations"
         if not self.not_told_apart:  # one program, however many strategies asked for it: no winner to name
             runners = sorted([self.run["strategy"], *self.same_program])
             listed = ", ".join(runners[:-1]) + f" and {runners[-1]}"

@@ -141,16 +141,43 @@ def test_color_scale_domain_follows_strategy_order():
 
 
 def test_the_scaling_axes_end_just_past_the_data(runs):
-    # Vega's nice log domain ran n to 100,000 for a largest n of 11,600.
+    # Vega's nice log domain ran n to 100,000 for a largest n of 11,600. The time axes go on
+    # to the first labelled tick past the data, and no further (compile lines at 3.5 s ran
+    # above a last label of 2 s).
     chart = lines.scaling_lines(runs).to_dict()
     encoding = chart.get("layer", [chart])[0]["encoding"]
-    for channel, values in (("x", runs["n"]), ("y", runs["per_iter_ms"])):
-        low, high = encoding[channel]["scale"]["domain"]
-        assert low < values.min() and values.max() < high <= 1.5 * values.max(), (channel, low, high)
+    low, high = encoding["x"]["scale"]["domain"]
+    assert low < runs["n"].min() and runs["n"].max() < high <= 1.5 * runs["n"].max(), (low, high)
+    _assert_ticked_just_past(encoding["y"], runs["per_iter_ms"])
     # The same for compilation against steady state (its n axis ran to 10,000 for n = 1,160).
     chart = lines.compile_vs_run(runs).to_dict()
-    low, high = chart["layer"][0]["encoding"]["x"]["scale"]["domain"]
+    encoding = chart["layer"][0]["encoding"]
+    low, high = encoding["x"]["scale"]["domain"]
     assert low < runs["n"].min() and runs["n"].max() < high <= 1.5 * runs["n"].max()
+    plotted = [row["seconds"] for rows in chart["datasets"].values() for row in rows]
+    _assert_ticked_just_past(encoding["y"], pd.Series(plotted))
+
+
+def _assert_ticked_just_past(channel: dict, values: pd.Series) -> None:
+    values = values[values > 0]  # what a log axis can show
+    low, high = channel["scale"]["domain"]
+    ticks = sorted(channel["axis"]["values"])
+    assert low < values.min() and ticks[-1] >= values.max() and high <= max(ticks[-1], 1.5 * values.max())
+    assert len(ticks) < 2 or ticks[-2] < values.max(), (ticks, values.max())
+
+
+def test_the_elbo_axis_has_a_labelled_tick_below_the_lowest_value_and_above_the_highest(elbo_long):
+    # A curve that levels off ran along the bottom edge under the lowest label, so the value it
+    # converged to could not be read off the axis.
+    for x in ("iteration", "wall_s"):
+        encoding = lines.elbo_curves(elbo_long, x=x).to_dict()["encoding"]["y"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = np.log(-elbo_long["elbo"].astype(float))
+        values = values[np.isfinite(values)]  # diverged tails are not drawn
+        ticks = encoding["axis"]["values"]
+        assert ticks[0] <= values.min() and ticks[-1] >= values.max() and len(ticks) <= 9
+        assert encoding["scale"]["domain"] == [ticks[0], ticks[-1]]
+        assert all(len(repr(tick)) <= 8 for tick in ticks), ticks  # no 10.200000000000001
 
 
 def test_log_axes_tick_1_2_5_times_the_powers_of_ten_where_those_are_few():

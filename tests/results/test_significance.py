@@ -113,13 +113,13 @@ def test_the_headline_says_one_program_apart_from_a_tie_of_two_programs():
     assert found.brief() == "same program as 1 other" and found.not_told_apart == []
     # No winner named among strategies of one program: the program is what was fastest.
     assert found.sentence() == ("Fastest to solution: scan and scan_namedtuple, one compiled program: one speed, "
-                                "40 iterations.")
+                                "converged in 40 iterations.")
     both = pd.concat([one, pd.DataFrame([_run(3, "fori_loop", _times(1.0, 12, 9), "def")])], ignore_index=True)
     found = headline.fastest(both)
     assert found.brief() == "tied with 2 others"
     assert "one speed; tied with" in found.sentence() and found.sentence().endswith("is noise.")
     alone = headline.fastest(one.iloc[:1])
-    assert alone.brief() == "scan · 40 it" and alone.sentence() == ""
+    assert alone.brief() == "scan · converged in 40 it" and alone.sentence() == ""
 
 
 def test_compare_retests_two_stored_runs_in_one_sentence():
