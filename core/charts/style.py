@@ -139,8 +139,8 @@ def log_grid_above(value: float) -> float:
 
 def log_axis(low: float, high: float, title: str) -> alt.Axis:
     """An axis for a log scale over [low, high] whose ticks are 1, 2 and 5 times the powers
-    of ten inside it (the powers alone where those would be more than `MAX_LOG_TICKS`),
-    labelled as plain numbers. (Powers alone past two decades left 0.016 to 4.2 s with the
+    of ten inside it (the powers alone where those would be more than `MAX_LOG_TICKS`, every
+    whole multiple where they would be fewer than 3), labelled as plain numbers. (Powers alone past two decades left 0.016 to 4.2 s with the
     ticks 0.1 and 1: nothing past a bar ending at 3.5 s.)
 
     Vega's own log ticks on a domain that does not start at a power of ten label whichever
@@ -158,6 +158,10 @@ def log_axis(low: float, high: float, title: str) -> alt.Axis:
     values = ticks(_GRID_STEPS)
     if len(values) > MAX_LOG_TICKS:
         values = ticks((1.0,))
+    elif len(values) < 3:
+        # Under a decade wide (compile times of 2 to 5 s): every whole multiple, or the axis
+        # has its two ends labelled and nothing between.
+        values = ticks(tuple(float(step) for step in range(1, 10)))
     return alt.Axis(title=title, values=values, format="~g")
 
 

@@ -184,6 +184,8 @@ def test_log_axes_tick_1_2_5_times_the_powers_of_ten_where_those_are_few():
     # 0.016 to 4.2 s (the phases of eager beside scan): the powers alone gave 0.1 and 1 only.
     assert style.log_axis(0.016, 4.2, "t").to_dict()["values"] == [0.02, 0.05, 0.1, 0.2, 0.5, 1, 2]
     assert style.log_axis(0.5, 3000, "n").to_dict()["values"] == [1, 10, 100, 1000]  # 1-2-5 would be 11 ticks
+    # Under a decade (compile times of 3.5 s, from 2 to 5 s): 2 and 5 alone said nothing between.
+    assert style.log_axis(2, 5, "t").to_dict()["values"] == [2, 3, 4, 5]
 
 
 def test_log_scales_where_promised(runs, elbo_long):
