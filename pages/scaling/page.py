@@ -162,8 +162,10 @@ with n_tab:
                "medians where a pair ran more than once. "
                + problem.label.split(" · ", 1)[1])
     if runs["n"].nunique() < 2:  # one point per strategy draws no slope
-        st.info("One size so far: tick two or more sizes above and **Run sweep** to see how the timings grow "
-                "with n.", icon=":material/trending_up:")
+        # With sizes already ticked (three are, at first), asking to tick them read as a dead end.
+        ask = ("press **Run sweep** to time the sizes ticked above" if len(sizes) >= 2
+               else "tick two or more sizes above and **Run sweep**")
+        st.info(f"Runs at one size so far: {ask} to see how the timings grow with n.", icon=":material/trending_up:")
     left, right = st.columns(2)
     with left:
         display.chart(lines.scaling_lines(runs, "per_iter_ms").properties(height=280),

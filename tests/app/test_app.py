@@ -357,7 +357,7 @@ def test_scaling_page_uses_stored_runs_without_running(store):
     # compile 0.45 s; run 0.2 s at n = 1,160 and 2 s at 11,600: log-log crossing near 2,600.
     assert "compilation stops mattering beyond n ≈ 2,600 " in text and "between 1,160 and 11,600" in text
     assert len(store.list()) == 3
-    assert not any("One size so far" in i.value for i in at.info)
+    assert not any("Runs at one size so far" in i.value for i in at.info)
     # Compile from scratch (on here by default) runs every pair again: Re-time would do nothing.
     assert at.toggle(key="scl_cold").value and at.checkbox(key="scl_retime").disabled
     at.toggle(key="scl_cold").set_value(False).run()
@@ -367,8 +367,11 @@ def test_scaling_page_uses_stored_runs_without_running(store):
 def test_scaling_with_one_size_asks_for_more(store):
     store.add(fake_run("scan", 1, run_s=0.02, compile_s=0.4))
     at = open_app("pages/scaling/page.py")
-    assert any("One size so far: tick two or more sizes" in i.value for i in at.info)
+    # Three sizes are ticked at first: the sweep is what is missing, not the ticks.
+    assert any("Runs at one size so far: press **Run sweep** to time the sizes ticked above" in i.value
+               for i in at.info)
     at.pills(key="scl_sizes").set_value([1]).run()  # said before a sweep, too
+    assert any("Runs at one size so far: tick two or more sizes" in i.value for i in at.info)
     assert any("One size draws no slope: tick two or more." in c.value for c in at.caption)
 
 
