@@ -140,8 +140,9 @@ def log_grid_above(value: float) -> float:
 def log_axis(low: float, high: float, title: str) -> alt.Axis:
     """An axis for a log scale over [low, high] whose ticks are 1, 2 and 5 times the powers
     of ten inside it (the powers alone where those would be more than `MAX_LOG_TICKS`, every
-    whole multiple where they would be fewer than 3), labelled as plain numbers. (Powers alone past two decades left 0.016 to 4.2 s with the
-    ticks 0.1 and 1: nothing past a bar ending at 3.5 s.)
+    whole multiple where they would be fewer than 3), labelled as plain numbers. (Powers
+    alone past two decades left 0.016 to 4.2 s with the ticks 0.1 and 1: nothing past a bar
+    ending at 3.5 s.)
 
     Vega's own log ticks on a domain that does not start at a power of ten label whichever
     multiples fit, so that 1 (no speed-up) can go unlabelled and the labels' spacing jumps.

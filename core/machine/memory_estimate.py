@@ -84,7 +84,7 @@ def device_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
     wide = 0
     if optimizer in catalog.optimizer_names(catalog.PROFILED) and row_path.through_rows(n, p, spec.precision):
         square = P_P_ARRAYS_THROUGH_ROWS[spec.precision]
-        wide = 8 * WIDE_N_P_ARRAYS_THROUGH_ROWS * n * p
+        wide = 8 * WIDE_N_P_ARRAYS_THROUGH_ROWS * n * p  # float64 whatever the fit's precision
     else:
         square = P_P_ARRAYS_BY_OPTIMIZER.get(optimizer, P_P_ARRAYS)
         square += FLOAT32_P_P_EXTRA if spec.precision == "float32" else 0
