@@ -124,7 +124,7 @@ if not shown and st.session_state.get("run_last_ids"):
         except KeyError:  # deleted on the Compare page since
             pass
     note = "Your last runs, with settings that differ from the sidebar's now: " + \
-        (settings.spec_summary(FitSpec.from_dict(shown[0].spec)) if shown else "")
+        (settings.spec_summary(FitSpec.from_dict(shown[0].spec), (shown[0].n, shown[0].p)) if shown else "")
 if not shown:
     st.info("Press **Run** to fit and time the chosen strategies. Each run is stored, so anyone can "
             "compare it later.", icon=":material/play_circle:")

@@ -132,7 +132,8 @@ class Settings:
     def label(self) -> str:
         """`spec_summary` of these settings, or what is missing (markdown)."""
         try:
-            return spec_summary(self.fit_spec(FRONT_DOOR.strategy))
+            counts = self.counts
+            return spec_summary(self.fit_spec(FRONT_DOOR.strategy), None if counts is None else (counts.n, counts.p))
         except SpecError as exc:
             return md(exc)
 
@@ -162,10 +163,16 @@ def current() -> Settings:
                     upload_error=st.session_state.get("sb_csv_error") if csv else None)
 
 
-def spec_summary(spec: FitSpec) -> str:
-    """One line naming the settings of a spec, strategy aside (markdown; a file's name escaped)."""
-    oaks = spec.dataset.kind == "oaks"
-    size = f"(n = {OAKS_ROWS * spec.dataset.replicate:,}, p = {OAKS_COLUMNS})" if oaks else ""
+def spec_summary(spec: FitSpec, counts_shape: tuple[int, int] | None = None) -> str:
+    """One line naming the settings of a spec, strategy aside (markdown; a file's name escaped).
+
+    `counts_shape` (n, p) of a CSV's counts, which only reading the file tells: named as oaks'
+    are (a simulated set's label holds its own)."""
+    size = ""
+    if spec.dataset.kind == "oaks":
+        size = f"(n = {OAKS_ROWS * spec.dataset.replicate:,}, p = {OAKS_COLUMNS})"
+    elif spec.dataset.kind == "csv" and counts_shape is not None:
+        size = f"(n = {counts_shape[0]:,}, p = {counts_shape[1]:,})"
     until = f"up to {spec.iterations:,} iterations, stopping at a change of {spec.tol:g}" if spec.tol else \
         f"{spec.iterations:,} iterations"
     parts = [f"**{md(spec.dataset.label)}** {size}".strip(), spec.precision, spec.device,

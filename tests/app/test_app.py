@@ -488,6 +488,9 @@ def test_good_csv_upload_is_fitted_from_memory(store):
     (run,) = store.list()
     assert run.dataset == "csv good.csv" and (run.n, run.p) == (12, 3)
     assert run.spec["dataset"]["content_hash"]
+    # The settings' line names a CSV's size as it names oaks' (only reading the file tells it).
+    said = [element.value for element in [*at.markdown, *at.caption]]
+    assert any("**csv good.csv** (n = 12, p = 3)" in line for line in said), said
 
 
 def test_oaks_with_its_tree_covariate_is_a_sidebar_choice(store):
