@@ -76,14 +76,12 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
             alt.Tooltip("elbo:Q", format=",.1f", title="ELBO"),
             alt.Tooltip("log_neg_elbo:Q", format=".5f", title="log(-ELBO)")]
     tips += [alt.Tooltip("wall_s:Q", format=".4f", title="wall (s)")] if "wall_s" in df else []
-    low, high, step = _linear_ticks(float(df["log_neg_elbo"].min()), float(df["log_neg_elbo"].max()))
     # Ticks of our own, from a tick below the lowest value to one above the highest: Vega's
     # domain ended at the data, and a curve that levels off (its converged value, what a user
     # reads off it) ran along the bottom edge below the lowest label.
-    ticks = np.round(np.arange(low, high + step / 2, step), int(max(0, 1 - np.floor(np.log10(step)))))
-    y_axis = alt.Axis(title="log(-ELBO)", values=[float(v) for v in ticks])
-    enc = dict(x=x_enc, y=alt.Y("log_neg_elbo:Q", scale=alt.Scale(zero=False, domain=[low, high], nice=False),
-                                axis=y_axis),
+    ticks = _linear_ticks(float(df["log_neg_elbo"].min()), float(df["log_neg_elbo"].max()))
+    enc = dict(x=x_enc, y=alt.Y("log_neg_elbo:Q", scale=alt.Scale(zero=False, domain=[ticks[0], ticks[-1]], nice=False),
+                                axis=alt.Axis(title="log(-ELBO)", values=ticks)),
                detail="run_id:N", tooltip=tips)
     if df.groupby("strategy")["run_id"].nunique().gt(1).any():
         runs = natural_order(df["label"])
@@ -98,10 +96,10 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
     return alt.Chart(df, title=title).mark_line().encode(**enc).properties(height=height)
 
 
-def _linear_ticks(low: float, high: float, most: int = 8) -> tuple[float, float, float]:
-    """(start, end, step) of a linear axis over [low, high]: a step of 1, 2 or 5 times a power
-    of ten giving at most `most` intervals, the start and end the multiples of it just
-    outside the data."""
+def _linear_ticks(low: float, high: float, most: int = 8) -> list[float]:
+    """The ticks of a linear axis over [low, high], from the first at or below `low` to the
+    first at or above `high`: multiples of a step of 1, 2 or 5 times a power of ten giving at
+    most `most` intervals."""
     span = high - low if high > low else max(abs(high), 1.0) * 1e-6
     power = 10.0 ** np.floor(np.log10(span / most))
     step = next(m * power for m in (1.0, 2.0, 5.0, 10.0) if span / (m * power) <= most)
@@ -109,7 +107,7 @@ def _linear_ticks(low: float, high: float, most: int = 8) -> tuple[float, float,
     if end - start < step / 2:
         start, end = start - step, end + step
     digits = int(max(0, 1 - np.floor(np.log10(step))))  # 10.200000000000001 is 10.2
-    return round(float(start), digits), round(float(end), digits), float(step)
+    return [round(float(tick), digits) for tick in np.arange(start, end + step / 2, step)]
 
 
 def scaling_lines(runs: pd.DataFrame, y: str = "per_iter_ms") -> alt.Chart | alt.LayerChart:

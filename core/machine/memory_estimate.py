@@ -38,7 +38,7 @@ from typing import NamedTuple
 from core import catalog
 from core.fit import row_path
 from core.machine import runtime
-from core.spec import FitSpec, SpecError
+from core.spec import PROFILED_OPTIMIZERS, FitSpec, SpecError
 
 # Arrays alive at the peak, by shape (see the module docstring), and the optimizers that keep more.
 N_P_ARRAYS_DONATING = 18
@@ -82,7 +82,7 @@ def device_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
     arrays = N_P_ARRAYS_BY_OPTIMIZER.get(optimizer, N_P_ARRAYS_DONATING)
     arrays += 0 if catalog.runnable(spec.strategy).donates_state else NOT_DONATING_EXTRA
     wide = 0
-    if optimizer in catalog.optimizer_names(catalog.PROFILED) and row_path.through_rows(n, p, spec.precision):
+    if optimizer in PROFILED_OPTIMIZERS and row_path.through_rows(n, p, spec.precision):
         square = P_P_ARRAYS_THROUGH_ROWS[spec.precision]
         wide = 8 * WIDE_N_P_ARRAYS_THROUGH_ROWS * n * p  # float64 whatever the fit's precision
     else:
