@@ -20,7 +20,9 @@ For each set (`core.data.corpus`) and precision, one line:
   iteration within 1e-5 of the reference, its time to there (its seconds per iteration times
   those iterations: every iteration of its Rprop costs the same), or "never" with its gap
   after its last iteration;
-- the ratio of our time to solution to pyPLNmodels' time to 1e-5.
+- the ratio of our time to solution to pyPLNmodels' time to 1e-5, and the ratio of the two
+  times to 1e-5 (ours: our steady-state seconds per iteration times our iterations to 1e-5),
+  the time to solution as docs/accuracy.md defines it.
 
 It ends with the verdicts the corpus is held to: every fit within 1e-5 of its reference, no
 "converged" that is not, no divergence, and the largest ratio where pyPLNmodels got there.
@@ -102,12 +104,13 @@ def main() -> None:
     peer_precisions = args.precisions if args.peer_precisions is None else args.peer_precisions
     references = corpus.references()
     header = (f"{'set':32} {'n x p':>11} {'prec':7} | {'iters':>5} {'to 1e-5':>7} {'s to sol.':>9} {'ms/it':>7} "
-              f"{'said':>9} {'gap':>8} {'est.':>7} | {'pyPLN to 1e-5':>13} {'s':>8} {'ms/it':>7} | {'ratio':>6}")
+              f"{'said':>9} {'gap':>8} {'est.':>7} | {'pyPLN to 1e-5':>13} {'s':>8} {'ms/it':>7} | {'ratio':>6} "
+              f"{'at 1e-5':>7}")
     print(f"Corpus: {len(names)} sets, {', '.join(args.precisions)}, device {args.device}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
     print(header)
     print("-" * len(header))
-    worst_gap, false_claims, failures, ratios = 0.0, [], [], []
+    worst_gap, false_claims, failures, ratios, ratios_at = 0.0, [], [], [], []
     for name in names:
         counts = corpus.load(name)
         reference = references.get(name)
@@ -138,19 +141,25 @@ def main() -> None:
                 if theirs:
                     their_time = per_iteration * theirs
                     ratio = solved / their_time if solved else math.nan
+                    # Ours to 1e-5: every iteration of a compiled loop costs about the same.
+                    ratio_at = result.per_iter_ms / 1e3 * reached / their_time if reached else math.nan
                     ratios.append(ratio)
-                    line += f"{theirs:13d} {their_time:8.2f} {per_iteration * 1e3:7.1f} | {ratio:6.3f}"
+                    ratios_at.append(ratio_at)
+                    line += (f"{theirs:13d} {their_time:8.2f} {per_iteration * 1e3:7.1f} | {ratio:6.3f} "
+                             f"{ratio_at:7.3f}")
                 else:
                     last = corpus.gap(float(finite[-1]), reference.elbo) if finite.size else math.nan
-                    line += f"{f'never ({last:.0e})':>13} {'-':>8} {per_iteration * 1e3:7.1f} | {'-':>6}"
+                    line += f"{f'never ({last:.0e})':>13} {'-':>8} {per_iteration * 1e3:7.1f} | {'-':>6} {'-':>7}"
             print(line + f"   [{time.perf_counter() - started:.0f} s]", flush=True)
     print()
     print(f"largest gap to the reference: {worst_gap:.1e} (goal: 1e-5 in both precisions)")
     print(f"'converged' but not within 1e-5: {', '.join(false_claims) or 'none'}")
     print(f"diverged or failed: {', '.join(failures) or 'none'}")
     if ratios:
-        print(f"time to solution against pyPLNmodels' time to 1e-5 where it gets there: largest {max(ratios):.3f}x, "
-              f"median {float(np.median(ratios)):.3f}x (goal: 0.1x)")
+        print(f"time to the stop against pyPLNmodels' time to 1e-5 where it gets there: largest {max(ratios):.3f}x, "
+              f"median {float(np.median(ratios)):.3f}x")
+        print(f"time to 1e-5 against pyPLNmodels' time to 1e-5: largest {np.nanmax(ratios_at):.3f}x, "
+              f"median {float(np.nanmedian(ratios_at)):.3f}x (goal: 0.1x)")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,9 @@ class Evaluation(NamedTuple):
             that move log S: made without 1 / S, which XLA turns into one more exp.
         residual: R = M - X B, (n, p) (0 on padded rows), for optimizers that model the
             curvature along it (one pass over M fewer than making it again).
+        precision_diagonal: diag(Omega), (p,): made without Omega where Omega comes through
+            the rows (`precision_terms`), so that an optimizer that reads the diagonal alone
+            leaves Omega's p x p product out of its compiled loop (`forms_precision`).
     """
 
     elbo: jax.Array
@@ -60,6 +63,7 @@ class Evaluation(NamedTuple):
     precision: jax.Array
     grad_log_sd: jax.Array | None = None
     residual: jax.Array | None = None
+    precision_diagonal: jax.Array | None = None
 
 
 def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -88,6 +92,15 @@ def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
             # iteration at p > n (60 x 150), where the p x p work is half of one.
             return precision, -2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
         return precision, model._logdet_spd(precision.astype(model.wide_dtype(precision.dtype)))
+
+
+def forms_precision(data: model.PLNData | model.PaddedPLNData) -> bool:
+    """Whether an evaluation on `data` needs Omega itself on its way (Sigma's own factor:
+    R Omega is a product with it), rather than only R Omega and diag Omega (through the
+    rows, where Omega is one product more, of p^2 n: at 921 x 1209 a fifth of a float64
+    iteration)."""
+    rows, p = data.counts.shape
+    return not row_path.through_rows(rows, p, jnp.dtype(data.counts.dtype).name)
 
 
 def precision_terms(residual: jax.Array, column_variance: jax.Array, n) -> tuple[jax.Array, ...]:
@@ -124,18 +137,24 @@ def precision_terms(residual: jax.Array, column_variance: jax.Array, n) -> tuple
     return precision.astype(dtype), logdet, (n_wide * solved).astype(dtype), diagonal.astype(dtype)
 
 
-def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData | model.PaddedPLNData) -> Evaluation:
-    """F(M, S), its gradient and the closed forms, for M, S (n, p) of the data's dtype."""
+def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData | model.PaddedPLNData,
+             log_sd: jax.Array | None = None) -> Evaluation:
+    """F(M, S), its gradient and the closed forms, for M, S (n, p) of the data's dtype.
+
+    `log_sd`, log S where the optimizer moves it (S its exp): a float64 evaluation's entropy
+    term reads it instead of taking a log of every cell again (log is among the costliest
+    float64 operations per cell: at 500 x 30 it was a twentieth of an iteration). float32
+    keeps log(S^2) / 2: the two differ by float32's rounding, and on plain Poisson counts
+    (poisson 300x20), where a float32 fit ends at its ELBO's resolution, that moved its stop
+    from 2.1e-6 below the optimum, certified at 4.8e-7, to 2.2e-6, where the certificate
+    read 5.7e-6 and said "short" (the test suite's XLA settings).
+    """
     M, S = latent_mean, latent_sd
-    Y, O, X = data.counts, data.offsets, data.covariates
+    Y, O = data.counts, data.offsets
     keep, n = model._real_rows(data)
     p = Y.shape[1]
     wide = model.wide_dtype(Y.dtype)
-    B = model.closed_form_coef(M, X)
-    R = keep(M - X @ B)
-    S2 = S * S
-    column_variance = jnp.sum(keep(S2), axis=0)
-    precision, logdet, R_omega, diagonal = precision_terms(R, column_variance, n)
+    B, R, S2, (precision, logdet, R_omega, diagonal) = _closed_forms(M, S, data)
     # Each cell's terms are formed in float64 from the fit's numbers (converted in registers,
     # in the loop that sums them): rounding O + M + S^2 / 2 and the products in float32 moved
     # the ELBO of oaks x1000 by about 3 (1e-7 of it, the relative change a stopping test at
@@ -152,7 +171,8 @@ def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData |
     A = jax.lax.optimization_barrier(jnp.exp(rounded))
     A_wide = A.astype(wide) * (1.0 + (exponent - rounded.astype(wide)))
     # tr(Omega (R^T R + D)) split per cell: sum((R Omega) * R) + sum(S^2 * diag(Omega)).
-    terms = keep(Y_ * (O_ + M_) - A_wide + (0.5 * jnp.log(S2)).astype(wide)
+    entropy = log_sd if log_sd is not None and Y.dtype == jnp.float64 else 0.5 * jnp.log(S2)
+    terms = keep(Y_ * (O_ + M_) - A_wide + entropy.astype(wide)
                  - 0.5 * (R_omega.astype(wide) * R.astype(wide)) - 0.5 * S_ * S_ * diagonal.astype(wide))
     n_wide = jnp.asarray(n, wide)
     value = (0.5 * n_wide * logdet + model.wide_sum(terms)
@@ -166,4 +186,19 @@ def evaluate(latent_mean: jax.Array, latent_sd: jax.Array, data: model.PLNData |
         precision=precision,
         grad_log_sd=keep(1.0 - S2 * (A + diagonal)),
         residual=R,
+        precision_diagonal=diagonal,
     )
+
+
+def _closed_forms(M: jax.Array, S: jax.Array, data) -> tuple[jax.Array, jax.Array, jax.Array, tuple]:
+    """(B, R, S^2, `precision_terms`) at M, S."""
+    keep, n = model._real_rows(data)
+    B = model.closed_form_coef(M, data.covariates)
+    R = keep(M - data.covariates @ B)
+    S2 = S * S
+    return B, R, S2, precision_terms(R, jnp.sum(keep(S2), axis=0), n)
+
+
+def precision_at(latent_mean: jax.Array, latent_sd: jax.Array, data) -> jax.Array:
+    """Omega at its closed form for M, S, as `evaluate` makes it."""
+    return _closed_forms(latent_mean, latent_sd, data)[3][0]

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from core.data.datasets import simulate
-from core.fit import model, profiled
+from core.fit import model, profiled, strategies
 from core.fit.algorithms import preconditioned_lbfgs as plbfgs
 from core.fit.algorithms.base import Latent
 from core.machine.runtime import configure
+from core.spec import OptimizerSpec
 
 
 @pytest.fixture(scope="module")
@@ -98,10 +99,11 @@ def _context(problem, own):
     return plbfgs._h0(own, data)
 
 
-@pytest.mark.parametrize("d", [1, 2])
+@pytest.mark.parametrize("d", [1, 2, 4])
 def test_h0_is_the_inverse_of_the_curvature_model(d):
     # Woodbury's d x d solves per column (a division for an intercept alone) and Sherman and
     # Morrison's along each ridge give what the dense solve gives.
+    configure()
     counts = simulate(40, 6, d=d, seed=5)
     data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, "float64"))
     problem = (data, *model.init_params(data, "log_rates"))
@@ -231,3 +233,45 @@ def test_no_accepted_step_lowers_the_elbo_on_microcosm():
             losses.append(float(state.opt_state.loss))
         assert np.all(np.isfinite(losses)), dtype
         assert np.all(np.diff(losses) <= 0), dtype
+
+
+def _wide_fit(name: str, precision: str):
+    """A few iterations of the default on 20 x 50 counts (through the rows in both
+    precisions) by strategy `name` -> (its output, the data, the lowered program)."""
+    configure()
+    counts = simulate(20, 50, seed=3)
+    data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, precision))
+    problem = strategies.Problem(counts.n, counts.p, counts.d, precision, 6, OptimizerSpec("preconditioned_lbfgs"))
+    state = strategies.init_state(data, "log_rates", problem.algorithm)
+    strategy = strategies.get(name)
+    tol = jnp.asarray(0.0, precision)
+    lowered = strategy.lower(problem, state, data, tol)
+    output = jax.block_until_ready(strategy.run(strategy.compile(lowered), problem, strategy.fresh_state(state), data,
+                                                tol))
+    return output, data, lowered
+
+
+@pytest.mark.parametrize("name", ["scan", "scan_pytree_class", "fori_loop", "while_loop", "jit_step", "eager"])
+def test_a_fit_through_the_rows_ends_with_the_omega_of_its_last_point(name):
+    # Inside a compiled loop the state keeps the Omega it came with (`loop_step`), and the
+    # program makes the last point's once at its end (`finish`); Python loops step whole.
+    output, data, _ = _wide_fit(name, "float64")
+    M, S = (np.asarray(array) for array in (output.state.params.latent_mean, output.state.params.latent_sd))
+    X = np.asarray(data.covariates)
+    R = M - X @ np.linalg.lstsq(X, M, rcond=None)[0]
+    sigma = (R.T @ R + np.diag((S * S).sum(axis=0))) / M.shape[0]
+    np.testing.assert_allclose(np.asarray(output.state.precision), np.linalg.inv(sigma), rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_the_compiled_loop_forms_omega_through_the_rows_only_after_its_last_iteration(precision):
+    # Omega = n (D^-1 - (L^-1 R D^-1)^T (L^-1 R D^-1)) is a product of p^2 n that nothing in
+    # the loop reads (H0 reads its diagonal): XLA leaves it out of the loop's body once the
+    # carried state does not keep it. Its instructions are named after the p x p scope.
+    _, data, lowered = _wide_fit("scan", precision)
+    p = data.counts.shape[1]
+    products = [line for line in lowered["fit"].compile().as_text().splitlines()
+                if f"[{p},{p}]" in line.split("=", 1)[-1].split("(", 1)[0]
+                and f"{profiled.P_BY_P_SCOPE}/dot_general" in line]
+    assert products, "Omega's product is made at the end of the program"
+    assert not [line for line in products if "while/body" in line]

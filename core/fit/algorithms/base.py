@@ -84,6 +84,16 @@ class Algorithm(abc.ABC):
     def step(self, state: FitState, data) -> tuple[FitState, jax.Array]:
         """One iteration: (new state, ELBO of `state`, a scalar of `model.wide_dtype`)."""
 
+    def loop_step(self, state: FitState, data) -> tuple[FitState, jax.Array]:
+        """`step` inside a compiled loop, which calls `finish` once after its last
+        iteration: an algorithm may leave out of the state what nothing in the loop reads,
+        for `finish` to make once. By default `step` itself."""
+        return self.step(state, data)
+
+    def finish(self, state: FitState, data) -> FitState:
+        """The state after `loop_step`s, made whole (by default as it is)."""
+        return state
+
 
 def closed_form_state(latent: Latent, data) -> tuple[model.PLNParams, jax.Array]:
     """B and Omega at their closed forms for M, S: (PLNParams, Omega)."""

@@ -64,7 +64,7 @@ class _Point(NamedTuple):
 
 
 def _evaluate(latent_mean, log_sd, data) -> _Point:
-    return _Point(latent_mean, log_sd, profiled.evaluate(latent_mean, jnp.exp(log_sd), data))
+    return _Point(latent_mean, log_sd, profiled.evaluate(latent_mean, jnp.exp(log_sd), data, log_sd))
 
 
 def _map(point: _Point) -> Latent:

@@ -231,6 +231,20 @@ def fit_step(
     return as_algorithm(optimizer).step(state, data)
 
 
+def loop_step(
+    state: FitState, data: model.PLNData, optimizer: Algorithm | optax.GradientTransformation
+) -> tuple[FitState, jax.Array]:
+    """`fit_step` for the body of a compiled loop, whose program ends in `finished`
+    (`Algorithm.loop_step`: the default optimizer makes Omega once there, not at every
+    iteration, where it comes through the rows)."""
+    return as_algorithm(optimizer).loop_step(state, data)
+
+
+def finished(state: FitState, data: model.PLNData, optimizer: Algorithm | optax.GradientTransformation) -> FitState:
+    """The state a compiled loop of `loop_step`s ends with, made whole (`Algorithm.finish`)."""
+    return as_algorithm(optimizer).finish(state, data)
+
+
 def empty_trace(iterations: int, dtype) -> jax.Array:
     """ELBO buffer for compiled loops: NaN marks iterations that did not run."""
     return jnp.full((iterations,), jnp.nan, dtype=dtype)

@@ -9,22 +9,22 @@ from __future__ import annotations
 
 import jax
 
-from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, empty_trace, fit_step, loop_until
+from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, empty_trace, finished, loop_step, loop_until
 
 
 def _fit(state, data, optimizer, iterations, stopping=None):
     def body(i, carry):
         state, trace = carry
-        state, value = fit_step(state, data, optimizer)
+        state, value = loop_step(state, data, optimizer)
         return state, trace.at[i].set(value.astype(trace.dtype))
 
     if stopping is not None:  # a fori_loop cannot end early: the same step under a while_loop
-        final, trace, run, stop = loop_until(lambda s: fit_step(s, data, optimizer), state, iterations, *stopping,
+        final, trace, run, stop = loop_until(lambda s: loop_step(s, data, optimizer), state, iterations, *stopping,
                                                data.counts.dtype)
-        return FitOutput(final, trace, run, stop)
+        return FitOutput(finished(final, data, optimizer), trace, run, stop)
     trace = empty_trace(iterations, data.counts.dtype)
     final, trace = jax.lax.fori_loop(0, iterations, body, (state, trace))
-    return FitOutput(final, trace, iterations)
+    return FitOutput(finished(final, data, optimizer), trace, iterations)
 
 
 class ForiLoop(CompiledLoopStrategy):

@@ -8,17 +8,17 @@ is a plain dict.
 
 from __future__ import annotations
 
-from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, fit_step, scan_loop
+from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, finished, loop_step, scan_loop
 
 
 def _fit(state, data, optimizer, iterations, stopping=None):
     def body(carry, _):
-        new_state, value = fit_step(FitState(**carry), data, optimizer)
+        new_state, value = loop_step(FitState(**carry), data, optimizer)
         return new_state._asdict(), value
 
     # jax.lax.scan(body, state._asdict(), length=iterations), stopping at tol when asked.
     carry, trace, run, stop = scan_loop(body, state._asdict(), iterations, stopping, data.counts.dtype)
-    return FitOutput(FitState(**carry), trace, run, stop)
+    return FitOutput(finished(FitState(**carry), data, optimizer), trace, run, stop)
 
 
 class Scan(CompiledLoopStrategy):

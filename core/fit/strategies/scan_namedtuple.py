@@ -8,16 +8,16 @@ tutorial's level 3 and should time exactly like scan.
 
 from __future__ import annotations
 
-from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, fit_step, scan_loop
+from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, finished, loop_step, scan_loop
 
 
 def _fit(state, data, optimizer, iterations, stopping=None):
     def body(carry, _):
-        return fit_step(carry, data, optimizer)
+        return loop_step(carry, data, optimizer)
 
     # jax.lax.scan(body, state, length=iterations), stopping at tol when asked.
     final, trace, run, stop = scan_loop(body, state, iterations, stopping, data.counts.dtype)
-    return FitOutput(final, trace, run, stop)
+    return FitOutput(finished(final, data, optimizer), trace, run, stop)
 
 
 class ScanNamedTuple(CompiledLoopStrategy):

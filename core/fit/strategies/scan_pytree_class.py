@@ -17,7 +17,7 @@ from jax.tree_util import register_pytree_node_class
 from core.fit import model
 from core.fit.algorithms import Algorithm
 from core.fit.algorithms.gradient import negative_wide_elbo
-from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, as_algorithm, scan_loop
+from core.fit.strategies.base import CompiledLoopStrategy, FitOutput, FitState, as_algorithm, finished, scan_loop
 
 
 @register_pytree_node_class
@@ -47,8 +47,9 @@ class PLNFit:
         if algorithm.family == "gradient":
             value, grads = self.elbo_and_grads(data)
             return self.gradient_step(grads, algorithm.transformation).update_precision(data), value
-        # The profiled algorithms' steps are whole (closed forms, line searches): delegated.
-        state, value = algorithm.step(
+        # The profiled algorithms' steps are whole (closed forms, line searches): delegated,
+        # as a compiled loop's (`core.fit.strategies.base.loop_step`).
+        state, value = algorithm.loop_step(
             FitState(params=self.params, precision=self.precision, opt_state=self.opt_state), data)
         return PLNFit(state.params, state.precision, state.opt_state), value
 
@@ -71,8 +72,8 @@ def _fit(state, data, optimizer, iterations, stopping=None):
     start = PLNFit(state.params, state.precision, state.opt_state)
     # jax.lax.scan(body, start, length=iterations), stopping at tol when asked.
     final, trace, run, stop = scan_loop(body, start, iterations, stopping, data.counts.dtype)
-    return FitOutput(FitState(params=final.params, precision=final.precision, opt_state=final.opt_state), trace, run,
-                     stop)
+    state = FitState(params=final.params, precision=final.precision, opt_state=final.opt_state)
+    return FitOutput(finished(state, data, optimizer), trace, run, stop)
 
 
 class ScanPytreeClass(CompiledLoopStrategy):

@@ -27,18 +27,18 @@ from core.fit.sharding import (
     replicated,
     state_shardings,
 )
-from core.fit.strategies.base import FitOutput, FitState, Strategy, fit_step, scan_loop, start_stop
+from core.fit.strategies.base import FitOutput, FitState, Strategy, finished, loop_step, scan_loop, start_stop
 
 
 def _fit(state, data, optimizer, iterations, layout, stopping=None):
     def body(carry, _):
-        new_state, value = fit_step(FitState(**carry), data, optimizer)
+        new_state, value = loop_step(FitState(**carry), data, optimizer)
         # Pin the carry to its input layout so the loop never regathers M or S.
         new_state = jax.lax.with_sharding_constraint(new_state, layout)
         return new_state._asdict(), value
 
     carry, trace, run, stop = scan_loop(body, state._asdict(), iterations, stopping, data.counts.dtype)
-    return FitOutput(FitState(**carry), trace, run, stop)
+    return FitOutput(finished(FitState(**carry), data, optimizer), trace, run, stop)
 
 
 class Sharded(Strategy):

@@ -15,7 +15,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from core.fit.strategies.base import FitOutput, Strategy, after, empty_trace, fit_step, start_stop
+from core.fit.strategies.base import FitOutput, Strategy, after, empty_trace, finished, loop_step, start_stop
 
 
 def _fit(state, data, tol, stop, optimizer, iterations):
@@ -25,12 +25,12 @@ def _fit(state, data, tol, stop, optimizer, iterations):
 
     def body(carry):
         i, state, trace, stop = carry
-        state, value = fit_step(state, data, optimizer)
+        state, value = loop_step(state, data, optimizer)
         return i + 1, state, trace.at[i].set(value.astype(trace.dtype)), after(stop, value, tol)
 
     start = (jnp.asarray(0, jnp.int32), state, empty_trace(iterations, data.counts.dtype), stop)
     count, final, trace, stop = jax.lax.while_loop(keep_going, body, start)
-    return FitOutput(final, trace, count, stop)
+    return FitOutput(finished(final, data, optimizer), trace, count, stop)
 
 
 class WhileLoop(Strategy):
