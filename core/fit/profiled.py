@@ -97,8 +97,7 @@ def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
 def forms_precision(data: model.PLNData | model.PaddedPLNData) -> bool:
     """Whether an evaluation on `data` needs Omega itself on its way (Sigma's own factor:
     R Omega is a product with it), rather than only R Omega and diag Omega (through the
-    rows, where Omega is one product more, of p^2 n: at 921 x 1209 a fifth of a float64
-    iteration)."""
+    rows, where Omega is one product more, of p^2 n)."""
     rows, p = data.counts.shape
     return not row_path.through_rows(rows, p, jnp.dtype(data.counts.dtype).name)
 

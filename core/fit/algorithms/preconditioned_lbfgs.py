@@ -416,8 +416,9 @@ class PreconditionedLbfgs(Algorithm):
     def loop_step(self, state, data):
         """`step`, but where Omega comes through the rows the state keeps the Omega it came
         with, for `finish` to make once: nothing in the loop reads Omega there (H0 reads its
-        diagonal), and forming it is a product of p^2 n, a fifth of a float64 iteration at
-        microcosm 921 x 1209. Where Omega is Sigma's own inverse it is made anyway and kept."""
+        diagonal), and forming it is a product of p^2 n: up to half of a float64 iteration
+        (scrna 100 x 300), a tenth at microcosm 921 x 1209 (docs/accuracy.md). Where Omega is
+        Sigma's own inverse it is made anyway and kept."""
         return self._step(state, data, whole=profiled.forms_precision(data))
 
     def finish(self, state, data):
@@ -427,6 +428,8 @@ class PreconditionedLbfgs(Algorithm):
         return state._replace(precision=profiled.precision_at(params.latent_mean, params.latent_sd, data))
 
     def _step(self, state, data, whole: bool):
+        """One iteration; the new state holds the new point's Omega if `whole`, else the
+        state's own."""
         own = state.opt_state
         start_mean = state.params.latent_mean
         direction, slope = _descent_direction(own, data)
