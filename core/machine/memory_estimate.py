@@ -22,7 +22,9 @@ compares the two), with a margin:
   rows' n x n matrix in float64 instead (`core.fit.row_path`): p x p arrays 2.1 (float64)
   to 5.1 (float32: Omega is made in float64 and cast) -> 4 and 6, and 8 float64 n x p
   arrays more (R D^-1, its solves and their products; XLA keeps 35 to 43 n x p arrays in
-  all for preconditioned_lbfgs, 16 to 25 for diagonal_newton);
+  all for preconditioned_lbfgs, 16 to 25 for diagonal_newton). preconditioned_lbfgs makes
+  Omega there once, after its loop (`Algorithm.finish`): the state's and the new one, at
+  most 1.7 p x p arrays beside the rest -> 2;
 - n x d: X and its products (2); d x p: B, its moments and gradient (6).
 
 On the CPU the host is the device, so the data's host copies count too: Y and O in
@@ -48,6 +50,7 @@ P_P_ARRAYS = 5
 P_P_ARRAYS_BY_OPTIMIZER = {"preconditioned_lbfgs": 8, "diagonal_newton": 8}
 FLOAT32_P_P_EXTRA = 4
 P_P_ARRAYS_THROUGH_ROWS = {"float64": 4, "float32": 6}
+P_P_ARRAYS_THROUGH_ROWS_BY_OPTIMIZER = {"preconditioned_lbfgs": 2}
 WIDE_N_P_ARRAYS_THROUGH_ROWS = 8
 N_D_ARRAYS = 2
 D_P_ARRAYS = 6
@@ -83,7 +86,7 @@ def device_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
     arrays += 0 if catalog.runnable(spec.strategy).donates_state else NOT_DONATING_EXTRA
     wide = 0
     if optimizer in PROFILED_OPTIMIZERS and row_path.through_rows(n, p, spec.precision):
-        square = P_P_ARRAYS_THROUGH_ROWS[spec.precision]
+        square = P_P_ARRAYS_THROUGH_ROWS_BY_OPTIMIZER.get(optimizer, P_P_ARRAYS_THROUGH_ROWS[spec.precision])
         wide = 8 * WIDE_N_P_ARRAYS_THROUGH_ROWS * n * p  # float64 whatever the fit's precision
     else:
         square = P_P_ARRAYS_BY_OPTIMIZER.get(optimizer, P_P_ARRAYS)
