@@ -160,10 +160,25 @@ def log_axis(low: float, high: float, title: str) -> alt.Axis:
     if len(values) > MAX_LOG_TICKS:
         values = ticks((1.0,))
     elif len(values) < 3:
-        # Under a decade wide (compile times of 2 to 5 s): every whole multiple, or the axis
-        # has its two ends labelled and nothing between.
-        values = ticks(tuple(float(step) for step in range(1, 10)))
+        # Under a decade wide, evenly spaced ticks, or the axis had its ends labelled and
+        # nothing between (compile times of 2 to 5 s), or one size's n at 116 between the
+        # labels 90 and 100 and the axis's end.
+        values = _even_ticks(low, high)
     return alt.Axis(title=title, values=values, format="~g")
+
+
+def _even_ticks(low: float, high: float) -> list[float]:
+    """At least three ticks inside [low, high], multiples of the widest step of 1, 2 or 5
+    times a power of ten that gives three: 2, 3, 4, 5 for 2 to 5 s; 100, 120, 140 for 89 to
+    151 rows."""
+    top = int(np.floor(np.log10(high - low)))
+    for power in range(top, top - 4, -1):
+        for step in (5.0, 2.0, 1.0):
+            size = step * 10.0 ** power
+            ticks = np.arange(np.ceil(low / size * (1 - 1e-9)) * size, high * (1 + 1e-9), size)
+            if ticks.size >= 3:
+                return [round(float(tick), max(0, -power)) for tick in ticks]
+    return [low, high]
 
 
 def log_axis_reaching(low: float, high: float, values, title: str) -> tuple[alt.Axis, float]:

@@ -171,8 +171,11 @@ def test_run_page_runs_stores_and_shows_results(store):
     # The same spec again: the stored runs are shown at once, nothing runs.
     assert [b.label for b in at.button] == ["Run again"]
     at.run()
+    assert not [c.value for c in at.caption if "shared store" in c.value]
     again = tiny_problem(open_app())
     assert [b.label for b in again.button] == ["Run again"]
+    # A new session has run none of them, and is told whose they are.
+    assert any(c.value.endswith("· all from the shared store, not run in this session") for c in again.caption)
     assert len(again.get(CHART)) >= 4 and len(store.list()) == 2
     # A quick hand: new settings, and a click on the button still labelled "Run again",
     # reach the server together: what runs is what the settings say now.

@@ -186,6 +186,10 @@ def test_log_axes_tick_1_2_5_times_the_powers_of_ten_where_those_are_few():
     assert style.log_axis(0.5, 3000, "n").to_dict()["values"] == [1, 10, 100, 1000]  # 1-2-5 would be 11 ticks
     # Under a decade (compile times of 3.5 s, from 2 to 5 s): 2 and 5 alone said nothing between.
     assert style.log_axis(2, 5, "t").to_dict()["values"] == [2, 3, 4, 5]
+    # One size in a scaling chart (n = 116, its domain 1.3 times either side): 90 and 100
+    # alone left the point past the last label.
+    assert style.log_axis(116 / 1.3, 116 * 1.3, "n").to_dict()["values"] == [100, 120, 140]
+    assert style.log_axis(0.3, 0.45, "s").to_dict()["values"] == [0.3, 0.35, 0.4, 0.45]
 
 
 def test_log_scales_where_promised(runs, elbo_long):
