@@ -82,7 +82,8 @@ with n_tab:
                + (" eager is slow: expect minutes at large n." if "eager" in chosen else "")
                + (" ×1,000 (n = 116,000) can take minutes per strategy on a CPU." if 1000 in sizes else "")
                + (" One size draws no slope: tick two or more." if len(sizes) == 1 else ""))
-    go, retime_slot = st.columns([1, 3], vertical_alignment="center")
+    # As wide as the device-count tab's: at 1024 px a quarter wrapped "Run sweep: 9 runs" onto two lines.
+    go, retime_slot = st.columns([2, 3], vertical_alignment="center")
 
     problem = settings.current()
     chosen, skipped = problem.runnable(chosen)
