@@ -101,7 +101,6 @@ if clicked:
                                  title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
     if results:
         stored.update({r.strategy: r for r in results})
-        st.session_state["run_mine"] = [*st.session_state.get("run_mine", []), *(r.id for r in results)]
         # What the page shows after this run, those stored before it included: kept whole for when the
         # sidebar moves to other settings (the new runs alone named another fastest).
         st.session_state["run_last_ids"] = [stored[name].id for name in chosen if name in stored]
@@ -256,7 +255,7 @@ st.subheader("Numbers")
 dates = sorted({display.when(r.created_at) for r in shown})
 # The store is shared: a visitor who has run nothing sees the newest runs of these settings,
 # made by anyone on any page, and should be told so.
-theirs = sum(r.id not in st.session_state.get("run_mine", []) for r in shown)
+theirs = sum(not running.ran_here(r.id) for r in shown)
 st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
            + (f" to {dates[-1]}" if len(dates) > 1 else "") + f" · device: {md(shown[0].device_kind)}"
            + ("" if not theirs else

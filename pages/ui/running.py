@@ -24,6 +24,9 @@ from pages.ui.text import md, public
 
 log = logging.getLogger(__name__)
 
+# The ids of the runs this browser session made, on any page (`ran_here`).
+_SESSION_RUNS = "session_run_ids"
+
 
 class _Reporter:
     """Feeds engine Progress reports to one progress bar and the shared live ELBO chart.
@@ -253,9 +256,16 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
             if error:
                 break
         close_status(status, cancel_slot, len(results), error)
+    st.session_state[_SESSION_RUNS] = [*st.session_state.get(_SESSION_RUNS, []), *(r.id for r in results)]
     refresh_store_caption()
     refresh_queue_caption(now=True)
     return results, error
+
+
+def ran_here(run_id: int) -> bool:
+    """Whether this browser session made the run: the store is shared, and a page that shows
+    the newest stored runs of its settings says when they are someone else's, or older."""
+    return run_id in st.session_state.get(_SESSION_RUNS, [])
 
 
 def _run_batch(cluster, store, specs: list[FitSpec], reporters: list[_Reporter], together: bool, counts,
