@@ -85,9 +85,10 @@ class Algorithm(abc.ABC):
         """One iteration: (new state, ELBO of `state`, a scalar of `model.wide_dtype`)."""
 
     def loop_step(self, state: FitState, data) -> tuple[FitState, jax.Array]:
-        """`step` inside a compiled loop, which calls `finish` once after its last
-        iteration: an algorithm may leave out of the state what nothing in the loop reads,
-        for `finish` to make once. By default `step` itself."""
+        """`step` inside a compiled loop, whose program calls `finish` once after its last
+        iteration (once per call, where a long fit runs in chunks): an algorithm may leave out
+        of the state what nothing in the loop reads, for `finish` to make there. By default
+        `step` itself."""
         return self.step(state, data)
 
     def finish(self, state: FitState, data) -> FitState:
