@@ -64,12 +64,15 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from core import catalog  # noqa: E402
+from core.spec import DEFAULTS as FRONT_DOOR  # noqa: E402
 
 from served_app import launch_browser, served_app, wait_painted  # noqa: E402
 
 CHARTS_RENDERED = "() => document.querySelectorAll('.vega-embed canvas, .vega-embed svg').length >= 3"
 PROBLEMS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 IDLE = "() => !document.querySelector(\"[data-testid='stStatusWidget']\")"  # no script running
+# The settings line under the Run button: precision, iterations and tolerance.
+RUN_LINE = re.compile(r"(float32|float64) · \w+ · (?:up to )?([\d,]+) iterations(?:, stopping at a change of (\S+))?")
 CLI_STRATEGIES = ("scan", "jit_step", "scan_analytic", "fori_loop", "while_loop", "jit_per_function", "eager")
 # Strategies a session toggles on the Run page: every one that runs the sidebar's default
 # optimizer (the others are skipped with a note, which is no run).
@@ -212,6 +215,7 @@ def _one_click(page, store, rng, index: int) -> None:
         shown = page.get_by_role("spinbutton", name=name).input_value()
         if shown != str(typed):
             raise RuntimeError(f"{name} shows {shown} after {typed} was typed")
+    _check_run_line(page, precision, iterations)
     button = page.get_by_role("button", name=re.compile(r"^(Run \d+ strateg|Run again)"))
     if not button.count():  # every strategy toggled off: choose one again
         _toggle_strategy(page, rng)
@@ -219,6 +223,18 @@ def _one_click(page, store, rng, index: int) -> None:
     clicked_at = time.time()
     button.click()
     _wait_for_runs(page, store, clicked_at, iterations=iterations, precision=precision, repeats=1)
+
+
+def _check_run_line(page, precision: str, iterations: int) -> None:
+    """The line under the Run button (what a click runs, as the server reads the sidebar) names
+    what was chosen: the precision clicked, the iterations typed and that precision's default
+    tolerance (a session never types one). A box that shows one value while the server runs
+    another is a lost setting, told here rather than as a run stored with other settings."""
+    line = RUN_LINE.search(page.inner_text("[data-testid='stMain']"))
+    wanted = (precision, f"{iterations:,}", f"{FRONT_DOOR.tol_for(precision):g}")
+    if line is None or line.groups() != wanted:
+        raise RuntimeError(f"the Run button's line reads {line.group(0) if line else 'nothing'!r} after "
+                           f"{precision}, {iterations} iterations (tolerance {wanted[2]}) were chosen")
 
 
 def _run_from_link(page, base: str, store, rng, index: int) -> None:
@@ -250,6 +266,11 @@ def _wait_for_runs(page, store, clicked_at: float, **settings) -> None:
         if not stored and time.time() > clicked_at + 60 and page.evaluate(IDLE):
             raise RuntimeError(f"the click on Run at {at} started nothing: after 60 s no run of it is stored "
                                "and the page is idle")
+        if stored and time.time() > clicked_at + 60 and page.evaluate(IDLE):
+            # Stored, idle, and no "Run again" for the sidebar's settings: the runs were made with others.
+            differ = re.search(r"Your last runs, with settings that differ[^\n]*", page.inner_text("body"))
+            raise RuntimeError(f"the runs clicked at {at} were stored with settings other than the sidebar's: "
+                               f"{differ.group(0) if differ else 'the page offers no Run again'}")
         page.wait_for_timeout(500)
     wait_painted(page, 600_000)
     if not page.locator(PROBLEMS).count():

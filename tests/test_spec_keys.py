@@ -28,8 +28,9 @@ def test_the_command_line_and_the_sidebar_give_one_problem_one_key(strategy, opt
     cli = _cli("--strategy", strategy, "--optimizer", optimizer, *options)
     given = dict(zip(options[::2], options[1::2]))
     precision = given.get("--precision", DEFAULTS.precision)
+    # An empty tolerance box (None) is the precision's default, as a missing --tol is.
     sidebar = Settings(optimizer=optimizer, precision=precision, lr=float(given.get("--lr", DEFAULTS.lr)),
-                       tol=float(given.get("--tol", DEFAULTS.tol_for(precision)))).fit_spec(strategy)
+                       tol=float(given["--tol"]) if "--tol" in given else None).fit_spec(strategy)
     assert sidebar == cli and sidebar.key == cli.key
 
 
@@ -47,8 +48,8 @@ def test_a_spec_told_nothing_is_the_fit_every_front_door_makes_when_told_nothing
     spec = FitSpec(strategy=strategy, precision=precision)
     assert spec == _cli("--strategy", strategy, "--precision", precision)
     if refusal(strategy, DEFAULTS.optimizer) is None:  # the sidebar runs one optimizer: it leaves the others out
-        # The sidebar's tolerance box moves to the precision's default with the precision box.
-        assert spec == Settings(precision=precision, tol=DEFAULTS.tol_for(precision)).fit_spec(strategy)
+        # The sidebar's tolerance box, left empty, is the precision's default.
+        assert spec == Settings(precision=precision).fit_spec(strategy)
     assert spec.optimizer.name == DEFAULTS.optimizer_for(strategy) and spec.init == DEFAULTS.init
     assert spec.iterations == DEFAULTS.iterations and spec.repeats == DEFAULTS.repeats
     if catalog.RUNNABLES[strategy].stops_at_tol:

@@ -17,7 +17,6 @@ from typing import Any, Callable
 import streamlit as st
 
 from core import catalog
-from core.spec import DEFAULTS as FRONT_DOOR
 from core.spec import DEVICES, INITS, LR_RANGE, OAKS_FORMULAS, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, TOL_RANGE, cap
 from pages.ui.settings import DEFAULTS, key
 
@@ -156,10 +155,6 @@ def restore() -> None:
             st.session_state[param.key] = param.read(text)
         except (ValueError, KeyError, TypeError):
             pass  # a mistyped or stale link: the page's default stands
-    precision = st.session_state.get(key("precision"))
-    if "tol" not in given and key("tol") not in st.session_state and precision in PRECISIONS:
-        # A link's precision without a tolerance means that precision's default, as on the command line.
-        st.session_state[key("tol")] = FRONT_DOOR.tol_for(precision)
 
 
 def publish(page: str) -> None:

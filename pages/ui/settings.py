@@ -54,7 +54,9 @@ class Settings:
         formula: oaks covariates from its samples' table (one of `core.spec.OAKS_FORMULAS`;
             "" for an intercept alone).
         sim_n, sim_p, sim_d, sim_seed: the simulated data's shape and seed.
-        device, precision, optimizer, lr, init, iterations, repeats, tol: as in `FitSpec`.
+        device, precision, optimizer, lr, init, iterations, repeats: as in `FitSpec`.
+        tol: as in `FitSpec`; None (the box left empty) is the precision's own default, so
+            switching precision moves it with no write to the box.
         upload: the validated CSV upload, for dataset "csv" (None until one is given).
         upload_error: why the files given were refused, for dataset "csv" (None if they were not).
 
@@ -76,7 +78,7 @@ class Settings:
     init: str = FRONT_DOOR.init
     iterations: int = FRONT_DOOR.iterations
     repeats: int = FRONT_DOOR.repeats
-    tol: float = FRONT_DOOR.tol
+    tol: float | None = None
     upload: Upload | None = dataclasses.field(default=None, compare=False)
     upload_error: str | None = dataclasses.field(default=None, compare=False)
 
@@ -107,7 +109,8 @@ class Settings:
         return FitSpec(
             dataset=dataset or self.dataset_spec(), strategy=strategy, iterations=whole("iterations", self.iterations),
             precision=self.precision, device=self.device, optimizer=OptimizerSpec(self.optimizer, float(self.lr)),
-            init=self.init, repeats=whole("repeats", self.repeats), tol=float(self.tol))
+            init=self.init, repeats=whole("repeats", self.repeats),
+            tol=None if self.tol is None else float(self.tol))
 
     def runnable(self, strategies: list[str]) -> tuple[list[str], list[str]]:
         """`strategies` split into those that can run this optimizer and those that refuse

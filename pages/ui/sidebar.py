@@ -245,19 +245,7 @@ def _device_inputs() -> None:
     for platform, why in found.missing.items():
         st.caption(f":material/block: **{platform}** {why}")
     st.radio("Precision", PRECISIONS, key="sb_precision", persist_state="session", horizontal=True,
-             help="every array of the fit has this dtype", on_change=follow_precision)
-
-
-def follow_precision() -> None:
-    """A tolerance left at one precision's default moves to the other's (float64 resolves a
-    smaller change), as the command line's default does: one problem, one key."""
-    now = st.session_state["sb_precision"]
-    before = next(other for other in PRECISIONS if other != now)
-    if st.session_state.get("sb_tol") == FRONT_DOOR.tol_for(before):
-        st.session_state["sb_tol"] = FRONT_DOOR.tol_for(now)
-        # Said: a setting that moves by itself, unannounced, reads as a bug.
-        st.toast(f"Tolerance {FRONT_DOOR.tol_for(now):g}, {now}'s default (a tolerance you type is kept).",
-                 icon=":material/tune:")
+             help="every array of the fit has this dtype")
 
 
 def _optimizer_inputs() -> None:
@@ -271,7 +259,14 @@ def _optimizer_inputs() -> None:
             st.number_input("Learning rate", *LR_RANGE, key="sb_lr", persist_state="session", format="%g", step=0.001)
         st.selectbox("Initialisation", INITS, key="sb_init", persist_state="session",
                      help="\n".join(f"- {label}" for label in INIT_LABELS.values()))
-        st.number_input("Tolerance", *TOL_RANGE, key="sb_tol", persist_state="session", format="%g",
-                        step=1e-7,
+        # Empty means the precision's default, read when the fit is specified: the tolerance
+        # follows a precision switch with no write to this box. A callback that wrote the other
+        # precision's default into it was lost when a quick hand's clicks were merged into one
+        # rerun (Streamlit ran no callback), and float64 then ran at float32's tolerance.
+        precision = st.session_state["sb_precision"]
+        st.number_input("Tolerance", *TOL_RANGE, value=None, key="sb_tol", persist_state="session", format="%g",
+                        step=1e-7, placeholder=f"{FRONT_DOOR.tol_for(precision):g}, {precision}'s default",
                         help="every strategy stops after two iterations in a row whose relative ELBO change is "
-                             "under this; 0 runs every iteration")
+                             f"under this; 0 runs every iteration. Empty: the precision's default "
+                             f"({FRONT_DOOR.tol_for('float32'):g} in float32, {FRONT_DOOR.tol_for('float64'):g} in "
+                             "float64, whose sums resolve a smaller change), as on the command line")

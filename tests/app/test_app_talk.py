@@ -181,22 +181,39 @@ def test_a_link_sets_the_view_and_the_view_writes_the_link(store):
     assert at.query_params["iterations"] == "40" and at.query_params["precision"] == "float64"
     assert "repeats" not in at.query_params  # defaults stay out of the address
     # float64 without a tolerance: float64's default, as on the command line.
-    assert at.sidebar.number_input(key="sb_tol").value == 1e-9
+    assert at.sidebar.number_input(key="sb_tol").value is None and _run_line_tolerance(at) == "1e-09"
+    assert "tol" not in at.query_params
 
 
 def test_switching_precision_moves_a_default_tolerance_and_keeps_a_chosen_one(store):
     from core.spec import DEFAULTS
 
     at = open_app("pages/run/page.py")
-    assert at.sidebar.number_input(key="sb_tol").value == DEFAULTS.tol
+    tolerance = at.sidebar.number_input(key="sb_tol")
+    assert tolerance.value is None and tolerance.proto.placeholder == f"{DEFAULTS.tol:g}, float32's default"
+    assert _run_line_tolerance(at) == f"{DEFAULTS.tol:g}"
+    # The empty box follows the precision with nothing written to it, so no merged rerun can
+    # leave float64 at float32's tolerance.
     at.sidebar.radio(key="sb_precision").set_value("float64").run()
-    assert at.sidebar.number_input(key="sb_tol").value == DEFAULTS.tol_float64
-    assert any(f"Tolerance {DEFAULTS.tol_float64:g}, float64's default" in t.value for t in at.toast)  # said
+    tolerance = at.sidebar.number_input(key="sb_tol")
+    assert tolerance.value is None and tolerance.proto.placeholder == f"{DEFAULTS.tol_float64:g}, float64's default"
+    assert _run_line_tolerance(at) == f"{DEFAULTS.tol_float64:g}"
     at.sidebar.radio(key="sb_precision").set_value("float32").run()
-    assert at.sidebar.number_input(key="sb_tol").value == DEFAULTS.tol
+    assert _run_line_tolerance(at) == f"{DEFAULTS.tol:g}"
     at.sidebar.number_input(key="sb_tol").set_value(1e-5).run()
     at.sidebar.radio(key="sb_precision").set_value("float64").run()
-    assert at.sidebar.number_input(key="sb_tol").value == 1e-5 and not at.exception
+    assert at.sidebar.number_input(key="sb_tol").value == 1e-5 and _run_line_tolerance(at) == "1e-05"
+    assert at.query_params["tol"] == "1e-05" and not at.exception
+    at.sidebar.number_input(key="sb_tol").set_value(None).run()  # emptied: the default again
+    assert _run_line_tolerance(at) == f"{DEFAULTS.tol_float64:g}" and "tol" not in at.query_params
+
+
+def _run_line_tolerance(at) -> str | None:
+    """The tolerance the Run page's settings line says a click runs with."""
+    for caption in at.caption:
+        if found := re.search(r"stopping at a change of (\S+?)(?: ·|$)", caption.value):
+            return found.group(1)
+    return None
 
 
 def AppTestWithLink(params: dict[str, str]):
