@@ -96,6 +96,32 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
     return alt.Chart(df, title=title).mark_line().encode(**enc).properties(height=height)
 
 
+def coinciding_curves(elbo_long: pd.DataFrame) -> list[list[str]]:
+    """Labels of `elbo_curves`' lines that lie exactly on one another (the same ELBO at the same
+    iterations: one compiled program, or programs that round alike), groups of two or more in
+    legend order. Only the last drawn of a group shows, so a page says which lines it hides.
+    """
+    if elbo_long.empty:
+        return []
+    by_curve: dict[bytes, list[str]] = {}
+    for _, curve in elbo_long.sort_values("iteration", kind="stable").groupby("run_id", sort=False):
+        drawn = np.stack([curve["iteration"].to_numpy(float), curve["elbo"].to_numpy(float)])
+        by_curve.setdefault(drawn.tobytes(), []).append(str(curve["label"].iloc[0]))
+    order = {label: i for i, label in enumerate(natural_order(elbo_long["label"]))}
+    return sorted((sorted(labels, key=order.get) for labels in by_curve.values() if len(labels) > 1),
+                  key=lambda labels: order[labels[0]])
+
+
+def coinciding_note(elbo_long: pd.DataFrame) -> str:
+    """A sentence naming the curves drawn over one another (`coinciding_curves`), or ""."""
+    groups = coinciding_curves(elbo_long)
+    if not groups:
+        return ""
+    said = "; ".join(", ".join(group[:-1]) + f" and {group[-1]}" for group in groups)
+    return (f" Identical curves, drawn over one another: {said}"
+            f" ({'each group shows as one line' if len(groups) > 1 else 'one line shows them all'}).")
+
+
 def _linear_ticks(low: float, high: float, most: int = 8) -> list[float]:
     """The ticks of a linear axis over [low, high], from the first at or below `low` to the
     first at or above `high`: multiples of a step of 1, 2 or 5 times a power of ten giving at

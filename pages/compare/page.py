@@ -241,6 +241,7 @@ by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (
 with by_iteration:
     display.chart(lines.elbo_curves(curves, x="iteration", height=340),
                   "log(-ELBO) per iteration; runs of one problem and one optimizer should overlap."
+                  + lines.coinciding_note(curves)
                   + (f" {len(optimizers)} optimizers here ({', '.join(map(md, optimizers))}): different algorithms, "
                      "whose curves meet only at the optimum." if len(optimizers) > 1 else "")
                   + (f" The {MAX_CURVES} newest of {len(one_problem)} runs." if len(one_problem) > MAX_CURVES else "")

@@ -247,7 +247,8 @@ curves = display.elbo_long(shown, curves={**store.curves([r.id for r in shown if
 left, right = st.columns(2)
 with left:
     display.chart(lines.elbo_curves(curves, x="iteration").properties(height=280),
-                  "Every strategy should trace the same curve: only the compilation differs.")
+                  "Every strategy should trace the same curve: only the compilation differs."
+                  + lines.coinciding_note(curves))
 with right:
     display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=280), display.WALL_CLOCK_CAPTION)
 

@@ -374,6 +374,24 @@ def test_elbo_curves_drop_non_finite_and_dash_shared_strategies(elbo_long):
     assert "strokeDash" not in single["encoding"]
 
 
+def test_coinciding_curves_are_named_and_near_ones_are_not():
+    curve = -1e5 * (1 + np.exp(-np.arange(30) / 5.0))
+    nudged = curve.copy()
+    nudged[-1] = np.nextafter(nudged[-1], 0.0)  # one ulp off at the last point: two lines
+    frame = pd.concat([pd.DataFrame({"run_id": run_id, "strategy": label, "label": label, "iteration": np.arange(30),
+                                     "elbo": values})
+                       for run_id, label, values in ((1, "scan_pytree_class", curve), (2, "scan", curve),
+                                                     (3, "jit_step", nudged), (4, "scan_namedtuple", curve),
+                                                     (5, "eager", nudged * 2))])
+    assert lines.coinciding_curves(frame) == [["scan", "scan_namedtuple", "scan_pytree_class"]]
+    assert "scan, scan_namedtuple and scan_pytree_class (one line shows them all)" in lines.coinciding_note(frame)
+    assert lines.coinciding_note(frame[frame["run_id"].isin([1, 3, 5])]) == ""
+    frame.loc[frame["run_id"] == 5, "elbo"] = nudged
+    assert lines.coinciding_curves(frame) == [["eager", "jit_step"], ["scan", "scan_namedtuple", "scan_pytree_class"]]
+    assert "each group shows as one line" in lines.coinciding_note(frame)
+    assert lines.coinciding_curves(frame.iloc[:0]) == []
+
+
 def test_elbo_curves_thin_long_runs_and_reject_bad_axis(elbo_long):
     data = pd.concat(_datasets(lines.elbo_curves(elbo_long, max_points_per_run=10).to_dict()))
     assert data.groupby("run_id").size().max() <= 11
