@@ -248,7 +248,10 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
             # Short: "Running 3 strategies: 3 timed together · oaks x1…" was cut at 1024 px.
             status.update(label=(f"{md(title)}, timed together · {md(members[0].dataset.label)}…"
                                  if batch.together and len(members) == len(specs) else
-                                 f"{md(title)}: {len(members)} timed together · {md(members[0].dataset.label)}…"
+                                 # The count first: on a page whose box starts low (Scaling at 1024 x 768)
+                                 # the label may be all that shows of the sweep's progress.
+                                 f"{md(title)}: {len(results)} of {len(specs)} done · {len(members)} timed together "
+                                 f"· {md(members[0].dataset.label)}…"
                                  if batch.together else
                                  f"{md(title)}: {mine[0].shown_label} ({first} of {len(specs)})…"), expanded=True)
             done, error = _run_batch(cluster, store, members, mine, batch.together, counts, cold)
