@@ -72,6 +72,7 @@ CHARTS_RENDERED = "() => document.querySelectorAll('.vega-embed canvas, .vega-em
 PROBLEMS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 IDLE = "() => !document.querySelector(\"[data-testid='stStatusWidget']\")"  # no script running
 # The settings line under the Run button: precision, iterations and tolerance.
+RUN_LINE_SETTLE_S = 15.0
 RUN_LINE = re.compile(r"(float32|float64) · \w+ · (?:up to )?([\d,]+) iterations(?:, stopping at a change of (\S+))?")
 CLI_STRATEGIES = ("scan", "jit_step", "scan_analytic", "fori_loop", "while_loop", "jit_per_function", "eager")
 # Strategies a session toggles on the Run page: every one that runs the sidebar's default
@@ -230,11 +231,19 @@ def _check_run_line(page, precision: str, iterations: int) -> None:
     what was chosen: the precision clicked, the iterations typed and that precision's default
     tolerance (a session never types one). A box that shows one value while the server runs
     another is a lost setting, told here rather than as a run stored with other settings."""
-    line = RUN_LINE.search(page.inner_text("[data-testid='stMain']"))
     wanted = (precision, f"{iterations:,}", f"{FRONT_DOOR.tol_for(precision):g}")
-    if line is None or line.groups() != wanted:
-        raise RuntimeError(f"the Run button's line reads {line.group(0) if line else 'nothing'!r} after "
-                           f"{precision}, {iterations} iterations (tolerance {wanted[2]}) were chosen")
+    # The page may still be drawing the last change (Streamlit shows its running mark only after
+    # a moment): a setting is lost only if the line still disagrees once the page has settled.
+    deadline = time.time() + RUN_LINE_SETTLE_S
+    while True:
+        line = RUN_LINE.search(page.inner_text("[data-testid='stMain']"))
+        if line is not None and line.groups() == wanted:
+            return
+        if time.time() > deadline:
+            raise RuntimeError(f"the Run button's line reads {line.group(0) if line else 'nothing'!r} "
+                               f"{RUN_LINE_SETTLE_S:.0f} s after {precision}, {iterations} iterations (tolerance "
+                               f"{wanted[2]}) were chosen")
+        page.wait_for_timeout(250)
 
 
 def _run_from_link(page, base: str, store, rng, index: int) -> None:
