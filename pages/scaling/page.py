@@ -66,6 +66,9 @@ n_tab, devices_tab = st.tabs(["Growing n", "More devices (sharded)"])
 with devices_tab:
     device_count.show()
 with n_tab:
+    # The sweep's status box goes here, above the choices: drawn under the button it started
+    # below the fold at 1024 x 768, and a sweep seemed to do nothing until one scrolled.
+    sweep_slot = st.container()
     names = [r.name for r in resources.runnables()]
     state.default("scl_strategies", [n for n in DEFAULT_STRATEGIES if n in names])
     state.default("scl_sizes", [1, 10, 100])
@@ -87,9 +90,8 @@ with n_tab:
 
     problem = settings.current()
     chosen, skipped = problem.runnable(chosen)
-    if skipped:
-        caption, why = problem.refused_note(skipped)
-        st.caption(caption, help=why)
+    if skipped:  # said as on Run: the sweep leaves them out
+        st.warning(problem.refused_note(skipped), icon=":material/block:")
     try:
         grid = [problem.fit_spec(name, dataset=DatasetSpec(kind="oaks", replicate=k))
                 for k in sizes for name in chosen]
@@ -138,11 +140,12 @@ with n_tab:
     if clicked:
         # One call: each size's strategies timed together, their repeats in turn (core.run.batches),
         # so that ratios between strategies at one size carry no load of another moment.
-        results, error = running.run(todo, labels=[f"{spec.strategy} · n = {OAKS_ROWS * spec.dataset.replicate:,}"
-                                                   for spec in todo],
-                                     cold=cold, title=f"Sweep of {len(todo)} run{'s' * (len(todo) != 1)}")
+        with sweep_slot:
+            results, error = running.run(todo, labels=[f"{spec.strategy} · n = {OAKS_ROWS * spec.dataset.replicate:,}"
+                                                       for spec in todo],
+                                         cold=cold, title=f"Sweep of {len(todo)} run{'s' * (len(todo) != 1)}")
         if error:
-            st.error(error, icon=":material/error:")
+            sweep_slot.error(error, icon=":material/error:")
             frame = store.frame()
         else:  # redraw, so that the button counts what is left to run
             st.session_state["scl_flash"] = f"Sweep done: {len(results)} run{'s' * (len(results) != 1)} stored."

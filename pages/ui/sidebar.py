@@ -259,13 +259,14 @@ def _optimizer_inputs() -> None:
             st.number_input("Learning rate", *LR_RANGE, key="sb_lr", persist_state="session", format="%g", step=0.001)
         st.selectbox("Initialisation", INITS, key="sb_init", persist_state="session",
                      help="\n".join(f"- {label}" for label in INIT_LABELS.values()))
-        # Empty means the precision's default, read when the fit is specified: the tolerance
-        # follows a precision switch with no write to this box. A callback that wrote the other
-        # precision's default into it was lost when a quick hand's clicks were merged into one
-        # rerun (Streamlit ran no callback), and float64 then ran at float32's tolerance.
+        # Empty means the precision's default, read when the fit is specified (its value is the
+        # placeholder; one naming the precision too was cut at 1024 px): the tolerance follows a
+        # precision switch with no write to this box. A callback that wrote the other precision's
+        # default into it was lost when a quick hand's clicks were merged into one rerun
+        # (Streamlit ran no callback), and float64 then ran at float32's tolerance.
         precision = st.session_state["sb_precision"]
         st.number_input("Tolerance", *TOL_RANGE, value=None, key="sb_tol", persist_state="session", format="%g",
-                        step=1e-7, placeholder=f"{FRONT_DOOR.tol_for(precision):g}, {precision}'s default",
+                        step=1e-7, placeholder=f"default: {FRONT_DOOR.tol_for(precision):g}",
                         help="every strategy stops after two iterations in a row whose relative ELBO change is "
                              f"under this; 0 runs every iteration. Empty: the precision's default "
                              f"({FRONT_DOOR.tol_for('float32'):g} in float32, {FRONT_DOOR.tol_for('float64'):g} in "

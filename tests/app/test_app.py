@@ -367,6 +367,16 @@ def test_scaling_page_uses_stored_runs_without_running(store):
     assert not at.checkbox(key="scl_retime").disabled
 
 
+def test_scaling_says_which_ticked_strategies_the_optimizer_leaves_out(store):
+    # Each of these refuses the sidebar's optimizer: the sweep leaves them out, and says so.
+    at = open_app("pages/scaling/page.py")
+    at.pills(key="scl_strategies").set_value(["scan", "scan_analytic", "torch_eager"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [w.value for w in at.warning if w.value.startswith("Not run")] == [
+        settings.DEFAULTS.refused_note(["scan_analytic", "torch_eager"])]
+    assert at.button(key="scl_go").label == "Run sweep: 3 runs"  # scan at the three sizes ticked
+
+
 def test_scaling_with_one_size_asks_for_more(store):
     store.add(fake_run("scan", 1, run_s=0.02, compile_s=0.4))
     at = open_app("pages/scaling/page.py")

@@ -190,13 +190,13 @@ def test_switching_precision_moves_a_default_tolerance_and_keeps_a_chosen_one(st
 
     at = open_app("pages/run/page.py")
     tolerance = at.sidebar.number_input(key="sb_tol")
-    assert tolerance.value is None and tolerance.proto.placeholder == f"{DEFAULTS.tol:g}, float32's default"
+    assert tolerance.value is None and tolerance.proto.placeholder == f"default: {DEFAULTS.tol:g}"
     assert _run_line_tolerance(at) == f"{DEFAULTS.tol:g}"
     # The empty box follows the precision with nothing written to it, so no merged rerun can
     # leave float64 at float32's tolerance.
     at.sidebar.radio(key="sb_precision").set_value("float64").run()
     tolerance = at.sidebar.number_input(key="sb_tol")
-    assert tolerance.value is None and tolerance.proto.placeholder == f"{DEFAULTS.tol_float64:g}, float64's default"
+    assert tolerance.value is None and tolerance.proto.placeholder == f"default: {DEFAULTS.tol_float64:g}"
     assert _run_line_tolerance(at) == f"{DEFAULTS.tol_float64:g}"
     at.sidebar.radio(key="sb_precision").set_value("float32").run()
     assert _run_line_tolerance(at) == f"{DEFAULTS.tol:g}"
