@@ -63,6 +63,20 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
     return int(finished.loc[finished["per_iter_ms"].idxmax(), "id"])
 
 
+def labelling_columns(runs: pd.DataFrame, by: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(the columns of `by` whose values differ among `runs`, {column: value} of the others).
+
+    A column with one value splits no group, so the groups by the first are those by `by`;
+    named in every label ("oaks x1 · scan · preconditioned_lbfgs · float32" on each row) it
+    only made the labels three lines long. With no column that differs (one group), `by`
+    names the group whole and nothing is left out."""
+    present = [column for column in by if column in runs]
+    constant = {column: str(runs[column].iloc[0]) for column in present
+                if not runs.empty and runs[column].astype(str).nunique() == 1}
+    varying = [column for column in by if column not in constant]
+    return (varying, constant) if varying else (list(by), {})
+
+
 def unmeasured_groups(runs: pd.DataFrame, by: list[str], metric: str) -> list[str]:
     """The groups of `runs` by `by` (as `group_names` names them) in which no finished run
     has a value of `metric`: e.g. runs for a fixed number of iterations have no time to

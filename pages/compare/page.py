@@ -285,6 +285,10 @@ by = st.multiselect("Group by", GROUPS, key="cmp_group", persist_state="session"
 metric = st.columns(2)[0].selectbox("Timing", list(METRICS), key="cmp_metric", persist_state="session",
                                    format_func=METRICS.get)
 if by:
+    # Columns every run shares split nothing: said once in the caption, not on every label.
+    by, shared = comparison.labelling_columns(picked, by)
+    same = ("" if not shared else " Every run here has the same " + ", ".join(
+        f"{column} ({md(value)})" for column, value in shared.items()) + ", left out of the labels.")
     unmeasured = comparison.unmeasured_groups(picked, by, metric)
     left_out = ""
     if unmeasured:
@@ -294,7 +298,8 @@ if by:
     mixing = "" if "optimizer" in by else " A group holding runs of several optimizers (algorithms) says so."
     display.chart(comparisons.grouped_summary(picked, by, metric),
                   f"Median (dot) of the runs' {METRICS[metric]}, and the range (line) from the fastest to the "
-                  f"slowest repeat of any run in the group; diverged runs left out.{mixing}{left_out}", legend=None)
+                  f"slowest repeat of any run in the group; diverged runs left out.{same}{mixing}{left_out}",
+                  legend=None)
 else:
     st.info("Choose at least one column to group by.")
 

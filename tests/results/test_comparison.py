@@ -62,3 +62,18 @@ def test_a_run_is_named_by_what_sets_it_apart_from_the_others_on_offer():
     assert named[1] == "#1 eager · oaks x1" and named[4] == "#4 scan · oaks x100"
     one_size = RUNS[RUNS["n"] == 116].assign(optimizer=["seed", "lbfgs"], device="cpu")
     assert comparison.run_names(one_size) == {1: "#1 eager · seed", 2: "#2 scan · lbfgs"}
+
+
+def test_labels_leave_out_the_columns_every_run_shares():
+    runs = RUNS.assign(optimizer="preconditioned_lbfgs", precision="float32")
+    by = ["dataset", "strategy", "optimizer", "precision"]
+    assert comparison.labelling_columns(runs, by) == (
+        ["dataset", "strategy"], {"optimizer": "preconditioned_lbfgs", "precision": "float32"})
+    # The groups are the same ones, named shorter.
+    assert comparison.group_names(runs, ["dataset", "strategy"]).nunique() == comparison.group_names(runs, by).nunique()
+    one = runs[runs["id"] == 2]  # one run, one group: named whole, nothing left out
+    assert comparison.labelling_columns(one, by) == (by, {})
+    mixed = runs.assign(precision=["float32", "float64", "float32", "float32", "float32"])
+    assert comparison.labelling_columns(mixed, by) == (["dataset", "strategy", "precision"],
+                                                       {"optimizer": "preconditioned_lbfgs"})
+    assert comparison.labelling_columns(runs, ["dataset", "host"]) == (["dataset", "host"], {})  # absent: kept
