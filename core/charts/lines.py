@@ -117,9 +117,10 @@ def coinciding_note(elbo_long: pd.DataFrame) -> str:
     groups = coinciding_curves(elbo_long)
     if not groups:
         return ""
-    said = "; ".join(", ".join(group[:-1]) + f" and {group[-1]}" for group in groups)
-    return (f" Identical curves, drawn over one another: {said}"
-            f" ({'each group shows as one line' if len(groups) > 1 else 'one line shows them all'}).")
+    # Vega draws a chart's lines in its colour domain's order (the legend's), so the last of a
+    # group is the one on top: its colour is the one seen.
+    said = "; ".join(", ".join(group[:-1]) + f" and {group[-1]} (in {group[-1]}'s colour)" for group in groups)
+    return f" Identical curves, drawn over one another, so one line shows each group: {said}."
 
 
 def _linear_ticks(low: float, high: float, most: int = 8) -> list[float]:

@@ -384,11 +384,12 @@ def test_coinciding_curves_are_named_and_near_ones_are_not():
                                                      (3, "jit_step", nudged), (4, "scan_namedtuple", curve),
                                                      (5, "eager", nudged * 2))])
     assert lines.coinciding_curves(frame) == [["scan", "scan_namedtuple", "scan_pytree_class"]]
-    assert "scan, scan_namedtuple and scan_pytree_class (one line shows them all)" in lines.coinciding_note(frame)
+    assert ("one line shows each group: scan, scan_namedtuple and scan_pytree_class (in scan_pytree_class's colour)."
+            in lines.coinciding_note(frame))
     assert lines.coinciding_note(frame[frame["run_id"].isin([1, 3, 5])]) == ""
     frame.loc[frame["run_id"] == 5, "elbo"] = nudged
     assert lines.coinciding_curves(frame) == [["eager", "jit_step"], ["scan", "scan_namedtuple", "scan_pytree_class"]]
-    assert "each group shows as one line" in lines.coinciding_note(frame)
+    assert "eager and jit_step (in jit_step's colour); scan, " in lines.coinciding_note(frame)
     assert lines.coinciding_curves(frame.iloc[:0]) == []
 
 
