@@ -70,9 +70,8 @@ def labelling_columns(runs: pd.DataFrame, by: list[str]) -> tuple[list[str], dic
     named in every label ("oaks x1 · scan · preconditioned_lbfgs · float32" on each row) it
     only made the labels three lines long. With no column that differs (one group), `by`
     names the group whole and nothing is left out."""
-    present = [column for column in by if column in runs]
-    constant = {column: str(runs[column].iloc[0]) for column in present
-                if not runs.empty and runs[column].astype(str).nunique() == 1}
+    constant = {column: str(runs[column].iloc[0]) for column in by
+                if column in runs and runs[column].astype(str).nunique() == 1}
     varying = [column for column in by if column not in constant]
     return (varying, constant) if varying else (list(by), {})
 

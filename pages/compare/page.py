@@ -286,17 +286,17 @@ metric = st.columns(2)[0].selectbox("Timing", list(METRICS), key="cmp_metric", p
                                    format_func=METRICS.get)
 if by:
     # Columns every run shares split nothing: said once in the caption, not on every label.
-    by, shared = comparison.labelling_columns(picked, by)
+    labelled, shared = comparison.labelling_columns(picked, by)
     same = ("" if not shared else " Every run here has the same " + ", ".join(
         f"{column} ({md(value)})" for column, value in shared.items()) + ", left out of the labels.")
-    unmeasured = comparison.unmeasured_groups(picked, by, metric)
+    unmeasured = comparison.unmeasured_groups(picked, labelled, metric)
     left_out = ""
     if unmeasured:
         names = ", ".join(unmeasured[:6]) + (f" and {len(unmeasured) - 6} more" if len(unmeasured) > 6 else "")
         why = " (runs of a fixed number of iterations)" if metric == "time_to_solution_s" else ""
         left_out = f" Left out, with no {METRICS[metric].rsplit(' (', 1)[0]}{why}: {md(names)}."
     mixing = "" if "optimizer" in by else " A group holding runs of several optimizers (algorithms) says so."
-    display.chart(comparisons.grouped_summary(picked, by, metric),
+    display.chart(comparisons.grouped_summary(picked, labelled, metric),
                   f"Median (dot) of the runs' {METRICS[metric]}, and the range (line) from the fastest to the "
                   f"slowest repeat of any run in the group; diverged runs left out.{same}{mixing}{left_out}",
                   legend=None)

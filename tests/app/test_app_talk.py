@@ -296,6 +296,8 @@ def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
     assert {"oaks x1 · scan", "oaks x100 · scan", "oaks x1 · eager", "oaks x100 · eager"} <= groups, groups
     assert any("Every run here has the same optimizer" in c.value and "precision (float32)" in c.value
                for c in at.caption)
+    # Grouped by optimizer (one value, left out of the labels): no group mixes optimizers.
+    assert not any("several optimizers" in c.value for c in at.caption)
 
 
 def _solved_unsolved_and_eager(store) -> tuple[RunResult, RunResult, RunResult]:
