@@ -29,7 +29,7 @@ PROFILED_OPTIMIZERS = catalog.optimizer_names(catalog.PROFILED)
 OPTIMIZERS = catalog.optimizer_names()
 # Those whose steps scale with `OptimizerSpec.lr`; the others ignore it.
 LEARNING_RATE_OPTIMIZERS = tuple(o.name for o in catalog.OPTIMIZERS.values() if o.takes_lr)
-INITS = ("seed", "log_counts", "log_rates")
+INITS = ("seed", "log_counts", "log_rates", "log_rates_sd")
 # Whether line 1 of a CSV file names the columns: "auto" decides (core.data.csv_layout).
 HEADER_CHOICES = ("auto", "yes", "no")
 # pyPLNmodels' oaks data: 116 samples x 114 amplicons; "oaks xK" repeats every row K times.
@@ -89,8 +89,9 @@ def _short_name(path: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class FrontDoorDefaults:
     """What every front door fits when not told otherwise (the dashboard's sidebar, `run`,
-    `solve`, links): a fit that converges. Preconditioned L-BFGS from the log-rates start
-    stops at a relative ELBO change of 1e-7 (float64: 1e-9) after about 60 iterations on oaks,
+    `solve`, links): a fit that converges. Preconditioned L-BFGS from the log-rates start,
+    each cell's S from its count, stops at a relative ELBO change of 1e-7 (float64: 1e-9)
+    after 50 to 80 iterations on oaks,
     within 1e-5 of the optimum, in seconds for the compiled strategies.
     """
 
@@ -100,7 +101,7 @@ class FrontDoorDefaults:
     # the PyTorch twins): the seed tutorial's own.
     gradient_optimizer: str = "seed"
     lr: float = DEFAULT_LR
-    init: str = "log_rates"
+    init: str = "log_rates_sd"
     iterations: int = 500
     repeats: int = 3
     tol: float = 1e-7
@@ -310,8 +311,9 @@ class FitSpec:
         precision: "float32" or "float64"; every array of the fit has this dtype.
         device: platform to run on: "cpu", "gpu" or "tpu".
         optimizer: the algorithm that moves the parameters.
-        init: "seed" (M = 0, S = 1, B = 0, Omega = I), "log_counts" (pyPLNmodels') or
-            "log_rates" (log_counts less the log-offsets); see `core.fit.model.init_params`.
+        init: "seed" (M = 0, S = 1, B = 0, Omega = I), "log_counts" (pyPLNmodels'),
+            "log_rates" (log_counts less the log-offsets) or "log_rates_sd" (log_rates with
+            S = 1 / sqrt(Y + 1)); see `core.fit.model.init_params`.
         repeats: steady-state timing repeats after the first call.
         tol: every strategy stops after the first iteration whose relative ELBO change
             |ELBO_k - ELBO_k-1| / |ELBO_k| is under `tol` (or not a number), from the third

@@ -42,7 +42,7 @@ PEER = "pyplnmodels"
 # Each optimizer's start (pyPLNmodels' algorithm from pyPLNmodels' start) and how many
 # iterations its trajectory pass may take (a few times what it needs on oaks).
 INITS = {"pyplnmodels_rprop": "log_counts", "seed": "seed", "adam": "log_counts", "rprop": "log_counts"}
-DEFAULT_INIT = "log_rates"
+DEFAULT_INIT = DEFAULTS.init
 CAPS = {"preconditioned_lbfgs": 300, "lbfgs": 600, "diagonal_newton": 1000, "pyplnmodels_rprop": 1000,
         "seed": 5000, "adam": 5000, "rprop": 5000, PEER: 1000}
 DEFAULT_OPTIMIZERS = ("pyplnmodels_rprop", "lbfgs", "diagonal_newton", "preconditioned_lbfgs")

@@ -44,7 +44,8 @@ BUSY_REFRESH_S = 2.0
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
 INIT_LABELS = {"seed": "seed: M = 0, S = 1 (the tutorial's)",
                "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')",
-               "log_rates": "log_rates: M = log Y - O, S = 0.5"}
+               "log_rates": "log_rates: M = log Y - O, S = 0.5",
+               "log_rates_sd": "log_rates_sd: M = log Y - O, S = 1/√(Y + 1)"}
 
 
 # Whole-number settings, typed in float boxes (see `_whole_number_input`).

@@ -141,7 +141,7 @@ def test_the_profiled_evaluation_with_fewer_rows_than_columns_is_the_direct_one(
                                    atol=(1e-9 if dtype == "float64" else 1e-3) * np.max(np.abs(expected)))
 
 
-@pytest.mark.parametrize("init", ["seed", "log_counts"])
+@pytest.mark.parametrize("init", ["seed", "log_counts", "log_rates_sd"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_initialisations_and_dtypes(init, dtype):
     counts = load_oaks()
@@ -156,7 +156,15 @@ def test_initialisations_and_dtypes(init, dtype):
         np.testing.assert_array_equal(np.asarray(precision), np.eye(114))
     else:
         Y = counts.counts
-        np.testing.assert_allclose(np.asarray(params.latent_mean), np.log(Y + (Y == 0)), rtol=1e-6)
+        log_counts = np.log(Y + (Y == 0))
+        if init == "log_counts":
+            np.testing.assert_allclose(np.asarray(params.latent_mean), log_counts, rtol=1e-6)
+            np.testing.assert_array_equal(np.asarray(params.latent_sd), 0.5)
+        else:
+            # log_rates_sd: the log-rates, each cell's S the spread of a Poisson count's log.
+            np.testing.assert_allclose(np.asarray(params.latent_mean), log_counts - counts.offsets, rtol=1e-6,
+                                       atol=1e-5)
+            np.testing.assert_allclose(np.asarray(params.latent_sd), 1.0 / np.sqrt(Y + 1.0), rtol=1e-6)
         # Started at the closed forms, the full ELBO is the profiled one.
         assert float(value) == pytest.approx(float(model.profiled_elbo(params.latent_mean, params.latent_sd, data)),
                                              rel=1e-4 if dtype == "float32" else 1e-10)

@@ -152,7 +152,8 @@ def test_torch_twins_follow_the_jax_scan_trajectory(dtype):
 # Not rprop from log_counts: there B starts at its closed form, where the gradient with
 # respect to B is zero up to rounding, and Rprop steps by its sign, so each backend's
 # rounding noise picks a different direction (the ELBOs part by ~5e-3 within 60 steps).
-@pytest.mark.parametrize("name, init", [("adam", "log_counts"), ("rprop", "seed"), ("seed", "log_rates")])
+@pytest.mark.parametrize("name, init", [("adam", "log_counts"), ("rprop", "seed"), ("seed", "log_rates"),
+                                        ("seed", "log_rates_sd")])
 def test_torch_optimizers_match_optax(name, init):
     from core.fit.peers import torch_fit
 

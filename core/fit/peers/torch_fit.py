@@ -147,15 +147,15 @@ def init_state(data: TorchData, init: str, optimizer) -> TorchState:
     if init == "seed":
         params = (torch.zeros((d, p), **like), torch.zeros((n, p), **like), torch.ones((n, p), **like))
         precision = torch.eye(p, **like)
-    elif init in ("log_counts", "log_rates"):
+    elif init in ("log_counts", "log_rates", "log_rates_sd"):
         M = torch.log(Y + (Y == 0).to(Y.dtype))
-        if init == "log_rates":
+        if init != "log_counts":
             M = M - data.offsets
-        S = torch.full((n, p), 0.5, **like)
+        S = 1.0 / torch.sqrt(Y + 1.0) if init == "log_rates_sd" else torch.full((n, p), 0.5, **like)
         params = (closed_form_coef(M, X), M, S)
         precision = closed_form_precision(params, data)
     else:
-        raise ValueError(f"init must be 'seed', 'log_counts' or 'log_rates'; got {init!r}")
+        raise ValueError(f"init must be 'seed', 'log_counts', 'log_rates' or 'log_rates_sd'; got {init!r}")
     return TorchState(params, precision, optimizer.init(params))
 
 
