@@ -208,7 +208,8 @@ st.markdown(
     "$M = \\log(Y + \\mathbb{1}[Y = 0]) - O$: pyPLNmodels' start ignores the log-offsets, so its "
     "$A = \\exp(O + M + S^2/2)$ starts near $Y e^{O}$; this one starts near $Y$; and *log_rates_sd*, the "
     "default, *log_rates* with $S = 1 / \\sqrt{Y + 1}$ in each cell instead of 0.5, near the optimum's "
-    "$S^2 = 1 / (A + \\Omega_{jj})$: up to half the iterations on the corpus.\n\n"
+    "$S^2 = 1 / (A + \\Omega_{jj})$: fewer iterations on most data sets (44 instead of 97 to within 1e-5 on "
+    "pyPLNmodels' microcosm, 400 x 100).\n\n"
     "jit_per_function and scan_analytic take a gradient step apart, and the PyTorch twins mirror optax's "
     "optimizers: they run only *seed*, *adam* and *rprop*, and refuse the others up front."
 )
