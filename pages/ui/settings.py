@@ -20,6 +20,7 @@ from core.spec import (
     FitSpec,
     OptimizerSpec,
     SpecError,
+    cap,
     refusal,
 )
 from pages.ui.text import md, public
@@ -45,7 +46,7 @@ def show_refusal(exc: SpecError) -> None:
 class Settings:
     """The sidebar's settings. The defaults are every front door's (`core.spec.DEFAULTS`): a
     fit to convergence (preconditioned L-BFGS from the log-rates start stops at a relative
-    ELBO change of 1e-7, about 60 iterations on oaks, within 1e-5 of the optimum).
+    ELBO change of 1e-7, about 50 iterations on oaks, within 1e-5 of the optimum).
 
     Attributes:
         dataset: a kind from `core.spec.DATASET_KINDS` the sidebar offers ("oaks",
@@ -150,6 +151,21 @@ def whole(name: str, value: float) -> int:
     if isinstance(value, float) and not value.is_integer():
         raise SpecError(f"{name} must be a whole number; got {value:g}")
     return int(value)
+
+
+def set_iterations(value: int) -> None:
+    """A button's callback: the sidebar's Iterations box holds `value` when it is drawn next
+    (as a float, the box's own type)."""
+    st.session_state[key("iterations")] = float(value)
+
+
+def iterations_cap() -> int:
+    """The most iterations a run may take on this server (`core.spec.cap`; a bad cap, which
+    the sidebar reports, leaves no room above the default)."""
+    try:
+        return cap("iterations")
+    except SpecError:
+        return FRONT_DOOR.iterations
 
 
 def key(field: str) -> str:

@@ -126,7 +126,7 @@ def test_new_settings_keep_the_whole_last_result_in_view_not_only_its_new_runs(s
     at = tiny_problem(open_app(), strategies=("scan",))
     at.button(key="run_go").click().run()
     at.pills(key="run_strategies").set_value(["jit_step", "scan"]).run()
-    assert [b.label for b in at.button] == ["Run 1 strategy"]
+    assert at.button(key="run_go").label == "Run 1 strategy"
     at.button(key="run_go").click().run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     at.sidebar.number_input(key="sb_iterations").set_value(7).run()
@@ -168,12 +168,13 @@ def test_run_page_runs_stores_and_shows_results(store):
                       axis=1)
     assert sorted(table["strategy"]) == ["jit_step", "scan"]
     assert {"compile_total_s", "per_iter_ms", "recompile_count", "final_elbo", "status"} <= set(table.columns)
-    # The same spec again: the stored runs are shown at once, nothing runs.
-    assert [b.label for b in at.button] == ["Run again"]
+    # The same spec again: the stored runs are shown at once, nothing runs. Out of iterations,
+    # not at a dead end: a button offers four times as many.
+    assert [b.label for b in at.button] == ["Run again", "Set Iterations to 24"]
     at.run()
     assert not [c.value for c in at.caption if "shared store" in c.value]
     again = tiny_problem(open_app())
-    assert [b.label for b in again.button] == ["Run again"]
+    assert [b.label for b in again.button] == ["Run again", "Set Iterations to 24"]
     # A new session has run none of them, and is told whose they are.
     assert any(c.value.endswith("· all from the shared store, not run in this session") for c in again.caption)
     assert len(again.get(CHART)) >= 4 and len(store.list()) == 2
@@ -183,6 +184,13 @@ def test_run_page_runs_stores_and_shows_results(store):
     again.button(key="run_go").click().run()
     assert not again.exception, [e.value for e in again.exception]
     assert sorted(r.iterations for r in store.list()) == [6, 6, 11, 11]
+    # (11 iterations met the tolerance: no button there.) In the first session, one click sets
+    # the sidebar's Iterations to four times the runs', and Run offers the new fits.
+    assert [b.label for b in again.button] == ["Run again"]
+    at.button(key="run_more_iterations").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.number_input(key="sb_iterations").value == 24
+    assert [b.label for b in at.button] == ["Run 2 strategies"]
 
 
 def test_the_run_page_draws_the_runs_a_click_fitted_without_reading_them_back(store, monkeypatch):
@@ -195,7 +203,7 @@ def test_the_run_page_draws_the_runs_a_click_fitted_without_reading_them_back(st
     at.button(key="run_go").click().run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     runs = store.list()
-    assert len(runs) == 2 and [b.label for b in at.button] == ["Run again"]
+    assert len(runs) == 2 and at.button(key="run_go").label == "Run again"
     # Each spec looked up once, before the click's fit; the redraw after it takes the runs it
     # was handed, their curves included.
     assert sorted(looked_up) == sorted(r.spec_key for r in runs) and curves_read == []
