@@ -16,9 +16,10 @@ from core.results.ordering import natural_key
 PROBLEM = ("dataset", "n", "p")
 # Like with like: one problem size, one strategy, one algorithm (optimizers take different
 # numbers of iterations, and a run of a fixed number of them has no time to solution), one
+# start (log_rates_sd and log_rates take 44 and 97 iterations on microcosm's data), one
 # precision (a float64 fit takes about twice a float32 one's time: one group of both was a
-# spread that no repeat had).
-DEFAULT_GROUPS = ["dataset", "strategy", "optimizer", "precision"]
+# spread that no repeat had). A column every run shares is left out of the labels.
+DEFAULT_GROUPS = ["dataset", "strategy", "optimizer", "init", "precision"]
 # The timings a run measures at every repeat (the others once): those a test can compare.
 REPEATED = ("run_s", "per_iter_ms", "time_to_solution_s")
 
@@ -88,7 +89,7 @@ def unmeasured_groups(runs: pd.DataFrame, by: list[str], metric: str) -> list[st
 
 
 # What a run's one-line name adds to "#id strategy" where the runs on offer differ in it.
-DISTINGUISHING = ("optimizer", "dataset", "precision", "device")
+DISTINGUISHING = ("optimizer", "init", "dataset", "precision", "device")
 
 
 def run_names(runs: pd.DataFrame) -> dict[int, str]:

@@ -41,6 +41,9 @@ def test_the_story_walks_stored_steps_one_click_at_a_time(store):
         store.add(fake_run(step.strategy, run_s=[2.0, 0.2, 0.05][index], spec=specs[index]))
     at = open_app("pages/story/page.py")
     assert not at.error and at.subheader[0].value.startswith("Step 1 of")
+    # The optimizer and its start are both the tutorial's, and the page says so, beside the sidebar's.
+    assert any("optimizer, `seed` from its start `seed`, not the sidebar's `preconditioned_lbfgs` from "
+               "`log_rates_sd`" in c.value for c in at.caption), [c.value for c in at.caption]
     assert [b.key for b in at.button] == ["story_prev", "story_next", "story_warm"]
     assert at.button(key="story_prev").disabled
     at.button(key="story_next").click().run()
@@ -287,7 +290,8 @@ def test_compare_divides_only_by_a_baseline_of_the_same_size(store):
     at = open_app("pages/compare/page.py")
     newest_eager = [r for r in store.list() if r.strategy == "eager" and r.n == 11600][0]
     assert at.selectbox(key="cmp_baseline").value == newest_eager.id
-    assert at.multiselect(key="cmp_group").value == ["dataset", "strategy", "optimizer", "precision"]  # like with like
+    like_with_like = ["dataset", "strategy", "optimizer", "init", "precision"]
+    assert at.multiselect(key="cmp_group").value == like_with_like
     assert any("2 runs of other problem sizes left out" in c.value for c in at.caption)
     assert any(f"relative to run #{newest_eager.id}" in plain(m.value) for m in at.markdown)
     # Grouped by size first: never x100 runs beside x1 runs in one group. What every run shares

@@ -41,18 +41,22 @@ def test_only_runs_of_the_baselines_size_are_divided_by_it():
     assert comparison.DEFAULT_GROUPS[0] == "dataset"
 
 
-def test_groups_hold_one_optimizer_and_those_without_the_timing_are_named():
-    assert comparison.DEFAULT_GROUPS == ["dataset", "strategy", "optimizer", "precision"]
+def test_groups_hold_one_optimizer_and_one_start_and_those_without_the_timing_are_named():
+    assert comparison.DEFAULT_GROUPS == ["dataset", "strategy", "optimizer", "init", "precision"]
     mixed = RUNS.assign(optimizer=["seed", "seed", "seed", "preconditioned_lbfgs", "seed"],
-                        time_to_solution_s=[None, None, None, 1.0, None], precision="float32")
+                        time_to_solution_s=[None, None, None, 1.0, None], precision="float32", init="seed")
     by = comparison.DEFAULT_GROUPS
     # The diverged jit_step run is no finished run: its group is drawn as diverged, not named here.
     assert comparison.unmeasured_groups(mixed, by, "time_to_solution_s") == [
-        "oaks x1 · eager · seed · float32", "oaks x1 · scan · seed · float32", "oaks x100 · eager · seed · float32"]
-    # One precision a group: a float64 run of the same problem is a group of its own.
-    twins = pd.concat([mixed.iloc[[1]], mixed.iloc[[1]].assign(precision="float64")], ignore_index=True)
-    assert list(comparison.group_names(twins, by)) == ["oaks x1 · scan · seed · float32",
-                                                       "oaks x1 · scan · seed · float64"]
+        "oaks x1 · eager · seed · seed · float32", "oaks x1 · scan · seed · seed · float32",
+        "oaks x100 · eager · seed · seed · float32"]
+    # One precision a group, and one start: a float64 run, or one from another start, of the
+    # same problem is a group of its own (two starts take different numbers of iterations).
+    twins = pd.concat([mixed.iloc[[1]], mixed.iloc[[1]].assign(precision="float64"),
+                       mixed.iloc[[1]].assign(init="log_rates_sd")], ignore_index=True)
+    assert list(comparison.group_names(twins, by)) == ["oaks x1 · scan · seed · seed · float32",
+                                                       "oaks x1 · scan · seed · seed · float64",
+                                                       "oaks x1 · scan · seed · log_rates_sd · float32"]
     assert comparison.unmeasured_groups(mixed, by, "per_iter_ms") == []
     assert comparison.unmeasured_groups(mixed.iloc[:0], by, "per_iter_ms") == []
 
@@ -62,6 +66,10 @@ def test_a_run_is_named_by_what_sets_it_apart_from_the_others_on_offer():
     assert named[1] == "#1 eager · oaks x1" and named[4] == "#4 scan · oaks x100"
     one_size = RUNS[RUNS["n"] == 116].assign(optimizer=["seed", "lbfgs"], device="cpu")
     assert comparison.run_names(one_size) == {1: "#1 eager · seed", 2: "#2 scan · lbfgs"}
+    # Two starts of one optimizer: the start tells them apart.
+    starts = RUNS[RUNS["n"] == 116].assign(strategy="scan", optimizer="preconditioned_lbfgs",
+                                           init=["log_rates", "log_rates_sd"])
+    assert comparison.run_names(starts) == {1: "#1 scan · log_rates", 2: "#2 scan · log_rates_sd"}
 
 
 def test_labels_leave_out_the_columns_every_run_shares():
