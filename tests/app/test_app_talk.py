@@ -444,3 +444,17 @@ def test_a_scaling_sweep_from_scratch_reruns_stored_pairs(store):
     assert not at.exception and not at.error, [e.value for e in at.error]
     runs = store.list()
     assert [r.from_scratch for r in runs] == [1, 0] and runs[0].cache == "compiled"
+
+
+def test_the_run_page_says_when_a_cached_programs_compile_is_not_known(store):
+    # Loaded from a cache that no stored run made (Under the hood's Inspect, say): no compile
+    # time to start its wall-clock curve at, and the caption says so rather than drawing it at 0.
+    store.add(dataclasses.replace(fake_run("scan", compile_s=0.001), program="p-unmade", cache="disk",
+                                  compile_count=0))
+    at = open_app()
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(c.value.startswith(display.WALL_CLOCK_CAPTION) and "scan loaded its program from a cache that no "
+               "stored run made: no compile time is known, so its curve starts at the load" in c.value
+               for c in at.caption), [c.value for c in at.caption]
+    assert any(m.value == "not measured" for m in at.metric)
