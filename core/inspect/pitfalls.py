@@ -17,6 +17,7 @@ correct value side by side on small data and says whether the bug showed:
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Callable, NamedTuple
 
@@ -238,6 +239,13 @@ def _poisson_step(latent_mean, counts, step_size):
 WAYS = ("jit inside the loop", "step size as a static argument", "jitted once, step size an array")
 
 
+# JAX's hint on a new function made on a line it has traced before (its explanation's lines
+# joined, as `compile_log` keeps them), and what it means in the demonstration below.
+_SEEN_ON_THE_LINE = ("but seen another function defined on the same line; maybe the function is being re-defined "
+                     "repeatedly, preventing caching?")
+_NEW_THIS_PRESS = "(this demonstration's own step: each press defines it anew, and an earlier press traced that line)"
+
+
 def recompiles(iterations: int = 4, n: int = 20, p: int = 3) -> PitfallResult:
     """Three loops of the same step, counted and explained by JAX: jitted inside the loop,
     with its step size as a static argument, and jitted once with the step size an array."""
@@ -275,7 +283,13 @@ def recompiles(iterations: int = 4, n: int = 20, p: int = 3) -> PitfallResult:
     def ours(compiles):
         return [c for c in compiles if c.function in ("<lambda>", "step")]
 
-    loops = [ours(inside_loop), ours(static_size), ours(once)]
+    def one_step_a_press(compiles):
+        # From the second demonstration on, JAX adds to the static and the right way's first
+        # compile that it has seen "another function defined on the same line": the step of an
+        # earlier press (`new_step`), not a flaw of the way shown. Said as what it is.
+        return [dataclasses.replace(c, why=c.why.replace(_SEEN_ON_THE_LINE, _NEW_THIS_PRESS)) for c in compiles]
+
+    loops = [ours(inside_loop), one_step_a_press(ours(static_size)), one_step_a_press(ours(once))]
     seconds = sum((c.trace_s or 0) + (c.lower_s or 0) + (c.compile_s or 0) for c in loops[0] + loops[1])
 
     def times(count: int) -> str:

@@ -58,6 +58,9 @@ def test_recompiles_counts_each_loops_compiles_and_gives_jaxs_reason_for_each():
         assert [c.function for c in compiles] == ["<lambda>"] * 3 + ["step"] * 4
         assert result.recompile_ways == (pitfalls.WAYS[0],) * 3 + (pitfalls.WAYS[1],) * 3 + (pitfalls.WAYS[2],)
     assert "re-defined repeatedly" in compiles[1].why
+    # A second press defines the demonstration's step anew: not the flaw of the two other ways.
+    assert not any("re-defined repeatedly" in c.why for c in compiles[3:])
+    assert "an earlier press traced that line" in compiles[6].why
     assert "step_size" in compiles[4].why and "Static(val=0.05)" in compiles[4].why
     # The right way's one compile is its first sight of its function, not a miss against the
     # static way's keys.
