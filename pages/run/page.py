@@ -250,16 +250,8 @@ with left:
                   "Every strategy should trace the same curve: only the compilation differs."
                   + lines.coinciding_note(curves))
 with right:
-    # A program loaded from a cache that no stored run made has no compile to show: its curve
-    # starts at its load, and the caption says whose.
     unpaid = [r.strategy for r in shown if r.cache in ("memory", "disk") and r.id not in made_by]
-    display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=280),
-                  display.WALL_CLOCK_CAPTION + (f" {', '.join(md(s) for s in unpaid)} loaded "
-                                                f"{'its program' if len(unpaid) == 1 else 'their programs'} from a "
-                                                "cache that no stored run made: no compile time is known, so "
-                                                f"{'its curve starts' if len(unpaid) == 1 else 'their curves start'} "
-                                                "at the load (tick Compile from scratch to measure it)."
-                                                if unpaid else ""))
+    display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=280), display.wall_clock_caption(unpaid))
 
 st.subheader("Numbers")
 dates = sorted({display.when(r.created_at) for r in shown})

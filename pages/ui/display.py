@@ -77,6 +77,18 @@ WALL_CLOCK_CAPTION = ("Wall-clock from a cold start, estimated: compile time (fo
                       "compiles its operations there), then iterations × steady-state time per iteration.")
 
 
+def wall_clock_caption(unpaid: list[str]) -> str:
+    """`WALL_CLOCK_CAPTION`, and which strategies (`unpaid`) loaded a program from a cache that
+    no stored run made: no compile time is known for them, so their curves start at the load."""
+    if not unpaid:
+        return WALL_CLOCK_CAPTION
+    one = len(unpaid) == 1
+    return (f"{WALL_CLOCK_CAPTION} {', '.join(md(name) for name in unpaid)} loaded "
+            f"{'its program' if one else 'their programs'} from a cache that no stored run made: no compile time "
+            f"is known, so {'its curve starts' if one else 'their curves start'} at the load (tick Compile from "
+            "scratch to measure it).")
+
+
 def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, np.ndarray] | None = None,
               max_points: int = decimate.DISPLAY_POINTS,
               compiled_when_made: dict[int, float] | None = None) -> pd.DataFrame:
