@@ -266,7 +266,7 @@ display.show_runs_table(frame)
 display.show_run_notes(shown)
 # A fit that ran out of iterations is no dead end: one click puts four times as many in the
 # sidebar, and Run then fits again from the start under the larger cap.
-capped = [r for r in shown if r.status == "ok" and r.converged is False and not r.stalled and not r.short]
+capped = [r for r in display.still_moving(shown) if r.status == "ok"]
 more = min(4 * max((r.iterations for r in capped), default=0), settings.iterations_cap())
 if capped and more > settings.current().iterations:
     st.button(f"Set Iterations to {more:,}", key="run_more_iterations", icon=":material/add:",

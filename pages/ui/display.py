@@ -140,6 +140,12 @@ def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:
         table(frame[columns], hide_index=True, column_config=config, **kwargs)
 
 
+def still_moving(results: list[RunResult]) -> list[RunResult]:
+    """The runs that ran out of iterations with their ELBO still changing by more than their
+    tolerance: neither converged, nor stalled at their precision, nor stopped short."""
+    return [r for r in results if r.converged is False and not r.stalled and not r.short]
+
+
 def show_run_notes(results: list[RunResult]) -> None:
     """What a reader of these runs' numbers must know: divergence, warnings, convergence, a busy
     machine."""
@@ -159,7 +165,7 @@ def show_run_notes(results: list[RunResult]) -> None:
         st.warning(f"{', '.join(md(r.strategy) for r in busy)}: {md(busy[0].unstable)}"
                    + (f" (the share measured while {md(busy[0].strategy)} was timed)" if len(busy) > 1 else ""),
                    icon=":material/speed:")
-    unsettled = [r for r in results if r.converged is False and not r.stalled and not r.short]
+    unsettled = still_moving(results)
     if unsettled:
         st.info("Not converged: the last relative ELBO change is above the tolerance for "
                 + ", ".join(f"{md(r.strategy)} ({r.final_change:.1e} > {r.tol:g})" for r in unsettled)

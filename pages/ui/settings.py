@@ -21,6 +21,7 @@ from core.spec import (
     OptimizerSpec,
     SpecError,
     cap,
+    default_cap,
     refusal,
 )
 from pages.ui.text import md, public
@@ -160,12 +161,12 @@ def set_iterations(value: int) -> None:
 
 
 def iterations_cap() -> int:
-    """The most iterations a run may take on this server (`core.spec.cap`; a bad cap, which
-    the sidebar reports, leaves no room above the default)."""
+    """The most iterations a run may take on this server: `core.spec.cap`, or the built-in cap
+    where the server's is bad, as the sidebar's Iterations box takes it (which says why)."""
     try:
         return cap("iterations")
     except SpecError:
-        return FRONT_DOOR.iterations
+        return default_cap("iterations")
 
 
 def key(field: str) -> str:
