@@ -188,11 +188,14 @@ def _one(strategy: str, run: Event, inside: list[Event], iterations: int, untrac
         calls_by_op[op.name] += 1
     top = tuple(OpTime(name, ns / 1e3 / iterations, calls_by_op[name] / iterations)
                 for name, ns in time_by_op.most_common(TOP_OPS))
-    # One iteration's share of the run, centred where half of XLA's work is done: past a
+    # One iteration's share of the run, centred where half of XLA's ops' time is done: past a
     # Python loop's first calls, and inside a compiled loop rather than its set-up (a tiny
-    # scan's loop is a sliver of its run).
+    # scan's loop is a sliver of its run). The ops, not all of XLA's running: a program's
+    # span also holds its threads' waits, and a window centred in one drew no op at all.
     window = run.duration_ns / iterations
-    middle = halfway(running) if running else run.start_ns + run.duration_ns / 2
+    op_time = [_clipped(e, run.start_ns, run.end_ns) for e in ops]
+    centred_on = op_time or running
+    middle = halfway(centred_on) if centred_on else run.start_ns + run.duration_ns / 2
     start = min(max(middle - window / 2, run.start_ns), run.end_ns - window)
     end = start + window
     spans = []

@@ -50,19 +50,31 @@ def test_gaps_are_the_time_no_xla_program_runs():
     assert trace.gap_share == pytest.approx(0.6)
 
 
-def test_the_window_is_one_iteration_centred_where_half_of_xlas_work_is_done_with_its_gaps_drawn():
+def test_the_window_is_one_iteration_centred_where_half_of_xlas_ops_time_is_done_with_its_gaps_drawn():
     (trace,) = trace_reading.read(two_iterations(), iterations=2, untraced_us={})
-    # XLA runs over [150, 350) and [650, 850): half its work is done at 350, so the window
-    # of 500 µs is [100, 600), holding the first iteration's launch (at 110) and ops.
+    # The ops run over [160, 280), [290, 330), [660, 780) and [790, 830): half their time is
+    # done at 330, so the window of 500 µs is [80, 580), holding the first iteration's launch
+    # (at 110), its ops, and its program's [150, 350).
     assert trace.window_us == pytest.approx(500.0)
     spans = trace.spans
     assert [s.start_us for s in spans] == sorted(s.start_us for s in spans)
     launches = [(s.start_us, s.duration_us) for s in spans if s.lane == LAUNCH_LANE]
-    assert launches == [pytest.approx((10.0, 30.0))]
+    assert launches == [pytest.approx((30.0, 30.0))]
     ops = [(s.name, s.start_us) for s in spans if s.lane == XLA_LANE and s.name != GAP]
-    assert ops == [("convert_dot_fusion.1", pytest.approx(60.0)), ("copy.73", pytest.approx(190.0))]
+    assert ops == [("convert_dot_fusion.1", pytest.approx(80.0)), ("copy.73", pytest.approx(210.0))]
     gaps = [(s.start_us, s.duration_us) for s in spans if s.name == GAP]
-    assert gaps == [pytest.approx((0.0, 50.0)), pytest.approx((250.0, 250.0))]
+    assert gaps == [pytest.approx((0.0, 70.0)), pytest.approx((270.0, 230.0))]
+
+
+def test_the_window_holds_ops_when_a_program_mostly_waits():
+    # A compiled loop whose program spends [100, 600) waiting on its threads and runs its ops
+    # in [600, 700): centred on XLA's running, the window of 200 µs was [400, 600), no op in it.
+    events = [host("python", ANNOTATION + "scan", 0, 1000), host("python", LAUNCH, 90, 820),
+              host("tf_XLAEigen/1", "ThunkExecutor::Execute", 100, 800), host("tf_XLAEigen/1", "while.1", 100, 800)]
+    events += [host("tf_XLAEigen/1", "wrapped_add.1", 600 + 10 * k, 8) for k in range(10)]
+    (trace,) = trace_reading.read(events, iterations=5, untraced_us={})
+    assert trace.window_us == pytest.approx(200.0)
+    assert sum(1 for s in trace.spans if s.name == "wrapped_add.1") == 10
 
 
 def test_a_compiled_loops_window_lies_inside_its_loop_not_its_set_up():
