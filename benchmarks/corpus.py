@@ -50,15 +50,15 @@ import numpy as np  # noqa: E402
 from core.data import corpus  # noqa: E402
 from core.results import reach  # noqa: E402
 from core.run import engine  # noqa: E402
-from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec  # noqa: E402
+from core.spec import DEFAULTS, INITS, DatasetSpec, FitSpec, OptimizerSpec  # noqa: E402
 
 PRECISIONS = ("float32", "float64")
 
 
-def ours(name: str, counts, precision: str, device: str, repeats: int, iterations: int):
+def ours(name: str, counts, precision: str, device: str, repeats: int, iterations: int, init: str | None = None):
     spec = FitSpec(dataset=DatasetSpec(kind="csv", counts_path=f"corpus/{name}"), strategy=DEFAULTS.strategy,
                    iterations=iterations, precision=precision, device=device,
-                   optimizer=OptimizerSpec(DEFAULTS.optimizer), init=DEFAULTS.init, repeats=repeats,
+                   optimizer=OptimizerSpec(DEFAULTS.optimizer), init=init, repeats=repeats,
                    tol=DEFAULTS.tol_for(precision))
     return engine.run(spec, counts, hold_device=False, max_seconds=24 * 3600)
 
@@ -99,6 +99,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=2000, help="our fits' cap")
+    parser.add_argument("--init", choices=INITS, default=None, help=f"our fits' start (default {DEFAULTS.init})")
     args = parser.parse_args()
     names = args.sets or (corpus.names() if args.all else corpus.names(large=args.large))
     peer_precisions = args.precisions if args.peer_precisions is None else args.peer_precisions
@@ -119,7 +120,7 @@ def main() -> None:
             continue
         for precision in args.precisions:
             started = time.perf_counter()
-            result = ours(name, counts, precision, args.device, args.repeats, args.iterations)
+            result = ours(name, counts, precision, args.device, args.repeats, args.iterations, args.init)
             gap = (corpus.gap(result.certified_elbo, reference.elbo) if result.certified_elbo is not None
                    else math.nan)
             reached = reach.iterations_to(result.elbo, reference.elbo) if result.elbo else None

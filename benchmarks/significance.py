@@ -37,7 +37,7 @@ def front_door(strategy: str, replicate: int) -> FitSpec:
     optimizer = DEFAULTS.optimizer_for(strategy)
     return FitSpec(dataset=DatasetSpec(kind="oaks", replicate=replicate), strategy=strategy,
                    iterations=DEFAULTS.iterations, precision=DEFAULTS.precision, device=DEFAULTS.device,
-                   optimizer=OptimizerSpec(optimizer, DEFAULTS.lr), init=DEFAULTS.init, repeats=DEFAULTS.repeats,
+                   optimizer=OptimizerSpec(optimizer, DEFAULTS.lr), repeats=DEFAULTS.repeats,
                    tol=DEFAULTS.tol)
 
 

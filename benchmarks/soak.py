@@ -35,11 +35,12 @@ errors (exception or error boxes in a page, markup from the store, a typed value
 click that started nothing, failed commands), the interruptions (expected after a kill, or
 not), worker restarts, runs left in flight, overlapping timed windows, the store's size and
 integrity, and the server's memory and mappings over time with their growth per minute once
-warmed up; it fails when there were unexpected errors, a kill cost more than the run its
-worker held, or the memory kept growing (`--max-growth-mb-per-min`) or its mappings did
-(`--max-maps-growth-per-min`). A browser session that meets an error keeps a screenshot
-and the page's text in the scratch folder (the server's log is there too), then goes on
-from a fresh page load.
+warmed up; it fails when there were unexpected errors, a run diverged (every run here is a
+front door's defaults or the tutorial's optimizer, each from its default start), a kill cost
+more than the run its worker held, or the memory kept growing (`--max-growth-mb-per-min`) or
+its mappings did (`--max-maps-growth-per-min`). A browser session that meets an error keeps a
+screenshot and the page's text in the scratch folder (the server's log is there too), then
+goes on from a fresh page load.
 """
 
 from __future__ import annotations
@@ -523,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = [r for r in final.list() if r.error != POISON["error"]]
     left_in_flight = len(final.in_flight())
     statuses = {status: sum(r.status == status for r in runs) for status in {r.status for r in runs}}
+    diverged = [f"#{r.id} {r.strategy} {r.optimizer} from {r.init}, {r.precision}, on {r.dataset}"
+                for r in runs if r.status == "diverged"]
     windows = timed_windows(runs)
     overlaps = sum(end > next_start for (_, end), (next_start, _) in zip(windows, windows[1:]))
     rss_growth = slope_per_min(samples, "rss", after_s=300)
@@ -533,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
           f"sessions, {args.cli} CLI loops, a worker killed every {args.kill_every:.0f} s")
     print(f"  runs stored            {len(runs)} ({statuses}); page actions {tally.actions}, commands {tally.commands}")
     print(f"  errors                 {len(tally.errors)}")
+    print(f"  diverged               {len(diverged)}" + "".join(f"\n    {line}" for line in diverged[:10]))
     for error in tally.errors[:20]:
         print(f"    {error}")
     print(f"  worker kills           {len(tally.kills)}; expected interruptions {len(tally.expected)}; "
@@ -554,6 +558,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{s['t'] / 60:.0f}: {s['rss']:.0f} / {s['maps']:,} / {s['workers']}" for s in samples[::every]))
     if failure is None and tally.errors:
         failure = f"{len(tally.errors)} unexpected errors"
+    if failure is None and diverged:
+        # Every run here is a front door's defaults, or the tutorial's optimizer by a link: each
+        # must run where its optimizer converges (a start the optimizer cannot take is a defect).
+        failure = f"{len(diverged)} runs diverged, e.g. {diverged[0]}"
     if failure is None and rss_growth > args.max_growth_mb_per_min:
         failure = f"the server's memory kept growing: {rss_growth:.2f} MB/min after 5 minutes"
     if failure is None and maps_growth > args.max_maps_growth_per_min:

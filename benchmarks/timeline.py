@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, default=[1, 100], help="oaks replications")
     parser.add_argument("--precision", choices=("float32", "float64"), default=DEFAULTS.precision)
     parser.add_argument("--optimizer", default=DEFAULTS.optimizer)
-    parser.add_argument("--init", default=DEFAULTS.init)
+    parser.add_argument("--init", default=None, help="default: the optimizer's")
     parser.add_argument("--iterations", type=int, default=timeline.ITERATIONS)
     args = parser.parse_args()
     for size in args.sizes:

@@ -35,12 +35,16 @@ class Optimizer:
             PROFILED (M and S move; B and Sigma at their closed forms).
         label: a line for lists, e.g. "lbfgs (optax.lbfgs, profiled)".
         takes_lr: whether its steps scale with `OptimizerSpec.lr`.
+        set_steps: whether its steps have a set size (a learning rate, or seed's clip at 0.1)
+            rather than one found by a line search or a Newton step: from a start whose S is
+            small, such a step can take S through zero (`spec.FrontDoorDefaults.init_for`).
     """
 
     name: str
     family: str
     label: str
     takes_lr: bool = False
+    set_steps: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,10 +144,11 @@ def _docstring(source: str) -> str:
 
 
 _OPTIMIZERS = (
-    Optimizer("seed", GRADIENT, "seed: RAdam, clipped at 0.1 (the tutorial's)"),
-    Optimizer("adam", GRADIENT, "adam (optax, on B, M, S)", takes_lr=True),
-    Optimizer("rprop", GRADIENT, "rprop (optax, on B, M, S)", takes_lr=True),
-    Optimizer("pyplnmodels_rprop", PROFILED, "pyplnmodels_rprop: pyPLNmodels' algorithm", takes_lr=True),
+    Optimizer("seed", GRADIENT, "seed: RAdam, clipped at 0.1 (the tutorial's)", set_steps=True),
+    Optimizer("adam", GRADIENT, "adam (optax, on B, M, S)", takes_lr=True, set_steps=True),
+    Optimizer("rprop", GRADIENT, "rprop (optax, on B, M, S)", takes_lr=True, set_steps=True),
+    Optimizer("pyplnmodels_rprop", PROFILED, "pyplnmodels_rprop: pyPLNmodels' algorithm", takes_lr=True,
+              set_steps=True),
     Optimizer("lbfgs", PROFILED, "lbfgs (optax.lbfgs, profiled)"),
     Optimizer("diagonal_newton", PROFILED, "diagonal_newton (variational EM)"),
     Optimizer("preconditioned_lbfgs", PROFILED, "preconditioned_lbfgs (fastest to converge)"),

@@ -29,6 +29,8 @@ PROFILED_OPTIMIZERS = catalog.optimizer_names(catalog.PROFILED)
 OPTIMIZERS = catalog.optimizer_names()
 # Those whose steps scale with `OptimizerSpec.lr`; the others ignore it.
 LEARNING_RATE_OPTIMIZERS = tuple(o.name for o in catalog.OPTIMIZERS.values() if o.takes_lr)
+# The optimizers whose default start is `DEFAULTS.set_step_init` (`FrontDoorDefaults.init_for`).
+SET_STEP_OPTIMIZERS = tuple(o.name for o in catalog.OPTIMIZERS.values() if o.set_steps)
 INITS = ("seed", "log_counts", "log_rates", "log_rates_sd")
 # Whether line 1 of a CSV file names the columns: "auto" decides (core.data.csv_layout).
 HEADER_CHOICES = ("auto", "yes", "no")
@@ -89,7 +91,7 @@ def _short_name(path: str) -> str:
 @dataclasses.dataclass(frozen=True)
 class FrontDoorDefaults:
     """What every front door fits when not told otherwise (the dashboard's sidebar, `run`,
-    `solve`, links): a fit that converges. Preconditioned L-BFGS from the log-rates start
+    `solve`, links): a fit that converges. Preconditioned L-BFGS from the log_rates_sd start
     stops at a relative ELBO change of 1e-7 (float64: 1e-9) after 50 to 80 iterations on oaks,
     within 1e-5 of the optimum, in seconds for the compiled strategies.
     """
@@ -100,9 +102,12 @@ class FrontDoorDefaults:
     # the PyTorch twins): the seed tutorial's own.
     gradient_optimizer: str = "seed"
     lr: float = DEFAULT_LR
-    # Not log_rates_sd, quicker for the profiled optimizers: the tutorial's clipped optimizer
-    # (`seed`) diverges from it at its second iteration (`core.fit.model.init_params`).
-    init: str = "log_rates"
+    # Each cell's S from its count: 18% fewer iterations than log_rates over the corpus
+    # (docs/accuracy.md). For the optimizers that step by a set size, `set_step_init`: from
+    # log_rates_sd's S of 0.03 (a count of 1,000) the tutorial's clipped steps of 0.1 took S
+    # through zero, and its second ELBO was -inf.
+    init: str = "log_rates_sd"
+    set_step_init: str = "log_rates"
     iterations: int = 500
     repeats: int = 3
     tol: float = 1e-7
@@ -113,6 +118,11 @@ class FrontDoorDefaults:
     def tol_for(self, precision: str) -> float:
         """The default tolerance in `precision`: float64 resolves a smaller change."""
         return self.tol_float64 if precision == "float64" else self.tol
+
+    def init_for(self, optimizer: str) -> str:
+        """The default start of `optimizer`: `init`, or `set_step_init` for one whose steps
+        have a set size (`catalog.Optimizer.set_steps`)."""
+        return self.set_step_init if catalog.OPTIMIZERS[optimizer].set_steps else self.init
 
     def optimizer_for(self, strategy: str) -> str:
         """The default optimizer of `strategy`: `optimizer`, or `gradient_optimizer` for a
@@ -314,7 +324,8 @@ class FitSpec:
         optimizer: the algorithm that moves the parameters.
         init: "seed" (M = 0, S = 1, B = 0, Omega = I), "log_counts" (pyPLNmodels'),
             "log_rates" (log_counts less the log-offsets) or "log_rates_sd" (log_rates with
-            S = 1 / sqrt(Y + 1)); see `core.fit.model.init_params`.
+            S = 1 / sqrt(Y + 1)); see `core.fit.model.init_params`. None: the optimizer's
+            default (`DEFAULTS.init_for`).
         repeats: steady-state timing repeats after the first call.
         tol: every strategy stops after the first iteration whose relative ELBO change
             |ELBO_k - ELBO_k-1| / |ELBO_k| is under `tol` (or not a number), from the third
@@ -343,7 +354,8 @@ class FitSpec:
     # None: the front doors' default for the strategy and the precision (`DEFAULTS`), set in
     # `__post_init__`; a spec that exists always holds a value.
     optimizer: OptimizerSpec | None = None
-    init: str = DEFAULTS.init
+    # None: the optimizer's default start (`DEFAULTS.init_for`), set in `__post_init__`.
+    init: str | None = None
     repeats: int = DEFAULTS.repeats
     tol: float | None = None
     devices: int = 0
@@ -358,6 +370,8 @@ class FitSpec:
         if self.tol is None:
             object.__setattr__(self, "tol", DEFAULTS.tol_for(self.precision))
         _check_choice("device", self.device, DEVICES)
+        if self.init is None:
+            object.__setattr__(self, "init", DEFAULTS.init_for(self.optimizer.name))
         _check_choice("init", self.init, INITS)
         _check_int("repeats", self.repeats, 1, cap("repeats"))
         if not isinstance(self.tol, (int, float)) or isinstance(self.tol, bool):

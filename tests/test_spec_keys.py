@@ -50,8 +50,27 @@ def test_a_spec_told_nothing_is_the_fit_every_front_door_makes_when_told_nothing
     if refusal(strategy, DEFAULTS.optimizer) is None:  # the sidebar runs one optimizer: it leaves the others out
         # The sidebar's tolerance box, left empty, is the precision's default.
         assert spec == Settings(precision=precision).fit_spec(strategy)
-    assert spec.optimizer.name == DEFAULTS.optimizer_for(strategy) and spec.init == DEFAULTS.init
+    assert spec.optimizer.name == DEFAULTS.optimizer_for(strategy)
+    assert spec.init == DEFAULTS.init_for(spec.optimizer.name)
     assert spec.iterations == DEFAULTS.iterations and spec.repeats == DEFAULTS.repeats
     if catalog.RUNNABLES[strategy].stops_at_tol:
         assert spec.tol == DEFAULTS.tol_for(precision)
     assert FitSpec.from_dict(spec.to_dict()) == spec
+
+
+@pytest.mark.parametrize("optimizer, start", [("preconditioned_lbfgs", "log_rates_sd"), ("lbfgs", "log_rates_sd"),
+                                              ("diagonal_newton", "log_rates_sd"), ("seed", "log_rates"),
+                                              ("adam", "log_rates"), ("rprop", "log_rates"),
+                                              ("pyplnmodels_rprop", "log_rates")])
+def test_the_start_follows_the_optimizer_unless_one_is_chosen(optimizer, start):
+    # The tutorial's clipped steps (and any of a set size) take log_rates_sd's small S through
+    # zero: those optimizers start from log_rates wherever the start is left to the default.
+    strategy = "scan"  # it runs every optimizer
+    assert FitSpec(strategy=strategy, optimizer=OptimizerSpec(optimizer)).init == start
+    assert _cli("--strategy", strategy, "--optimizer", optimizer).init == start
+    settings = Settings(optimizer=optimizer)
+    assert settings.start == start and settings.fit_spec(strategy).init == start
+    # A start chosen is kept, whatever the optimizer.
+    assert FitSpec(strategy=strategy, optimizer=OptimizerSpec(optimizer), init="seed").init == "seed"
+    assert Settings(optimizer=optimizer, init="log_counts").fit_spec(strategy).init == "log_counts"
+    assert _cli("--strategy", strategy, "--optimizer", optimizer, "--init", "log_counts").init == "log_counts"

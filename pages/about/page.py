@@ -210,8 +210,10 @@ st.markdown(
     "*log_rates* with $S = 1 / \\sqrt{Y + 1}$ in each cell instead of 0.5, near the optimum's "
     "$S^2 = 1 / (A + \\Omega_{jj})$: fewer iterations on most data sets (44 instead of 97 to within 1e-5 on "
     "pyPLNmodels' microcosm, 400 x 100) for the optimizers on $M, S$ with the closed forms, but the "
-    "tutorial's optimizer, whose steps of up to 0.1 take a small $S$ through zero, diverges from it: "
-    "*log_rates* stays the default.\n\n"
+    "tutorial's optimizer, whose steps of up to 0.1 take a small $S$ through zero, diverges from it. "
+    "Left to its default, the start follows the optimizer: *log_rates_sd* for lbfgs, diagonal_newton and "
+    "preconditioned_lbfgs, *log_rates* for those that step by a set size (seed, adam, rprop, "
+    "pyplnmodels_rprop).\n\n"
     "jit_per_function and scan_analytic take a gradient step apart, and the PyTorch twins mirror optax's "
     "optimizers: they run only *seed*, *adam* and *rprop*, and refuse the others up front."
 )

@@ -18,7 +18,7 @@ import streamlit as st
 
 from core import catalog
 from core.spec import DEVICES, INITS, LR_RANGE, OAKS_FORMULAS, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, TOL_RANGE, cap
-from pages.ui.settings import DEFAULTS, key
+from pages.ui.settings import DEFAULTS, OPTIMIZERS_INIT, key
 
 RESTORED = "links_restored"
 
@@ -107,7 +107,7 @@ SIDEBAR = (
     _sidebar("precision", "precision", _choice(PRECISIONS)),
     _sidebar("optimizer", "optimizer", _choice(OPTIMIZERS)),
     _sidebar("lr", "lr", _number(*LR_RANGE)),
-    _sidebar("init", "init", _choice(INITS)),
+    _sidebar("init", "init", _choice((OPTIMIZERS_INIT, *INITS))),
     _sidebar("iterations", "iterations", _whole(1, lambda: cap("iterations"))),
     _sidebar("repeats", "repeats", _whole(1, lambda: cap("repeats"))),
     _sidebar("tol", "tol", _number(*TOL_RANGE)),

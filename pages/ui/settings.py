@@ -28,6 +28,9 @@ from pages.ui.text import md, public
 from pages.ui.upload import Upload, current_upload
 
 KEY_PREFIX = "sb_"
+# The Initialisation box's first choice: the optimizer's own start (`FitSpec.init` None), which
+# follows an optimizer switch with no write to the box.
+OPTIMIZERS_INIT = "default"
 
 
 class AwaitingUpload(SpecError):
@@ -46,7 +49,7 @@ def show_refusal(exc: SpecError) -> None:
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """The sidebar's settings. The defaults are every front door's (`core.spec.DEFAULTS`): a
-    fit to convergence (preconditioned L-BFGS from the log-rates start stops at a relative
+    fit to convergence (preconditioned L-BFGS from the log_rates_sd start stops at a relative
     ELBO change of 1e-7, about 50 iterations on oaks, within 1e-5 of the optimum).
 
     Attributes:
@@ -56,7 +59,8 @@ class Settings:
         formula: oaks covariates from its samples' table (one of `core.spec.OAKS_FORMULAS`;
             "" for an intercept alone).
         sim_n, sim_p, sim_d, sim_seed: the simulated data's shape and seed.
-        device, precision, optimizer, lr, init, iterations, repeats: as in `FitSpec`.
+        device, precision, optimizer, lr, iterations, repeats: as in `FitSpec`.
+        init: as in `FitSpec`, or `OPTIMIZERS_INIT` for the optimizer's own start.
         tol: as in `FitSpec`; None (the box left empty) is the precision's own default, so
             switching precision moves it with no write to the box.
         upload: the validated CSV upload, for dataset "csv" (None until one is given).
@@ -77,7 +81,7 @@ class Settings:
     precision: str = FRONT_DOOR.precision
     optimizer: str = FRONT_DOOR.optimizer
     lr: float = FRONT_DOOR.lr
-    init: str = FRONT_DOOR.init
+    init: str = OPTIMIZERS_INIT
     iterations: int = FRONT_DOOR.iterations
     repeats: int = FRONT_DOOR.repeats
     tol: float | None = None
@@ -111,8 +115,13 @@ class Settings:
         return FitSpec(
             dataset=dataset or self.dataset_spec(), strategy=strategy, iterations=whole("iterations", self.iterations),
             precision=self.precision, device=self.device, optimizer=OptimizerSpec(self.optimizer, float(self.lr)),
-            init=self.init, repeats=whole("repeats", self.repeats),
+            init=None if self.init == OPTIMIZERS_INIT else self.init, repeats=whole("repeats", self.repeats),
             tol=None if self.tol is None else float(self.tol))
+
+    @property
+    def start(self) -> str:
+        """The start the fits begin from: the one chosen, or the optimizer's own."""
+        return FRONT_DOOR.init_for(self.optimizer) if self.init == OPTIMIZERS_INIT else self.init
 
     def runnable(self, strategies: list[str]) -> tuple[list[str], list[str]]:
         """`strategies` split into those that can run this optimizer and those that refuse

@@ -25,6 +25,7 @@ from core.spec import (
     OAKS_ROWS,
     OPTIMIZERS,
     PRECISIONS,
+    SET_STEP_OPTIMIZERS,
     TOL_RANGE,
     SpecError,
     cap,
@@ -32,7 +33,7 @@ from core.spec import (
 )
 from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
-from pages.ui.settings import DEFAULTS, key
+from pages.ui.settings import DEFAULTS, OPTIMIZERS_INIT, key
 from pages.ui.text import md, public
 
 # How often this session's own progress redraws the sidebar's device line.
@@ -42,7 +43,10 @@ BUSY_REFRESH_S = 2.0
 
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
-INIT_LABELS = {"seed": "seed: M = 0, S = 1 (the tutorial's)",
+INIT_LABELS = {OPTIMIZERS_INIT: f"default: {FRONT_DOOR.init}, or {FRONT_DOOR.set_step_init} for the optimizers that "
+                                f"step by a set size ({', '.join(SET_STEP_OPTIMIZERS)}), whose steps take "
+                                f"{FRONT_DOOR.init}'s small S through zero",
+               "seed": "seed: M = 0, S = 1 (the tutorial's)",
                "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')",
                "log_rates": "log_rates: M = log Y - O, S = 0.5",
                "log_rates_sd": "log_rates_sd: M = log Y - O, S = 1/√(Y + 1)"}
@@ -253,12 +257,18 @@ def _optimizer_inputs() -> None:
     name = st.session_state["sb_optimizer"]
     # A key keeps the box open while its label follows the choices made inside it. The
     # options are bare names (a sidebar box is about 200 px wide); the help describes them.
-    with st.expander(f"Optimizer: {name} · init: {st.session_state['sb_init']}", key="optimizer_box"):
+    chosen = st.session_state["sb_init"]
+    start = FRONT_DOOR.init_for(name) if chosen == OPTIMIZERS_INIT else chosen
+    with st.expander(f"Optimizer: {name} · init: {start}", key="optimizer_box"):
         st.selectbox("Optimizer", OPTIMIZERS, key="sb_optimizer", persist_state="session",
                      help="\n".join(f"- {o.label}" for o in catalog.OPTIMIZERS.values()))
         if st.session_state["sb_optimizer"] in LEARNING_RATE_OPTIMIZERS:
             st.number_input("Learning rate", *LR_RANGE, key="sb_lr", persist_state="session", format="%g", step=0.001)
-        st.selectbox("Initialisation", INITS, key="sb_init", persist_state="session",
+        # The optimizer's own start by default, read when the fit is specified, as the tolerance
+        # below is: the option's label names it, and an optimizer switch moves it with no write.
+        optimizer = st.session_state["sb_optimizer"]
+        st.selectbox("Initialisation", (OPTIMIZERS_INIT, *INITS), key="sb_init", persist_state="session",
+                     format_func=lambda v: f"default: {FRONT_DOOR.init_for(optimizer)}" if v == OPTIMIZERS_INIT else v,
                      help="\n".join(f"- {label}" for label in INIT_LABELS.values()))
         # Empty means the precision's default, read when the fit is specified (its value is the
         # placeholder; one naming the precision too was cut at 1024 px): the tolerance follows a

@@ -522,6 +522,24 @@ def test_oaks_with_its_tree_covariate_is_a_sidebar_choice(store):
     assert run.dataset == "oaks x1 ~ 1 + tree" and run.d == 3  # the constant, and tree's 3 levels less one
 
 
+def test_the_start_left_to_its_default_follows_the_optimizer(store):
+    at = open_app()
+    box = at.sidebar.selectbox(key="sb_init")
+    assert box.value == "default" and box.options[0] == "default: log_rates_sd"
+    assert "init: log_rates_sd" in at.sidebar.expander[-1].label
+    # The tutorial's optimizer steps S by up to 0.1: it starts from log_rates, with no write to the box.
+    at.sidebar.selectbox(key="sb_optimizer").set_value("seed").run()
+    assert at.sidebar.selectbox(key="sb_init").options[0] == "default: log_rates"
+    assert "init: log_rates" in at.sidebar.expander[-1].label
+    run_jit_step(at, 4)
+    (run,) = store.list()
+    assert (run.optimizer, run.init) == ("seed", "log_rates")
+    # A start chosen is kept when the optimizer changes.
+    at.sidebar.selectbox(key="sb_init").set_value("log_counts").run()
+    at.sidebar.selectbox(key="sb_optimizer").set_value("preconditioned_lbfgs").run()
+    assert "init: log_counts" in at.sidebar.expander[-1].label
+
+
 def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):
     at = open_app()
     at.sidebar.radio(key="sb_dataset").set_value("csv").run()

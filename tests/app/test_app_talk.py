@@ -43,7 +43,7 @@ def test_the_story_walks_stored_steps_one_click_at_a_time(store):
     assert not at.error and at.subheader[0].value.startswith("Step 1 of")
     # The optimizer and its start are both the tutorial's, and the page says so, beside the sidebar's.
     assert any("optimizer, `seed` from its start `seed`, not the sidebar's `preconditioned_lbfgs` from "
-               "`log_rates`" in c.value for c in at.caption), [c.value for c in at.caption]
+               "`log_rates_sd`" in c.value for c in at.caption), [c.value for c in at.caption]
     assert [b.key for b in at.button] == ["story_prev", "story_next", "story_warm"]
     assert at.button(key="story_prev").disabled
     at.button(key="story_next").click().run()

@@ -40,7 +40,7 @@ def test_every_step_runs_one_algorithm_for_the_same_iterations_but_the_slow_firs
     # The sidebar's default converges with a profiled optimizer that jit_per_function and
     # scan_analytic cannot run: the story runs the tutorial's optimizer instead, to no tolerance.
     profiled = FitSpec()
-    assert (profiled.optimizer.name, profiled.init, profiled.tol) == ("preconditioned_lbfgs", "log_rates", 1e-7)
+    assert (profiled.optimizer.name, profiled.init, profiled.tol) == ("preconditioned_lbfgs", "log_rates_sd", 1e-7)
     specs = story.specs(profiled)
     assert {(s.optimizer.name, s.init, s.tol) for s in specs} == {("seed", "seed", 0.0)}
     # Eager's cost per iteration shows in a few iterations; the others run the problem's.

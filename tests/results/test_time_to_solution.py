@@ -126,8 +126,8 @@ def test_the_benchmark_table_gives_ratios_to_pyplnmodels_on_the_same_problem(tmp
     ours = _stored(store, run_s=0.04)
     far = _stored(store, run_s=0.01)
     contenders = tts.contenders(["scan"], ["preconditioned_lbfgs", "diagonal_newton"])
-    assert [c.label for c in contenders] == ["pyPLNmodels Pln.fit", "scan · preconditioned_lbfgs · log_rates",
-                                             "scan · diagonal_newton · log_rates"]
+    assert [c.label for c in contenders] == ["pyPLNmodels Pln.fit", "scan · preconditioned_lbfgs · log_rates_sd",
+                                             "scan · diagonal_newton · log_rates_sd"]
     solutions = [tts.Solution(contenders[0], peer, -100.0, 3, (peer,)),
                  tts.Solution(contenders[1], ours, -100.0, 3, (ours,)), tts.Solution(contenders[2], far, -100.0, None)]
     text = tts.table(solutions)
