@@ -42,7 +42,9 @@ def main() -> None:
                                                              ("under-the-hood", under_the_hood),
                                                              ("hood", under_the_hood))]
     navigation = st.navigation(pages + aliases)
-    links.restore()  # a link's settings, before any widget is drawn
+    refused = links.restore()  # a link's settings, before any widget is drawn
+    if refused:
+        st.toast(links.refused_note(refused), icon=":material/link_off:")
     sidebar()
     links.publish(navigation.url_path or "run")
     navigation.run()

@@ -328,6 +328,9 @@ def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt
         return spread.Spread.pooled(row_spread(row, "run_s") for _, row in rows.iterrows())
 
     base_rows = finished[finished["strategy"] == baseline]
+    if base_rows.empty and (df["strategy"] == baseline).any():
+        # It ran: asking for it again is a dead end.
+        return note_chart(f"Every {baseline} run diverged: no speed-up against it (the runs' notes say why).", title)
     if base_rows.empty or not base_rows["run_s"].median() > 0:
         return note_chart(f"Run the {baseline} strategy to see speed-ups against it.", title)
     # No bar to draw (every one ×1): said in the chart, whose axis and "same program" labels

@@ -128,5 +128,11 @@ def retest(run: pd.Series, baseline: pd.Series, metric: str) -> str:
         algorithms = (f" Different optimizers ({run.get('optimizer')} against {baseline.get('optimizer')}): "
                       "this compares their iterations, not how soon each reaches the optimum (time to solution "
                       "does).")
+    lengths = ""
+    counts = [pd.to_numeric(row.get("iterations_run"), errors="coerce") for row in (run, baseline)]
+    if metric == "run_s" and all(pd.notna(c) for c in counts) and counts[0] != counts[1]:
+        # From other starts, or to other tolerances, one algorithm stops after other counts.
+        lengths = (f" The runs took {int(counts[0]):,} and {int(counts[1]):,} iterations: a whole run's time counts "
+                   "them; time per iteration compares the strategies' speed.")
     return (f"Run #{int(run['id'])} against #{int(baseline['id'])}: {spread.times(found.value)} the baseline's "
-            f"time{interval}, {verdict}. Decided by {found.why}.{algorithms}")
+            f"time{interval}, {verdict}. Decided by {found.why}.{algorithms}{lengths}")

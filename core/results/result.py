@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from core import catalog
 from core.results import outcome, stability
-from core.spec import FitSpec
+from core.spec import DEFAULTS, FitSpec
 
 STATUSES = ("ok", "diverged", "interrupted", "timed_out")
 # Where a run's executables came from; a run whose executables came from more than one
@@ -54,11 +55,19 @@ def is_cache_label(text: str) -> bool:
             and names == sorted(names, key=order.index))
 
 
-def _with_advice(error: str | None, not_finite: bool, precision: str) -> str | None:
-    """A divergence message, with what to try when float32 itself may be the cause."""
-    if error and not_finite and precision == "float32":
+def _with_advice(error: str | None, not_finite: bool, precision: str, optimizer: str, init: str) -> str | None:
+    """A divergence message, with what to try: the optimizer's default start where the start
+    is one its steps cannot take, float64 where float32 itself may be the cause."""
+    if not (error and not_finite):
+        return error
+    found = catalog.OPTIMIZERS.get(optimizer)
+    if found is not None and found.set_steps and init == "log_rates_sd":
+        return (f"{error}; {optimizer} steps by a set size, which can take the small S of the log_rates_sd start "
+                f"through zero: start it from {DEFAULTS.init_for(optimizer)}, its default")
+    if precision == "float32":
+        smaller = " or a smaller learning rate" if found is not None and found.takes_lr else ""
         return (error + "; float32 overflows exp above 88 and loses an ill-conditioned Sigma where float64 "
-                "does not: try float64 or a smaller learning rate")
+                f"does not: try float64{smaller}")
     return error
 
 
@@ -316,7 +325,8 @@ class RunResult:
         run_s = statistics.median(times)
         n, p, d = measurement.shape
         status = ended.status
-        error = _with_advice(ended.error, ended.elbo.size < len(measurement.elbo), spec.precision)
+        error = _with_advice(ended.error, ended.elbo.size < len(measurement.elbo), spec.precision,
+                             measurement.optimizer, measurement.init)
         if status == "ok" and measurement.timed_out:
             status = "timed_out"
             error = (f"stopped past this server's time budget of {budget_s or 0:,.0f} s per run "

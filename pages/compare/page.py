@@ -21,9 +21,10 @@ from pages.ui.text import md, public
 FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
            "status": "Status", "jax_version": "JAX", "git_commit": "Commit"}
 # What a run is and its timings first: at 1024 px the table shows its first five columns.
-TABLE = ["id", "strategy", "time_to_solution_s", "per_iter_ms", "dataset", "source", "optimizer", "iterations_run",
-         "precision", "device", "status", "unstable", "run_s", "run_s_min", "run_s_max", "compile_s", "first_call_s",
-         "cache", "final_elbo", "n", "p", "device_kind", "warning_count", "created", "host", "git_commit"]
+TABLE = ["id", "strategy", "time_to_solution_s", "per_iter_ms", "dataset", "source", "optimizer", "init",
+         "iterations_run", "precision", "device", "status", "unstable", "run_s", "run_s_min", "run_s_max", "compile_s",
+         "first_call_s", "cache", "final_elbo", "n", "p", "device_kind", "warning_count", "created", "host",
+         "git_commit"]
 # Settings a difference in which explains a difference in timings.
 SETTINGS = ["strategy", "dataset", "n", "p", "d", "precision", "device", "device_kind", "iterations", "optimizer",
             "lr", "init", "repeats", "tol", "cache", "jax_version", "jaxlib_version", "cpu_count", "host", "git_commit",

@@ -6,7 +6,7 @@ own their values (`persist_state="session"`) and every run writes them back to t
 (`publish`). A copied address opened in a new browser therefore shows the same
 strategies, problem, precision and device, and on Compare the same filters, ticked runs,
 baseline and re-tested run. A parameter that does not parse, or names a choice that does
-not exist, is ignored: the page keeps its default rather than failing.
+not exist, is ignored: the page keeps its default rather than failing, and says so.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import streamlit as st
 from core import catalog
 from core.spec import DEVICES, INITS, LR_RANGE, OAKS_FORMULAS, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, TOL_RANGE, cap
 from pages.ui.settings import DEFAULTS, OPTIMIZERS_INIT, key
+from pages.ui.text import md
 
 RESTORED = "links_restored"
 
@@ -137,16 +138,19 @@ def _all() -> list[Param]:
     return [*SIDEBAR, *(param for params in PAGES.values() for param in params)]
 
 
-def restore() -> None:
+def restore() -> list[str]:
     """Once per session, before any widget is drawn: the URL's parameters into session state.
 
     Parameters of every page are read (the URL names one page, but its values are only
-    ever those of the page it names), each checked by its `Param.read`.
+    ever those of the page it names), each checked by its `Param.read`. Returns those that
+    did not read ("init=bogus"), whose defaults stand, for the page to say so; [] after the
+    session's first call.
     """
     if st.session_state.get(RESTORED):
-        return
+        return []
     st.session_state[RESTORED] = True
     given = st.query_params.to_dict()
+    refused = []
     for param in _all():
         text = given.get(param.name)
         if text is None or param.key in st.session_state:
@@ -154,7 +158,21 @@ def restore() -> None:
         try:
             st.session_state[param.key] = param.read(text)
         except (ValueError, KeyError, TypeError):
-            pass  # a mistyped or stale link: the page's default stands
+            refused.append(f"{param.name}={text}")  # a mistyped or stale link: the page's default stands
+    return refused
+
+
+# How much of a refused parameter a note repeats: a link is anyone's text.
+REFUSED_SHOWN_CHARS = 40
+
+
+def refused_note(refused: list[str]) -> str:
+    """One line (markdown, the link's text shown literally) naming what `restore` refused."""
+    shown = [md(text if len(text) <= REFUSED_SHOWN_CHARS else text[:REFUSED_SHOWN_CHARS - 1] + "…")
+             for text in refused]
+    one = len(refused) == 1
+    return (f"This link's {', '.join(shown)} could not be read: "
+            f"{'its default stands' if one else 'their defaults stand'}.")
 
 
 def publish(page: str) -> None:

@@ -43,9 +43,10 @@ BUSY_REFRESH_S = 2.0
 
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
-INIT_LABELS = {OPTIMIZERS_INIT: f"default: {FRONT_DOOR.init}, or {FRONT_DOOR.set_step_init} for the optimizers that "
-                                f"step by a set size ({', '.join(SET_STEP_OPTIMIZERS)}), whose steps take "
-                                f"{FRONT_DOOR.init}'s small S through zero",
+DEFAULT_INIT_TEXT = "the optimizer's default"
+INIT_LABELS = {OPTIMIZERS_INIT: f"{DEFAULT_INIT_TEXT}: {FRONT_DOOR.init}, or {FRONT_DOOR.set_step_init} for the "
+                                f"optimizers that step by a set size ({', '.join(SET_STEP_OPTIMIZERS)}), whose "
+                                f"steps take {FRONT_DOOR.init}'s small S through zero",
                "seed": "seed: M = 0, S = 1 (the tutorial's)",
                "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')",
                "log_rates": "log_rates: M = log Y - O, S = 0.5",
@@ -265,11 +266,14 @@ def _optimizer_inputs() -> None:
         if st.session_state["sb_optimizer"] in LEARNING_RATE_OPTIMIZERS:
             st.number_input("Learning rate", *LR_RANGE, key="sb_lr", persist_state="session", format="%g", step=0.001)
         # The optimizer's own start by default, read when the fit is specified, as the tolerance
-        # below is: the option's label names it, and an optimizer switch moves it with no write.
-        optimizer = st.session_state["sb_optimizer"]
+        # below is: an optimizer switch moves it with no write to the box. The option's text is
+        # fixed: the browser sends back the text shown, and a text naming the last optimizer's
+        # start matched no option after a switch, so the box kept showing that start.
         st.selectbox("Initialisation", (OPTIMIZERS_INIT, *INITS), key="sb_init", persist_state="session",
-                     format_func=lambda v: f"default: {FRONT_DOOR.init_for(optimizer)}" if v == OPTIMIZERS_INIT else v,
+                     format_func=lambda v: DEFAULT_INIT_TEXT if v == OPTIMIZERS_INIT else v,
                      help="\n".join(f"- {label}" for label in INIT_LABELS.values()))
+        if st.session_state["sb_init"] == OPTIMIZERS_INIT:
+            st.caption(f"{name} starts from **{start}**")
         # Empty means the precision's default, read when the fit is specified (its value is the
         # placeholder; one naming the precision too was cut at 1024 px): the tolerance follows a
         # precision switch with no write to this box. A callback that wrote the other precision's

@@ -525,12 +525,14 @@ def test_oaks_with_its_tree_covariate_is_a_sidebar_choice(store):
 def test_the_start_left_to_its_default_follows_the_optimizer(store):
     at = open_app()
     box = at.sidebar.selectbox(key="sb_init")
-    assert box.value == "default" and box.options[0] == "default: log_rates_sd"
+    # A fixed text: the browser sends back the text shown, which must name an option after a switch.
+    assert box.value == "default" and box.options[0] == "the optimizer's default"
     assert "init: log_rates_sd" in at.sidebar.expander[-1].label
+    assert "preconditioned_lbfgs starts from **log_rates_sd**" in [c.value for c in at.sidebar.caption]
     # The tutorial's optimizer steps S by up to 0.1: it starts from log_rates, with no write to the box.
     at.sidebar.selectbox(key="sb_optimizer").set_value("seed").run()
-    assert at.sidebar.selectbox(key="sb_init").options[0] == "default: log_rates"
     assert "init: log_rates" in at.sidebar.expander[-1].label
+    assert "seed starts from **log_rates**" in [c.value for c in at.sidebar.caption]
     run_jit_step(at, 4)
     (run,) = store.list()
     assert (run.optimizer, run.init) == ("seed", "log_rates")
@@ -538,6 +540,7 @@ def test_the_start_left_to_its_default_follows_the_optimizer(store):
     at.sidebar.selectbox(key="sb_init").set_value("log_counts").run()
     at.sidebar.selectbox(key="sb_optimizer").set_value("preconditioned_lbfgs").run()
     assert "init: log_counts" in at.sidebar.expander[-1].label
+    assert not any("starts from" in c.value for c in at.sidebar.caption)
 
 
 def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):

@@ -18,7 +18,7 @@ from test_app import CHART, fake_run, open_app, tiny_problem
 from core.results import story
 from core.results.result import RunResult
 from core.spec import DatasetSpec, OptimizerSpec
-from pages.ui import display, settings
+from pages.ui import display, links, settings
 from pages.ui.text import plain
 
 
@@ -178,13 +178,20 @@ def test_compiling_from_scratch_on_the_run_page_and_the_cold_compile_beside_a_ca
 
 def test_a_link_sets_the_view_and_the_view_writes_the_link(store):
     at = AppTestWithLink({"strategies": "scan,jit_step,not_a_strategy", "iterations": "12", "precision": "float64",
-                          "dataset": "simulated", "n": "not a number", "repeats": "0"})
+                          "dataset": "simulated", "n": "not a number", "repeats": "0", "init": "[x](http://e.vil)"})
     assert sorted(at.pills(key="run_strategies").value) == ["jit_step", "scan"]
     assert at.sidebar.number_input(key="sb_iterations").value == 12
     assert at.sidebar.radio(key="sb_precision").value == "float64"
-    # A value that does not parse, or is out of range, leaves the default.
+    # A value that does not parse, or is out of range, leaves the default, and the page says so,
+    # the link's text shown as text.
     assert at.sidebar.number_input(key="sb_sim_n").value == 1000
     assert at.sidebar.number_input(key="sb_repeats").value == 3
+    assert at.sidebar.selectbox(key="sb_init").value == "default"
+    (note,) = [toast.value for toast in at.toast]
+    assert note == links.refused_note(["n=not a number", "init=[x](http://e.vil)", "repeats=0"])
+    assert note.endswith("repeats\\=0 could not be read: their defaults stand.") and "init\\=\\[x\\]" in note
+    at.run()
+    assert not at.toast  # said once, when the link is opened
     at.sidebar.number_input(key="sb_iterations").set_value(40).run()
     assert at.query_params["iterations"] == "40" and at.query_params["precision"] == "float64"
     assert "repeats" not in at.query_params  # defaults stay out of the address

@@ -235,6 +235,13 @@ def test_speedup_without_baseline_is_a_note(runs):
     assert "eager" in pd.concat(_datasets(spec))["note"].iloc[0]
 
 
+def test_speedup_over_a_baseline_that_only_diverged_says_so_not_run_it():
+    runs = pd.DataFrame([_run(1, "scan", run_s=0.001, status="diverged"), _run(2, "jit_step", run_s=0.5)])
+    spec = bars.speedup_bars(runs, baseline="scan").to_dict()
+    note = pd.concat(_datasets(spec))["note"].iloc[0]
+    assert note == "Every scan run diverged: no speed-up against it (the runs' notes say why)."
+
+
 def test_grouped_median_ignores_diverged_runs(runs):
     data = pd.concat(_datasets(comparisons.grouped_summary(runs, by=["strategy"],
                                                       metric="run_s").to_dict()))

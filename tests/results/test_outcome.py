@@ -76,10 +76,23 @@ def test_the_result_carries_the_outcome_warnings_and_advice():
     assert result.final_change == pytest.approx(0.001 / 8.999) and result.warnings == ["data changed"]
     broken = RunResult.measured(spec, _measurement([-10.0, NAN]), 0.0, (0.0, 1.0))
     assert broken.status == "diverged" and broken.iterations_run == 1 and broken.converged is None
-    assert "try float64" in broken.error
+    # seed has no learning rate to lower; adam has.
+    assert broken.error.endswith("try float64")
+    adam = dataclasses.replace(_measurement([-10.0, NAN]), optimizer="adam")
+    assert RunResult.measured(spec, adam, 0.0, (0.0, 1.0)).error.endswith("try float64 or a smaller learning rate")
     # float64 has no such excuse: no advice.
     plain = RunResult.measured(tutorial_spec(precision="float64"), _measurement([-10.0, NAN]), 0.0, (0.0, 1.0))
     assert plain.error == "ELBO not finite at iteration 1"
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_a_set_step_optimizer_diverged_from_the_small_s_start_is_told_its_own_start(precision):
+    # From log_rates_sd (S = 0.03 at a count of 1,000) seed's steps of 0.1 take S through zero:
+    # the start is the cause in either precision, not float32 or a learning rate.
+    from_sd = dataclasses.replace(_measurement([-10.0, NAN]), init="log_rates_sd")
+    error = RunResult.measured(tutorial_spec(precision=precision), from_sd, 0.0, (0.0, 1.0)).error
+    assert error == ("ELBO not finite at iteration 1; seed steps by a set size, which can take the small S of the "
+                     "log_rates_sd start through zero: start it from log_rates, its default")
 
 
 def test_cache_labels_say_where_each_executable_came_from():

@@ -137,6 +137,12 @@ def test_compare_retests_two_stored_runs_in_one_sentence():
     rows["optimizer"], rows["per_iter_ms"] = ["seed", "preconditioned_lbfgs"], rows["run_s"] * 25.0
     across = comparison.retest(rows.iloc[1], rows.iloc[0], "per_iter_ms")
     assert "Different optimizers (preconditioned_lbfgs against seed): this compares their iterations" in across
+    # A whole run's time counts its iterations: runs of other lengths (another start) say so.
+    rows["iterations_run"] = [80, 50]
+    whole = comparison.retest(rows.iloc[1], rows.iloc[0], "run_s")
+    assert whole.endswith("The runs took 50 and 80 iterations: a whole run's time counts them; time per iteration "
+                          "compares the strategies' speed.")
+    assert "iterations:" not in comparison.retest(rows.iloc[1], rows.iloc[0], "per_iter_ms")
 
 
 @pytest.mark.parametrize("p_value, text", [(0.032, "0.032"), (0.5, "0.5"), (0.00031, "0.00031"), (1e-8, "< 1e-6"),
