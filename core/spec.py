@@ -29,8 +29,6 @@ PROFILED_OPTIMIZERS = catalog.optimizer_names(catalog.PROFILED)
 OPTIMIZERS = catalog.optimizer_names()
 # Those whose steps scale with `OptimizerSpec.lr`; the others ignore it.
 LEARNING_RATE_OPTIMIZERS = tuple(o.name for o in catalog.OPTIMIZERS.values() if o.takes_lr)
-# The optimizers whose default start is `DEFAULTS.set_step_init` (`FrontDoorDefaults.init_for`).
-SET_STEP_OPTIMIZERS = tuple(o.name for o in catalog.OPTIMIZERS.values() if o.set_steps)
 INITS = ("seed", "log_counts", "log_rates", "log_rates_sd")
 # Whether line 1 of a CSV file names the columns: "auto" decides (core.data.csv_layout).
 HEADER_CHOICES = ("auto", "yes", "no")
@@ -103,11 +101,10 @@ class FrontDoorDefaults:
     gradient_optimizer: str = "seed"
     lr: float = DEFAULT_LR
     # Each cell's S from its count: 18% fewer iterations than log_rates over the corpus
-    # (docs/accuracy.md). For the optimizers that step by a set size, `set_step_init`: from
-    # log_rates_sd's S of 0.03 (a count of 1,000) the tutorial's clipped steps of 0.1 took S
-    # through zero, and its second ELBO was -inf.
+    # (docs/accuracy.md). The optimizers that step by a set size have their own start
+    # (`catalog.Optimizer.start`): from log_rates_sd's S of 0.03 (a count of 1,000) the
+    # tutorial's clipped steps of 0.1 took S through zero, and its second ELBO was -inf.
     init: str = "log_rates_sd"
-    set_step_init: str = "log_rates"
     iterations: int = 500
     repeats: int = 3
     tol: float = 1e-7
@@ -120,9 +117,15 @@ class FrontDoorDefaults:
         return self.tol_float64 if precision == "float64" else self.tol
 
     def init_for(self, optimizer: str) -> str:
-        """The default start of `optimizer`: `init`, or `set_step_init` for one whose steps
-        have a set size (`catalog.Optimizer.set_steps`)."""
-        return self.set_step_init if catalog.OPTIMIZERS[optimizer].set_steps else self.init
+        """The default start of `optimizer`: its own (`catalog.Optimizer.start`), else `init`."""
+        return catalog.OPTIMIZERS[optimizer].start or self.init
+
+    def starts(self) -> str:
+        """Each optimizer's default start, as one line: "log_rates_sd (lbfgs, ...), seed (seed), ..."."""
+        by_start: dict[str, list[str]] = {self.init: []}
+        for name in catalog.OPTIMIZERS:
+            by_start.setdefault(self.init_for(name), []).append(name)
+        return ", ".join(f"{start} ({', '.join(names)})" for start, names in by_start.items())
 
     def optimizer_for(self, strategy: str) -> str:
         """The default optimizer of `strategy`: `optimizer`, or `gradient_optimizer` for a

@@ -59,12 +59,12 @@ def test_a_spec_told_nothing_is_the_fit_every_front_door_makes_when_told_nothing
 
 
 @pytest.mark.parametrize("optimizer, start", [("preconditioned_lbfgs", "log_rates_sd"), ("lbfgs", "log_rates_sd"),
-                                              ("diagonal_newton", "log_rates_sd"), ("seed", "log_rates"),
+                                              ("diagonal_newton", "log_rates_sd"), ("seed", "seed"),
                                               ("adam", "log_rates"), ("rprop", "log_rates"),
-                                              ("pyplnmodels_rprop", "log_rates")])
+                                              ("pyplnmodels_rprop", "log_counts")])
 def test_the_start_follows_the_optimizer_unless_one_is_chosen(optimizer, start):
     # The tutorial's clipped steps (and any of a set size) take log_rates_sd's small S through
-    # zero: those optimizers start from log_rates wherever the start is left to the default.
+    # zero: those optimizers start from their own wherever the start is left to the default.
     strategy = "scan"  # it runs every optimizer
     assert FitSpec(strategy=strategy, optimizer=OptimizerSpec(optimizer)).init == start
     assert _cli("--strategy", strategy, "--optimizer", optimizer).init == start

@@ -39,10 +39,8 @@ from core.run import stored_run
 from core.spec import DEFAULTS, DatasetSpec, FitSpec, OptimizerSpec, SpecError
 
 PEER = "pyplnmodels"
-# Each optimizer's start where it is not the front doors' (`DEFAULTS.init_for`): pyPLNmodels'
-# algorithm from pyPLNmodels' start, the tutorial's from the tutorial's. And how many
-# iterations its trajectory pass may take (a few times what it needs on oaks).
-INITS = {"pyplnmodels_rprop": "log_counts", "seed": "seed", "adam": "log_counts", "rprop": "log_counts"}
+# How many iterations each optimizer's trajectory pass may take (a few times what it needs on
+# oaks).
 CAPS = {"preconditioned_lbfgs": 300, "lbfgs": 600, "diagonal_newton": 1000, "pyplnmodels_rprop": 1000,
         "seed": 5000, "adam": 5000, "rprop": 5000, PEER: 1000}
 DEFAULT_OPTIMIZERS = ("pyplnmodels_rprop", "lbfgs", "diagonal_newton", "preconditioned_lbfgs")
@@ -106,12 +104,13 @@ class Solution(NamedTuple):
 
 def contenders(strategies: Iterable[str] = (DEFAULTS.strategy,), optimizers: Iterable[str] = DEFAULT_OPTIMIZERS,
                with_peer: bool = True) -> list[Contender]:
-    """Every (strategy, optimizer) pair that can run, each optimizer from its start (`INITS`),
-    and pyPLNmodels' own fit first."""
+    """Every (strategy, optimizer) pair that can run, each optimizer from its default start
+    (`DEFAULTS.init_for`: pyPLNmodels' algorithm from pyPLNmodels' start, the tutorial's from
+    the tutorial's), and pyPLNmodels' own fit first."""
     found = [Contender(PEER, "seed", "log_counts")] if with_peer else []
     for strategy in strategies:
         for optimizer in optimizers:
-            found.append(Contender(strategy, optimizer, INITS.get(optimizer) or DEFAULTS.init_for(optimizer)))
+            found.append(Contender(strategy, optimizer, DEFAULTS.init_for(optimizer)))
     return found
 
 

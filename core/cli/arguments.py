@@ -17,7 +17,6 @@ from core.spec import (
     LR_RANGE,
     OPTIMIZERS,
     PRECISIONS,
-    SET_STEP_OPTIMIZERS,
     SIMULATED_KINDS,
     TOL_RANGE,
     DatasetSpec,
@@ -27,8 +26,6 @@ from core.spec import (
 )
 
 BENCH_TABLES = ("per-iteration", "time-to-solution")
-_DEFAULT_INITS = (f"{DEFAULTS.init}, or {DEFAULTS.set_step_init} for those that step by a set size: "
-                  f"{', '.join(SET_STEP_OPTIMIZERS)}")
 
 
 class BadUsage(Exception):
@@ -98,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "run only gradient optimizers)")
     run.add_argument("--lr", type=float, default=DEFAULTS.lr,
                      help=f"learning rate of adam, rprop and pyplnmodels_rprop, {LR_RANGE[0]:g} to {LR_RANGE[1]:g}")
-    run.add_argument("--init", choices=INITS, default=None, help=f"default: the optimizer's ({_DEFAULT_INITS})")
+    run.add_argument("--init", choices=INITS, default=None, help=f"default: the optimizer's: {DEFAULTS.starts()}")
     run.add_argument("--repeats", type=int, default=DEFAULTS.repeats)
     run.add_argument("--tol", type=float, default=None,
                      help=f"stop after the first iteration whose relative ELBO change is under this, {TOL_RANGE[0]:g} "
@@ -126,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
                        help=f"default: the fastest measured (else {DEFAULTS.optimizer})")
     solve.add_argument("--init", choices=INITS, default=None,
-                       help=f"default: the fastest's (else the optimizer's: {_DEFAULT_INITS})")
+                       help=f"default: the fastest's (else the optimizer's: {DEFAULTS.starts()})")
     solve.add_argument("--tol", type=float, default=None,
                        help=f"relative ELBO change to stop at; default: the fastest's (else {DEFAULTS.tol:g}, float64 "
                             f"{DEFAULTS.tol_float64:g})")

@@ -25,7 +25,6 @@ from core.spec import (
     OAKS_ROWS,
     OPTIMIZERS,
     PRECISIONS,
-    SET_STEP_OPTIMIZERS,
     TOL_RANGE,
     SpecError,
     cap,
@@ -44,9 +43,7 @@ BUSY_REFRESH_S = 2.0
 # The dataset kinds drawn from the host that the sidebar offers, and how it names them.
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
 DEFAULT_INIT_TEXT = "the optimizer's default"
-INIT_LABELS = {OPTIMIZERS_INIT: f"{DEFAULT_INIT_TEXT}: {FRONT_DOOR.init}, or {FRONT_DOOR.set_step_init} for the "
-                                f"optimizers that step by a set size ({', '.join(SET_STEP_OPTIMIZERS)}), whose "
-                                f"steps take {FRONT_DOOR.init}'s small S through zero",
+INIT_LABELS = {OPTIMIZERS_INIT: f"{DEFAULT_INIT_TEXT}: {FRONT_DOOR.starts()}",
                "seed": "seed: M = 0, S = 1 (the tutorial's)",
                "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')",
                "log_rates": "log_rates: M = log Y - O, S = 0.5",

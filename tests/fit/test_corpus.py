@@ -36,9 +36,9 @@ SMALL = corpus.names(large=False)
 # The sets that broke the default before (microcosm's zeros, scRNA's 256 to 511 rows, a
 # near-singular Sigma) and p > n.
 HARD = ["microcosm 400x100", "scrna 400x100", "crossover per chromosome 43x104", "poisson 300x20"]
-# Each optimizer's start, as the time-to-solution benchmark runs it, and how long it may run
-# here: long enough for the second-order ones to stop on some sets, not to converge on all.
-STARTS = {"pyplnmodels_rprop": "log_counts", "seed": "seed", "adam": "log_counts", "rprop": "log_counts"}
+# How long each optimizer may run here (from its default start, as every front door and the
+# time-to-solution benchmark run it): long enough for the second-order ones to stop on some
+# sets, not to converge on all.
 CAPS = {"seed": 100, "adam": 100, "rprop": 100, "pyplnmodels_rprop": 200, "lbfgs": 100, "diagonal_newton": 150}
 
 
@@ -91,17 +91,18 @@ def test_the_default_fit_reaches_each_sets_optimum_and_says_so(references, name)
 @pytest.mark.parametrize("optimizer", [name for name in OPTIMIZERS if name != DEFAULTS.optimizer])
 def test_every_optimizer_says_converged_only_at_the_optimum(references, optimizer, precision):
     def judged(name):
-        start = STARTS.get(optimizer) or DEFAULTS.init_for(optimizer)
-        return name, *_fit(name, optimizer, start, precision, CAPS[optimizer], DEFAULTS.tol_for(precision))
+        return name, *_fit(name, optimizer, DEFAULTS.init_for(optimizer), precision, CAPS[optimizer],
+                           DEFAULTS.tol_for(precision))
 
     # Two at a time: XLA compiles a small program on one core.
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         for name, ended, checked in pool.map(judged, HARD):
+            # From its default start no optimizer diverges (seed did from log_rates on a crossover chromosome).
+            assert ended.status == "ok", (name, ended.error)
             gap = corpus.gap(checked.elbo, references[name].elbo)
             if ended.converged:
                 assert gap <= 1e-5, f"{optimizer} says converged on {name} ({precision}) {gap:.1e} below the optimum"
-            if ended.status == "ok":
-                assert gap >= -ABOVE, (name, checked.elbo)
+            assert gap >= -ABOVE, (name, checked.elbo)
 
 
 def test_the_log_rates_sd_start_takes_microcosm_to_its_optimum_in_half_the_iterations(references):
@@ -121,7 +122,9 @@ def test_the_log_rates_sd_start_takes_microcosm_to_its_optimum_in_half_the_itera
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 def test_the_tutorials_optimizer_runs_from_its_default_start(precision):
     # The tutorial's optimizer moves S by up to 0.1 a step: from log_rates_sd (S = 0.03 at a
-    # count of 1,000) its second ELBO was -inf; it starts from log_rates, where it runs.
-    assert DEFAULTS.init_for("seed") == "log_rates" != DEFAULTS.init_for(DEFAULTS.optimizer)
-    fit = direct.fit(corpus.load("oaks"), "seed", DEFAULTS.init_for("seed"), precision, 30, compiler_options=QUICK)
-    assert np.all(np.isfinite(fit.elbo)) and fit.elbo[-1] > fit.elbo[0]
+    # count of 1,000) its second ELBO was -inf, and from log_rates it ended further from the
+    # optimum than it had been and diverged on a crossover chromosome. It starts from its own.
+    assert DEFAULTS.init_for("seed") == "seed" != DEFAULTS.init_for(DEFAULTS.optimizer)
+    for name in ("oaks", "crossover per chromosome 43x104"):
+        fit = direct.fit(corpus.load(name), "seed", DEFAULTS.init_for("seed"), precision, 100, compiler_options=QUICK)
+        assert np.all(np.isfinite(fit.elbo)) and fit.elbo[-1] > fit.elbo[0], name

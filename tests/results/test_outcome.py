@@ -92,7 +92,7 @@ def test_a_set_step_optimizer_diverged_from_the_small_s_start_is_told_its_own_st
     from_sd = dataclasses.replace(_measurement([-10.0, NAN]), init="log_rates_sd")
     error = RunResult.measured(tutorial_spec(precision=precision), from_sd, 0.0, (0.0, 1.0)).error
     assert error == ("ELBO not finite at iteration 1; seed steps by a set size, which can take the small S of the "
-                     "log_rates_sd start through zero: start it from log_rates, its default")
+                     "log_rates_sd start through zero: start it from seed, its default")
 
 
 def test_cache_labels_say_where_each_executable_came_from():
