@@ -44,7 +44,7 @@ def main() -> None:
     navigation = st.navigation(pages + aliases)
     refused = links.restore()  # a link's settings, before any widget is drawn
     if refused:
-        st.toast(links.refused_note(refused), icon=":material/link_off:")
+        st.toast(links.refused_note(refused), icon=":material/link_off:", duration="long")  # a sentence to read
     sidebar()
     links.publish(navigation.url_path or "run")
     navigation.run()

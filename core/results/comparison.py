@@ -109,6 +109,10 @@ def retest(run: pd.Series, baseline: pd.Series, metric: str) -> str:
         return "This timing is measured once per run: there are no repeats to test. Choose a steady-state timing."
     if not (pd.notna(run[metric]) and pd.notna(baseline[metric]) and float(baseline[metric]) > 0):
         return f"Run #{int(run['id'])} or #{int(baseline['id'])} has no value of this timing to test."
+    for row in (run, baseline):
+        if str(row.get("status", "ok")) != "ok":
+            return (f"Run #{int(row['id'])} {row['status']}: its times are of a fit that stopped early, not a speed "
+                    "to test. Pin or pick a finished run.")
     found = spread.ratio(spread.Spread.of_run(run, metric), spread.Spread.of_run(baseline, metric))
     if found.same_program:
         verdict = "**the same program**: one speed, differences are noise"

@@ -366,9 +366,11 @@ display.chart(comparisons.ratio_bars(ratio_runs.assign(label=ratio_runs["id"].as
               + (f" {untimed} run{'s' * (untimed != 1)} with no {METRICS[ratio_metric].rsplit(' (', 1)[0]} left out."
                  if untimed else ""), legend=None)
 
-# Any run of the same problem with this timing tested again against the baseline, from the
-# repeats stored with it (a run without the timing, e.g. no time to solution, has nothing to test).
+# Any finished run of the same problem with this timing tested again against the baseline, from
+# the repeats stored with it (a run without the timing, e.g. no time to solution, has nothing to
+# test; a diverged one timed a fit that stopped early).
 timed = alike[pd.to_numeric(alike[ratio_metric], errors="coerce") > 0] if ratio_metric in alike else alike
+timed = timed[timed["status"] == "ok"] if "status" in timed else timed
 testable = [int(i) for i in timed["id"] if int(i) != baseline]
 if testable:
     if st.session_state.get("cmp_retest") not in testable:

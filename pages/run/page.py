@@ -189,6 +189,12 @@ with metrics[3]:
 if not ok.empty and winner is not None and winner.ties:
     # The tie's names, across the page: the metric's column is too narrow for them at 1024 px.
     st.caption(winner.sentence(), help="; ".join(f"{tie.strategy}: {tie.why}" for tie in winner.ties))
+elif ok.empty:
+    # Nothing finished: why, at the top, not only in each run's notes further down.
+    failed = frame.iloc[0]
+    more = f" ({len(frame) - 1} more, in the notes below)" if len(frame) > 1 else ""
+    st.error(f"No run finished. **{failed['strategy']}** {failed['status']}: {public(failed.get('error') or '')}"
+             f"{more}", icon=":material/error:")
 elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
     why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
            else "No tolerance is set (the sidebar's Tolerance)")

@@ -100,6 +100,18 @@ def test_pages_render_with_stored_runs(store):
         assert not at.error, [e.value for e in at.error]
 
 
+def test_runs_that_all_diverged_say_why_at_the_top(store):
+    run = fake_run("scan")
+    store.add(dataclasses.replace(run, status="diverged", error="ELBO not finite at iteration 1; try [this](x)",
+                                  diverged_at=1, iterations_run=1, elbo=run.elbo[:1]))
+    at = open_app()
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    assert not at.exception
+    (said,) = [e.value for e in at.error]
+    assert plain(said) == "No run finished. **scan** diverged: ELBO not finite at iteration 1; try [this](x)"
+    assert "\\[this\\]" in said  # the stored text is shown as text
+
+
 def test_a_run_without_a_stopping_test_is_said_so_beside_runs_that_have_one(store):
     seed = dataclasses.replace(settings.DEFAULTS, optimizer="seed")  # an optimizer the PyTorch twin runs
     store.add(fake_run("scan", spec=seed.fit_spec("scan")))

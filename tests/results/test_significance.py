@@ -143,6 +143,10 @@ def test_compare_retests_two_stored_runs_in_one_sentence():
     assert whole.endswith("The runs took 50 and 80 iterations: a whole run's time counts them; time per iteration "
                           "compares the strategies' speed.")
     assert "iterations:" not in comparison.retest(rows.iloc[1], rows.iloc[0], "per_iter_ms")
+    # A diverged run timed a fit that stopped early: nothing to test.
+    rows["status"] = ["diverged", "ok"]
+    assert comparison.retest(rows.iloc[1], rows.iloc[0], "run_s") == (
+        "Run #1 diverged: its times are of a fit that stopped early, not a speed to test. Pin or pick a finished run.")
 
 
 @pytest.mark.parametrize("p_value, text", [(0.032, "0.032"), (0.5, "0.5"), (0.00031, "0.00031"), (1e-8, "< 1e-6"),
