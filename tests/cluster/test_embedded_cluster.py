@@ -31,6 +31,13 @@ LONG = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=40, p=5), strategy=
                      optimizer=OptimizerSpec("adam"))
 
 
+def _served_by_current_nannies(cluster) -> bool:
+    """Whether the scheduler's workers are exactly those of the nannies the cluster now holds."""
+    ours = {nanny.worker_address for nanny in list(cluster.local.workers.values())}
+    listed = set(cluster.client.scheduler_info()["workers"])
+    return bool(ours) and None not in ours and listed == ours
+
+
 def test_the_embedded_cluster_is_warm_and_a_dead_worker_costs_one_run(tmp_path, monkeypatch):
     monkeypatch.setenv(access.PASSWORD_ENV, "the-team-password")
     monkeypatch.setattr(access, "_held", {})  # what start_local holds is this test's alone
@@ -104,7 +111,12 @@ def test_the_embedded_cluster_is_warm_and_a_dead_worker_costs_one_run(tmp_path, 
             while cluster.local.workers:  # the cluster gave up on it
                 assert time.monotonic() < deadline, "the cluster never gave up on the restarting worker"
                 time.sleep(0.05)
-        cluster.client.wait_for_workers(1, timeout=120)
+        # Served by the replacement's worker: the given-up nanny may still have restarted one,
+        # which the scheduler lists until that nanny is closed (a run sent there was lost).
+        deadline = time.monotonic() + 120
+        while not _served_by_current_nannies(cluster):
+            assert time.monotonic() < deadline, "no replacement worker served the cluster"
+            time.sleep(0.1)
         assert stored.run_and_store(cluster, store, TINY).status == "ok"
 
         def trim(dask_worker=None):
