@@ -323,9 +323,10 @@ def init_params(data: PLNData | PaddedPLNData, init: str) -> tuple[PLNParams, ja
             fewer iterations to within 1e-5 of the optimum on most of the corpus
             (microcosm 400 x 100: 44 instead of 97; counts to 1e5: 2 instead of 16; 18%
             fewer in all), one more on oaks with `tree`, three more on one crossover
-            chromosome (docs/accuracy.md). Not the default: the tutorial's optimizer
-            (`seed`), which moves S by up to 0.1 a step, takes an S of 0.03 through zero
-            and diverges at its second iteration.
+            chromosome (docs/accuracy.md). The default of the optimizers that find their
+            steps, not of those that step by a set size: the tutorial's optimizer (`seed`),
+            which moves S by up to 0.1 a step, takes an S of 0.03 through zero and diverges
+            at its second iteration (`catalog.Optimizer.start`).
 
     Returns:
         (params, precision). M and S are laid out like Y (`*_like`), so that row-sharded

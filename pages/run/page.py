@@ -192,9 +192,9 @@ if not ok.empty and winner is not None and winner.ties:
 elif ok.empty:
     # Nothing finished: why, at the top, not only in each run's notes further down.
     failed = frame.iloc[0]
-    more = f" ({len(frame) - 1} more, in the notes below)" if len(frame) > 1 else ""
+    others = f" ({len(frame) - 1} more, in the notes below)" if len(frame) > 1 else ""
     st.error(f"No run finished. **{failed['strategy']}** {failed['status']}: {public(failed.get('error') or '')}"
-             f"{more}", icon=":material/error:")
+             f"{others}", icon=":material/error:")
 elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
     why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
            else "No tolerance is set (the sidebar's Tolerance)")

@@ -120,8 +120,8 @@ class Settings:
 
     @property
     def start(self) -> str:
-        """The start the fits begin from: the one chosen, or the optimizer's own."""
-        return FRONT_DOOR.init_for(self.optimizer) if self.init == OPTIMIZERS_INIT else self.init
+        """The start the fits begin from (`start_of`)."""
+        return start_of(self.optimizer, self.init)
 
     def runnable(self, strategies: list[str]) -> tuple[list[str], list[str]]:
         """`strategies` split into those that can run this optimizer and those that refuse
@@ -176,6 +176,12 @@ def iterations_cap() -> int:
         return cap("iterations")
     except SpecError:
         return default_cap("iterations")
+
+
+def start_of(optimizer: str, init: str) -> str:
+    """The start the Initialisation box's `init` means for `optimizer`: the one chosen, or the
+    optimizer's own (`OPTIMIZERS_INIT`)."""
+    return FRONT_DOOR.init_for(optimizer) if init == OPTIMIZERS_INIT else init
 
 
 def key(field: str) -> str:

@@ -32,7 +32,7 @@ from core.spec import (
 )
 from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
-from pages.ui.settings import DEFAULTS, OPTIMIZERS_INIT, key
+from pages.ui.settings import DEFAULTS, OPTIMIZERS_INIT, key, start_of
 from pages.ui.text import md, public
 
 # How often this session's own progress redraws the sidebar's device line.
@@ -255,8 +255,7 @@ def _optimizer_inputs() -> None:
     name = st.session_state["sb_optimizer"]
     # A key keeps the box open while its label follows the choices made inside it. The
     # options are bare names (a sidebar box is about 200 px wide); the help describes them.
-    chosen = st.session_state["sb_init"]
-    start = FRONT_DOOR.init_for(name) if chosen == OPTIMIZERS_INIT else chosen
+    start = start_of(name, st.session_state["sb_init"])
     with st.expander(f"Optimizer: {name} · init: {start}", key="optimizer_box"):
         st.selectbox("Optimizer", OPTIMIZERS, key="sb_optimizer", persist_state="session",
                      help="\n".join(f"- {o.label}" for o in catalog.OPTIMIZERS.values()))
