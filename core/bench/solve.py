@@ -71,7 +71,7 @@ def choose(runs: Iterable[RunResult], dataset: DatasetSpec, precision: str, devi
                                             f"within {reach.SOLVED:g} {where}: run #{run.id}, "
                                             f"{run.time_to_solution_s:.4g} s to solution")
     settings = {"strategy": DEFAULTS.strategy, "optimizer": DEFAULTS.optimizer, "init": None,
-                "iterations": DEFAULTS.iterations, "tol": DEFAULTS.tol_for(precision), "lr": DEFAULTS.lr} | fixed
+                "iterations": DEFAULTS.solve_iterations, "tol": DEFAULTS.tol_for(precision), "lr": DEFAULTS.lr} | fixed
     return Choice(settings, "no stored run of this problem on this machine qualifies: the lab's default "
                             "(the fastest to converge on oaks)")
 

@@ -49,7 +49,8 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
         Lines coloured by strategy. When several runs share a strategy, each run is also
         dashed its own way and one legend names the runs, each entry in its strategy's
         colour and its dash (two legends, strategies and runs, would double the entries).
-        Rows with non-finite log(-ELBO) (diverged tails) are dropped.
+        Rows with non-finite log(-ELBO) (diverged tails) are dropped; a run left with one
+        point is drawn as a dot (layered over the lines).
 
     Raises:
         ValueError: `x` is unknown, or its column is absent.
@@ -93,7 +94,14 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
         enc["strokeDash"] = alt.StrokeDash("label:N", title="run", sort=runs, legend=legend)
     else:
         enc["color"] = color_by_strategy(df, legend=legend_for(sorted(set(df["strategy"])), "strategy", height))
-    return alt.Chart(df, title=title).mark_line().encode(**enc).properties(height=height)
+    lines = alt.Chart(df, title=title).mark_line().encode(**enc).properties(height=height)
+    # A line needs two points: a fit that diverged after its first iteration has one finite
+    # ELBO, and drawn as a line alone it left the chart empty. Such runs get a dot.
+    alone = df[df.groupby("run_id")["run_id"].transform("size") == 1]
+    if alone.empty:
+        return lines
+    dots = alt.Chart(alone).mark_point(filled=True, size=80).encode(**enc)
+    return alt.layer(lines, dots, title=title).properties(height=height)
 
 
 def coinciding_curves(elbo_long: pd.DataFrame) -> list[list[str]]:

@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"relative ELBO change to stop at; default: the fastest's (else {DEFAULTS.tol:g}, float64 "
                             f"{DEFAULTS.tol_float64:g})")
     solve.add_argument("--iterations", type=int, default=None,
-                       help=f"the most iterations (default: the fastest's, else {DEFAULTS.iterations})")
+                       help=f"the most iterations (default: the fastest's, else {DEFAULTS.solve_iterations:,}: "
+                            "solve fits to convergence)")
     solve.add_argument("--repeats", type=int, default=DEFAULTS.repeats)
     solve.add_argument("--any-host", action="store_true",
                        help="choose among the runs of every host in the store (default: this host's only: a "

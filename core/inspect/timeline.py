@@ -1,9 +1,10 @@
 """Inside one iteration: a few steady-state iterations of each strategy under JAX's profiler.
 
 `trace_strategies(spec, names)` prepares each strategy for `spec`'s problem as the engine
-does (its own executable cache, so nothing is shared with stored runs), runs it twice
-untraced (compile, first calls, then the untraced time), then runs every strategy once
-more inside one `jax.profiler.trace` session, each run marked by an annotation, and reads
+does (its own executable cache, so nothing is shared with stored runs), runs it untraced
+(compile and first calls, then `UNTRACED_RUNS` runs: the fastest is the untraced time),
+then runs every strategy once more inside one `jax.profiler.trace` session, each run
+marked by an annotation, and reads
 the trace (`core.inspect.trace_reading`). A traced run is never a timing: nothing is
 stored, and the profiler's own cost shows as traced against untraced time.
 
@@ -32,6 +33,10 @@ from core.run.prepared import ExecutableCache, prepare
 from core.spec import FitSpec, SpecError
 
 ITERATIONS = 5
+# Untraced runs after the first, the fastest of them kept: one run, against the one traced, could
+# read slower than it (eager met an op's first use after the first run, or a busy moment) and
+# say the profiler cost less than nothing.
+UNTRACED_RUNS = 3
 # The trace file handed back for download; eager's at oaks x100 is a few MB.
 MAX_TRACE_BYTES = 40 * 2**20
 
@@ -89,7 +94,7 @@ def trace_strategies(spec: FitSpec, counts=None, names: tuple[str, ...] = STRATE
             prep = prepare(one, counts, cache=ExecutableCache(size=1))
             with jax.default_device(prep.device):
                 _run(prep)  # first calls: eager's and the jitted functions' own compiles
-                untraced[name] = _run(prep)
+                untraced[name] = min(_run(prep) for _ in range(UNTRACED_RUNS))
             prepared.append(prep)
         options = jax.profiler.ProfileOptions()
         options.python_tracer_level = 0

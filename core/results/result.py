@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -55,20 +55,39 @@ def is_cache_label(text: str) -> bool:
             and names == sorted(names, key=order.index))
 
 
-def _with_advice(error: str | None, not_finite: bool, precision: str, optimizer: str, init: str) -> str | None:
-    """A divergence message, with what to try: the optimizer's default start where the start
-    is one its steps cannot take, float64 where float32 itself may be the cause."""
-    if not (error and not_finite):
-        return error
+class Remedy(NamedTuple):
+    """What to change after a divergence: a setting of the fit, its new value, and why.
+
+    Attributes:
+        setting: "init" or "precision" (`FitSpec`'s field, the sidebar's box).
+        value: the value to try.
+        why: the advice, as the run's error ends with it.
+    """
+
+    setting: str
+    value: str
+    why: str
+
+
+def divergence_remedy(precision: str, optimizer: str, init: str) -> Remedy | None:
+    """What to try after a fit diverged: the optimizer's default start where the start is one
+    its steps cannot take, float64 where float32 itself may be the cause; None where neither."""
     found = catalog.OPTIMIZERS.get(optimizer)
     if found is not None and found.set_steps and init == "log_rates_sd":
-        return (f"{error}; {optimizer} steps by a set size, which can take the small S of the log_rates_sd start "
-                f"through zero: start it from {DEFAULTS.init_for(optimizer)}, its default")
+        start = DEFAULTS.init_for(optimizer)
+        return Remedy("init", start, f"{optimizer} steps by a set size, which can take the small S of the "
+                                     f"log_rates_sd start through zero: start it from {start}, its default")
     if precision == "float32":
         smaller = " or a smaller learning rate" if found is not None and found.takes_lr else ""
-        return (error + "; float32 overflows exp above 88 and loses an ill-conditioned Sigma where float64 "
-                f"does not: try float64{smaller}")
-    return error
+        return Remedy("precision", "float64", "float32 overflows exp above 88 and loses an ill-conditioned Sigma "
+                                              f"where float64 does not: try float64{smaller}")
+    return None
+
+
+def _with_advice(error: str | None, not_finite: bool, precision: str, optimizer: str, init: str) -> str | None:
+    """A divergence message, with what to try (`divergence_remedy`)."""
+    remedy = divergence_remedy(precision, optimizer, init) if error and not_finite else None
+    return f"{error}; {remedy.why}" if remedy is not None else error
 
 
 @dataclasses.dataclass
@@ -295,6 +314,15 @@ class RunResult:
         return self._verdict()[0]
 
     @property
+    def remedy(self) -> Remedy | None:
+        """What its error advises trying (`divergence_remedy`), for a diverged run whose error
+        says it; else None."""
+        if self.status != "diverged" or not self.error:
+            return None
+        remedy = divergence_remedy(self.precision, self.optimizer, self.init)
+        return remedy if remedy is not None and self.error.endswith(remedy.why) else None
+
+    @property
     def unstable(self) -> str:
         """Why its timings carry other processes' load (`core.results.stability`), or "" for a
         run timed on a quiet machine (or stored before the machine's state was kept)."""
@@ -332,6 +360,11 @@ class RunResult:
             error = (f"stopped past this server's time budget of {budget_s or 0:,.0f} s per run "
                      f"(PLNLAB_MAX_RUN_SECONDS): {len(trace):,} of {spec.iterations:,} iterations in the first "
                      f"call, {len(measurement.times)} of {spec.repeats} timed repeats")
+            # How far it got, as a run out of iterations says it: whether a larger budget is worth asking for.
+            gap = measurement.estimated_gap
+            if gap is not None and np.isfinite(gap):
+                error += (f"; where it stopped, its float64 gradient puts it about {gap:.0e} (relative) below the "
+                          "optimum")
         return cls(
             **{name: getattr(measurement, name) for name in _KEPT_AS_MEASURED},
             **{name: getattr(spec, name) for name in _FROM_SPEC},

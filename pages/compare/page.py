@@ -18,8 +18,7 @@ from pages.ui import display, links, resources, sign_in, state
 from pages.ui import upload as upload_widgets
 from pages.ui.text import md, public
 
-FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
-           "status": "Status", "jax_version": "JAX", "git_commit": "Commit"}
+FILTERS = links.COMPARE_FILTERS
 # What a run is and its timings first: at 1024 px the table shows its first five columns.
 TABLE = ["id", "strategy", "time_to_solution_s", "per_iter_ms", "dataset", "source", "optimizer", "init",
          "iterations_run", "precision", "device", "status", "unstable", "run_s", "run_s_min", "run_s_max", "compile_s",
@@ -55,6 +54,9 @@ COLUMNS = {
     "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
     "device_kind": st.column_config.TextColumn("device kind"),
     "n": st.column_config.NumberColumn("n", format="%d"),
+    "iterations": st.column_config.NumberColumn("iterations cap", format="%d",
+                                                help="the most iterations the run could take (the sidebar's "
+                                                     "Iterations); it stops sooner at its tolerance"),
     # Tolerances are powers of ten: 1e-07 reads at once where 0.0000001 needs counting.
     "tol": st.column_config.NumberColumn("tol", format="%.0e"),
     "lr": st.column_config.NumberColumn("lr", format="%g"),

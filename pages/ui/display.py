@@ -54,7 +54,9 @@ COMPILE_COLUMNS = {
 }
 FIT_COLUMNS = {
     "strategy": STRATEGY_COLUMN,
-    "iterations_run": st.column_config.NumberColumn("iterations", help="iterations run"),
+    # "run", not "iterations": beside the settings' Iterations (the cap) a bare name read as either.
+    "iterations_run": st.column_config.NumberColumn("iterations run", help="iterations run: the cap, or fewer where "
+                                                                          "the fit stopped at its tolerance"),
     "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f",
                                                 help="the ELBO itself, exact log Y! (gammaln)"),
     "final_change": st.column_config.NumberColumn("last change", format="%.1e",

@@ -169,6 +169,16 @@ def set_iterations(value: int) -> None:
     st.session_state[key("iterations")] = float(value)
 
 
+def apply_remedy(setting: str, value: str) -> None:
+    """A button's callback: the sidebar holds a diverged run's remedy
+    (`core.results.result.Remedy`) when it is drawn next. A start that is the sidebar
+    optimizer's own is set as "the optimizer's default", so that it follows a later switch."""
+    if setting == "init":
+        optimizer = st.session_state.get(key("optimizer"), DEFAULTS.optimizer)
+        value = OPTIMIZERS_INIT if start_of(optimizer, OPTIMIZERS_INIT) == value else value
+    st.session_state[key(setting)] = value
+
+
 def iterations_cap() -> int:
     """The most iterations a run may take on this server: `core.spec.cap`, or the built-in cap
     where the server's is bad, as the sidebar's Iterations box takes it (which says why)."""

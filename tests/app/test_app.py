@@ -20,8 +20,9 @@ from specs import tutorial_spec
 from streamlit.testing.v1 import AppTest
 
 from core.data.counts import DataError
+from core.results import result as result_module
 from core.results.result import RunResult
-from core.spec import DatasetSpec, FitSpec, cap
+from core.spec import DatasetSpec, FitSpec, OptimizerSpec, cap
 from core.store.run_store import RunStore
 from pages.ui import settings
 from pages.ui.text import plain
@@ -110,6 +111,31 @@ def test_runs_that_all_diverged_say_why_at_the_top(store):
     (said,) = [e.value for e in at.error]
     assert plain(said) == "No run finished. **scan** diverged: ELBO not finite at iteration 1; try [this](x)"
     assert "\\[this\\]" in said  # the stored text is shown as text
+
+
+@pytest.mark.parametrize("optimizer, init, precision, button, setting, value", [
+    ("seed", "log_rates_sd", "float64", "Start seed from seed", "sb_init", settings.OPTIMIZERS_INIT),
+    ("adam", "log_rates", "float32", "Switch to float64", "sb_precision", "float64"),
+])
+def test_a_diverged_runs_advice_is_one_click(store, optimizer, init, precision, button, setting, value):
+    chosen = dataclasses.replace(settings.DEFAULTS, optimizer=optimizer, init=init, precision=precision)
+    spec = chosen.fit_spec("scan")
+    remedy = result_module.divergence_remedy(precision, optimizer, init)
+    run = fake_run("scan", spec=spec)
+    store.add(dataclasses.replace(run, status="diverged", error=f"ELBO not finite at iteration 1; {remedy.why}",
+                                  diverged_at=1, iterations_run=1, elbo=run.elbo[:1]))
+    at = open_app()
+    for field in ("optimizer", "init", "precision"):
+        at.session_state[settings.key(field)] = getattr(chosen, field)
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    (offered,) = [b for b in at.button if b.key.startswith("run_remedy_")]
+    assert offered.label == button
+    offered.click().run()
+    assert at.session_state[setting] == value
+    assert settings.start_of(at.session_state["sb_optimizer"], at.session_state["sb_init"]) == \
+        ("seed" if optimizer == "seed" else init)
+    assert not [b for b in at.button if b.key.startswith("run_remedy_")]  # applied: not offered again
 
 
 def test_a_run_without_a_stopping_test_is_said_so_beside_runs_that_have_one(store):
@@ -343,6 +369,28 @@ def test_compare_shows_the_newest_runs_of_a_large_store_and_filters_reach_the_re
     assert not at.exception, [e.value for e in at.exception]
     assert list(at.dataframe[0].value["id"]) == [old.id]
     assert any("1 of 501 runs shown" in c.value for c in at.caption)
+
+
+def test_compare_filters_by_optimizer_and_start(store):
+    """Runs of one strategy by different optimizers and starts: the filters tell them apart."""
+    default = fake_run("scan")
+    seed = fake_run("scan", spec=dataclasses.replace(default_spec(), optimizer=OptimizerSpec("seed"), init=None))
+    adam_from_seed = fake_run("scan", spec=dataclasses.replace(default_spec(), optimizer=OptimizerSpec("adam"),
+                                                               init="seed"))
+    for run in (default, seed, adam_from_seed):
+        store.add(run)
+    at = open_app("pages/compare/page.py")
+    assert sorted(at.multiselect(key="cmp_f_optimizer").options) == ["adam", "preconditioned_lbfgs", "seed"]
+    at.multiselect(key="cmp_f_init").set_value(["seed"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert sorted(at.dataframe[0].value["id"]) == sorted([seed.id, adam_from_seed.id])
+    at.multiselect(key="cmp_f_optimizer").set_value(["adam"]).run()
+    assert list(at.dataframe[0].value["id"]) == [adam_from_seed.id]
+    assert at.query_params["optimizer"] == "adam" and at.query_params["init"] == "seed"
+
+
+def default_spec() -> FitSpec:
+    return settings.DEFAULTS.fit_spec("scan", dataset=DatasetSpec(kind="oaks", replicate=1))
 
 
 def test_compare_imports_a_runs_file_or_says_why_not(store, tmp_path):

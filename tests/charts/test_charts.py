@@ -381,6 +381,19 @@ def test_elbo_curves_drop_non_finite_and_dash_shared_strategies(elbo_long):
     assert "strokeDash" not in single["encoding"]
 
 
+def test_a_run_with_one_finite_elbo_is_drawn_as_a_dot(elbo_long):
+    # A fit that diverged after its first iteration: one finite ELBO, which a line alone leaves undrawn.
+    diverged = elbo_long["run_id"] == 3
+    one_point = elbo_long[~diverged | (elbo_long["iteration"] == 0)]
+    spec = lines.elbo_curves(one_point).to_dict()
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
+    assert marks == ["line", "point"]
+    dots = next(frame for frame in _datasets(spec) if len(frame) == 1)
+    assert dots["run_id"].tolist() == [3]
+    assert spec["title"] == "log(-ELBO), lower is better"
+    assert "layer" not in lines.elbo_curves(elbo_long).to_dict()  # every run a line: no layer
+
+
 def test_coinciding_curves_are_named_and_near_ones_are_not():
     curve = -1e5 * (1 + np.exp(-np.arange(30) / 5.0))
     nudged = curve.copy()

@@ -80,6 +80,8 @@ def test_solve_picks_the_fastest_stored_run_that_reached_the_best(tmp_path):
     default = solve.choose(store.list(), TINY, "float32", "cpu", given)
     assert default.settings["optimizer"] == "preconditioned_lbfgs" and "default" in default.why
     assert default.settings["tol"] == DEFAULTS.tol_for("float32") == 1e-7
+    # It fits to convergence: a cap ten times a dashboard Run's, for a fit that needs more than 500.
+    assert default.settings["iterations"] == DEFAULTS.solve_iterations == 10 * DEFAULTS.iterations
     _stored(store, "scan", run_s=0.05)
     fastest = _stored(store, "while_loop", run_s=0.03)
     _stored(store, "jit_step", run_s=0.01, final=-100.5)  # faster, but not within 1e-5 of the best
