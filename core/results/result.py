@@ -315,12 +315,16 @@ class RunResult:
 
     @property
     def remedy(self) -> Remedy | None:
-        """What its error advises trying (`divergence_remedy`), for a diverged run whose error
-        says it; else None."""
-        if self.status != "diverged" or not self.error:
-            return None
-        remedy = divergence_remedy(self.precision, self.optimizer, self.init)
-        return remedy if remedy is not None and self.error.endswith(remedy.why) else None
+        """What its notes advise trying: for a diverged run, what its error says
+        (`divergence_remedy`); for a float32 run that stopped short of the optimum or stalled
+        at float32's resolution, float64 (as `outcome.short_note` and `outcome.stall_note`
+        say); else None."""
+        if self.status == "diverged" and self.error:
+            remedy = divergence_remedy(self.precision, self.optimizer, self.init)
+            return remedy if remedy is not None and self.error.endswith(remedy.why) else None
+        if self.status == "ok" and self.precision == "float32" and (self.short or self.stalled):
+            return Remedy("precision", "float64", "float64 resolves the ELBO's changes that float32 cannot")
+        return None
 
     @property
     def unstable(self) -> str:

@@ -270,7 +270,7 @@ st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
               f" · {'all' if theirs == len(shown) else theirs} from the shared store, not run in this session"))
 display.show_runs_table(frame)
 display.show_run_notes(shown)
-# A diverged fit is no dead end either: its advice, one click away, for the next Run.
+# A diverged fit, or a float32 fit that stopped short, is no dead end: its advice, one click away, for the next Run.
 # Offered while the sidebar does not already hold it (a start: for the optimizer that diverged).
 now = settings.current()
 remedies = {r.remedy for r in shown if r.remedy is not None
@@ -279,7 +279,7 @@ remedies = {r.remedy for r in shown if r.remedy is not None
 for setting, value, _ in sorted(remedies):
     label = f"Switch to {value}" if setting == "precision" else f"Start {now.optimizer} from {value}"
     st.button(label, key=f"run_remedy_{setting}_{value}", icon=":material/healing:", on_click=settings.apply_remedy,
-              args=(setting, value), help="what the diverged run's note advises, in the sidebar for the next Run")
+              args=(setting, value), help="what the run's note above advises, in the sidebar for the next Run")
 # A fit that ran out of iterations is no dead end: one click puts four times as many in the
 # sidebar, and Run then fits again from the start under the larger cap.
 capped = [r for r in display.still_moving(shown) if r.status == "ok"]

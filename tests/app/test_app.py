@@ -138,6 +138,19 @@ def test_a_diverged_runs_advice_is_one_click(store, optimizer, init, precision, 
     assert not [b for b in at.button if b.key.startswith("run_remedy_")]  # applied: not offered again
 
 
+def test_a_float32_fit_that_stopped_short_offers_float64(store):
+    run = fake_run("scan")
+    store.add(dataclasses.replace(run, iterations_run=40, elbo=run.elbo[:40], final_elbo=run.elbo[39],
+                                  per_iter_ms=1e3 * run.run_s / 40, final_change=6e-8, estimated_gap=2e-5))
+    at = open_app()
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    assert store.list()[0].short and any("stopped short of the optimum" in w.value for w in at.warning)
+    (offered,) = [b for b in at.button if b.key.startswith("run_remedy_")]
+    assert offered.label == "Switch to float64"
+    offered.click().run()
+    assert at.session_state["sb_precision"] == "float64" and not at.exception
+
+
 def test_a_run_without_a_stopping_test_is_said_so_beside_runs_that_have_one(store):
     seed = dataclasses.replace(settings.DEFAULTS, optimizer="seed")  # an optimizer the PyTorch twin runs
     store.add(fake_run("scan", spec=seed.fit_spec("scan")))
