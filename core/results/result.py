@@ -56,37 +56,44 @@ def is_cache_label(text: str) -> bool:
 
 
 class Remedy(NamedTuple):
-    """What to change after a divergence: a setting of the fit, its new value, and why.
+    """What to change after a fit went wrong: a setting of the fit, its new value, and why.
 
     Attributes:
-        setting: "init" or "precision" (`FitSpec`'s field, the sidebar's box).
-        value: the value to try.
+        setting: "init", "lr" or "precision" (the sidebar's box of that name).
+        value: the value to try (a float for "lr").
         why: the advice, as the run's error ends with it.
     """
 
     setting: str
-    value: str
+    value: str | float
     why: str
 
 
-def divergence_remedy(precision: str, optimizer: str, init: str) -> Remedy | None:
+def divergence_remedy(precision: str, optimizer: str, init: str, lr: float, not_finite: bool = True) -> Remedy | None:
     """What to try after a fit diverged: the optimizer's default start where the start is one
-    its steps cannot take, float64 where float32 itself may be the cause; None where neither."""
+    its steps cannot take; the default learning rate where a larger one made the steps
+    overshoot; float64 where float32's overflow may be the cause (an ELBO that went non-finite,
+    `not_finite`); None where none of these."""
     found = catalog.OPTIMIZERS.get(optimizer)
     if found is not None and found.set_steps and init == "log_rates_sd":
         start = DEFAULTS.init_for(optimizer)
         return Remedy("init", start, f"{optimizer} steps by a set size, which can take the small S of the "
                                      f"log_rates_sd start through zero: start it from {start}, its default")
-    if precision == "float32":
+    if found is not None and found.takes_lr and lr > DEFAULTS.lr:
+        return Remedy("lr", DEFAULTS.lr, f"{optimizer}'s steps at a learning rate of {lr:g} overshoot: try the "
+                                         f"default, {DEFAULTS.lr:g}")
+    if precision == "float32" and not_finite:
         smaller = " or a smaller learning rate" if found is not None and found.takes_lr else ""
         return Remedy("precision", "float64", "float32 overflows exp above 88 and loses an ill-conditioned Sigma "
                                               f"where float64 does not: try float64{smaller}")
     return None
 
 
-def _with_advice(error: str | None, not_finite: bool, precision: str, optimizer: str, init: str) -> str | None:
-    """A divergence message, with what to try (`divergence_remedy`)."""
-    remedy = divergence_remedy(precision, optimizer, init) if error and not_finite else None
+def _with_advice(error: str | None, not_finite: bool, precision: str, optimizer: str, init: str,
+                 lr: float) -> str | None:
+    """A divergence message (`error`; None for a fit that did not diverge), with what to try
+    (`divergence_remedy`)."""
+    remedy = divergence_remedy(precision, optimizer, init, lr, not_finite) if error else None
     return f"{error}; {remedy.why}" if remedy is not None else error
 
 
@@ -320,8 +327,12 @@ class RunResult:
         at float32's resolution, float64 (as `outcome.short_note` and `outcome.stall_note`
         say); else None."""
         if self.status == "diverged" and self.error:
-            remedy = divergence_remedy(self.precision, self.optimizer, self.init)
-            return remedy if remedy is not None and self.error.endswith(remedy.why) else None
+            # Whether its ELBO went non-finite is not kept: the advice its error ends with says.
+            for not_finite in (True, False):
+                remedy = divergence_remedy(self.precision, self.optimizer, self.init, self.lr, not_finite)
+                if remedy is not None and self.error.endswith(remedy.why):
+                    return remedy
+            return None
         if self.status == "ok" and self.precision == "float32" and (self.short or self.stalled):
             return Remedy("precision", "float64", "float64 resolves the ELBO's changes that float32 cannot")
         return None
@@ -358,7 +369,7 @@ class RunResult:
         n, p, d = measurement.shape
         status = ended.status
         error = _with_advice(ended.error, ended.elbo.size < len(measurement.elbo), spec.precision,
-                             measurement.optimizer, measurement.init)
+                             measurement.optimizer, measurement.init, measurement.lr)
         if status == "ok" and measurement.timed_out:
             status = "timed_out"
             error = (f"stopped past this server's time budget of {budget_s or 0:,.0f} s per run "

@@ -296,12 +296,14 @@ if by:
     left_out = ""
     if unmeasured:
         names = ", ".join(unmeasured[:6]) + (f" and {len(unmeasured) - 6} more" if len(unmeasured) > 6 else "")
-        why = " (runs of a fixed number of iterations)" if metric == "time_to_solution_s" else ""
+        why = (" (none of their runs converged: a fixed number of iterations, or its cap reached first)"
+               if metric == "time_to_solution_s" else "")
         left_out = f" Left out, with no {METRICS[metric].rsplit(' (', 1)[0]}{why}: {md(names)}."
     mixing = "" if "optimizer" in by else " A group holding runs of several optimizers (algorithms) says so."
     display.chart(comparisons.grouped_summary(picked, labelled, metric),
                   f"Median (dot) of the runs' {METRICS[metric]}, and the range (line) from the fastest to the "
-                  f"slowest repeat of any run in the group; diverged runs left out.{same}{mixing}{left_out}",
+                  f"slowest repeat of any run in the group; diverged runs are left out of both, and a group of "
+                  f"diverged runs alone is a row with its count and no dot.{same}{mixing}{left_out}",
                   legend=None)
 else:
     st.info("Choose at least one column to group by.")

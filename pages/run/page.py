@@ -107,12 +107,13 @@ if clicked:
     if error:
         st.error(error, icon=":material/error:")
     else:  # redraw, so that the button offers "Run again" rather than a finished run
-        st.session_state["run_flash"] = f"{len(results)} run{'s' * (len(results) != 1)} finished and stored."
+        st.session_state["run_flash"] = running.stored_flash(results)
         st.session_state["run_handed"] = results
         st.rerun()
 running.show_cancelled()
 if flash := st.session_state.pop("run_flash", None):
-    st.toast(flash, icon=":material/check_circle:")
+    text, icon = flash
+    st.toast(text, icon=icon)
 
 shown = [stored[name] for name in chosen if name in stored]
 note = ""
@@ -123,8 +124,11 @@ if not shown and st.session_state.get("run_last_ids"):
             shown.append(store.get(run_id))
         except KeyError:  # deleted on the Compare page since
             pass
-    note = "Your last runs, with settings that differ from the sidebar's now: " + \
-        (settings.spec_summary(FitSpec.from_dict(shown[0].spec), (shown[0].n, shown[0].p)) if shown else "")
+    last = FitSpec.from_dict(shown[0].spec) if shown else None
+    differ = settings.differences(last, shown[0].strategy) if shown else []
+    note = ("Your last runs, with settings that differ from the sidebar's now"
+            + (f" ({'; '.join(differ)})" if differ else "") + ": "
+            + (settings.spec_summary(last, (shown[0].n, shown[0].p)) if shown else ""))
 if not shown:
     st.info("Press **Run** to fit and time the chosen strategies. Each run is stored, so anyone can "
             "compare it later.", icon=":material/play_circle:")
@@ -272,14 +276,12 @@ display.show_runs_table(frame)
 display.show_run_notes(shown)
 # A diverged fit, or a float32 fit that stopped short, is no dead end: its advice, one click away, for the next Run.
 # Offered while the sidebar does not already hold it (a start: for the optimizer that diverged).
-now = settings.current()
-remedies = {r.remedy for r in shown if r.remedy is not None
-            and (now.precision != r.remedy.value if r.remedy.setting == "precision"
-                 else now.optimizer == r.optimizer and now.start != r.remedy.value)}
-for setting, value, _ in sorted(remedies):
-    label = f"Switch to {value}" if setting == "precision" else f"Start {now.optimizer} from {value}"
-    st.button(label, key=f"run_remedy_{setting}_{value}", icon=":material/healing:", on_click=settings.apply_remedy,
-              args=(setting, value), help="what the run's note above advises, in the sidebar for the next Run")
+remedies = {(r.remedy, r.optimizer) for r in shown
+            if r.remedy is not None and settings.remedy_pending(r.remedy, r.optimizer)}
+for remedy, optimizer in sorted(remedies, key=str):
+    st.button(settings.remedy_label(remedy, optimizer), key=f"run_remedy_{remedy.setting}_{remedy.value}",
+              icon=":material/healing:", on_click=settings.apply_remedy, args=(remedy.setting, remedy.value),
+              help="what the run's note above advises, in the sidebar for the next Run")
 # A fit that ran out of iterations is no dead end: one click puts four times as many in the
 # sidebar, and Run then fits again from the start under the larger cap.
 capped = [r for r in display.still_moving(shown) if r.status == "ok"]

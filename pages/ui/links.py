@@ -115,7 +115,7 @@ SIDEBAR = (
 )
 # Compare's filters (a column of the store's frame: its box's label), each carried by a link.
 COMPARE_FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
-                   "optimizer": "Optimizer", "init": "Start", "status": "Status", "jax_version": "JAX",
+                   "optimizer": "Optimizer", "init": "Initialisation", "status": "Status", "jax_version": "JAX",
                    "git_commit": "Commit"}
 # Per page (its url_path): what its own widgets hold.
 PAGES: dict[str, tuple[Param, ...]] = {

@@ -265,6 +265,19 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
     return results, error
 
 
+def stored_flash(results: list[RunResult]) -> tuple[str, str]:
+    """(text, icon) of the toast after a Run: how many runs were stored, and how many of them
+    finished (a diverged run is stored too, and "3 runs finished" over "No run finished"
+    said two things at once)."""
+    count = len(results)
+    runs = f"{count} run{'s' * (count != 1)}"
+    finished = sum(result.status == "ok" for result in results)
+    if finished == count:
+        return f"{runs} finished and stored.", ":material/check_circle:"
+    return (f"{runs} stored; {finished or 'none'} finished: the page says why "
+            f"{'not' if finished == 0 else 'the others did not'}.", ":material/warning:")
+
+
 def ran_here(run_id: int) -> bool:
     """Whether this browser session made the run: the store is shared, and a page that shows
     the newest stored runs of its settings says when they are someone else's, or older."""

@@ -11,6 +11,7 @@ import dataclasses
 import streamlit as st
 
 from core.data.counts import CountData
+from core.results.result import Remedy
 from core.spec import DEFAULTS as FRONT_DOOR
 from core.spec import (
     GRADIENT_OPTIMIZERS,
@@ -169,7 +170,27 @@ def set_iterations(value: int) -> None:
     st.session_state[key("iterations")] = float(value)
 
 
-def apply_remedy(setting: str, value: str) -> None:
+def remedy_label(remedy: Remedy, optimizer: str) -> str:
+    """The text of a button that applies `remedy` to a run of `optimizer`."""
+    if remedy.setting == "init":
+        return f"Start {optimizer} from {remedy.value}"
+    if remedy.setting == "lr":
+        return f"Set the learning rate to {remedy.value:g}"
+    return f"Switch to {remedy.value}"
+
+
+def remedy_pending(remedy: Remedy, optimizer: str) -> bool:
+    """Whether the sidebar does not hold `remedy` (for a run of `optimizer`) yet: a start or a
+    learning rate only while the sidebar's optimizer is still the run's."""
+    now = current()
+    if remedy.setting == "precision":
+        return now.precision != remedy.value
+    if now.optimizer != optimizer:
+        return False
+    return now.start != remedy.value if remedy.setting == "init" else float(now.lr) != remedy.value
+
+
+def apply_remedy(setting: str, value: str | float) -> None:
     """A button's callback: the sidebar holds a diverged run's remedy
     (`core.results.result.Remedy`) when it is drawn next. A start that is the sidebar
     optimizer's own is set as "the optimizer's default", so that it follows a later switch."""
@@ -224,3 +245,22 @@ def spec_summary(spec: FitSpec, counts_shape: tuple[int, int] | None = None) -> 
              until, f"first call + at least {spec.repeats} timed repeat{'s' * (spec.repeats > 1)}",
              f"optimizer {spec.optimizer.label}", f"init {spec.init}"]
     return " · ".join(parts)
+
+
+# The settings `differences` names, as a run's spec and the sidebar hold them.
+_COMPARED = {"data": lambda spec: spec.dataset.label, "precision": lambda spec: spec.precision,
+             "device": lambda spec: spec.device, "optimizer": lambda spec: spec.optimizer.label,
+             "init": lambda spec: spec.init, "iterations": lambda spec: f"{spec.iterations:,}",
+             "tol": lambda spec: f"{spec.tol:g}", "repeats": lambda spec: str(spec.repeats)}
+
+
+def differences(spec: FitSpec, strategy: str) -> list[str]:
+    """The settings in which `spec` (a run's) and the sidebar's spec for `strategy` differ,
+    each as "name: the run's (sidebar: the sidebar's)" (markdown); [] where the sidebar's
+    settings cannot be read."""
+    try:
+        now = current().fit_spec(strategy)
+    except (SpecError, ValueError):
+        return []
+    return [f"{name} {md(of(spec))} (sidebar: {md(of(now))})" for name, of in _COMPARED.items()
+            if of(spec) != of(now)]

@@ -113,19 +113,20 @@ def test_runs_that_all_diverged_say_why_at_the_top(store):
     assert "\\[this\\]" in said  # the stored text is shown as text
 
 
-@pytest.mark.parametrize("optimizer, init, precision, button, setting, value", [
-    ("seed", "log_rates_sd", "float64", "Start seed from seed", "sb_init", settings.OPTIMIZERS_INIT),
-    ("adam", "log_rates", "float32", "Switch to float64", "sb_precision", "float64"),
+@pytest.mark.parametrize("optimizer, init, precision, lr, button, setting, value", [
+    ("seed", "log_rates_sd", "float64", 0.01, "Start seed from seed", "sb_init", settings.OPTIMIZERS_INIT),
+    ("adam", "log_rates", "float32", 0.01, "Switch to float64", "sb_precision", "float64"),
+    ("adam", "log_rates", "float32", 10.0, "Set the learning rate to 0.01", "sb_lr", 0.01),
 ])
-def test_a_diverged_runs_advice_is_one_click(store, optimizer, init, precision, button, setting, value):
-    chosen = dataclasses.replace(settings.DEFAULTS, optimizer=optimizer, init=init, precision=precision)
+def test_a_diverged_runs_advice_is_one_click(store, optimizer, init, precision, lr, button, setting, value):
+    chosen = dataclasses.replace(settings.DEFAULTS, optimizer=optimizer, init=init, precision=precision, lr=lr)
     spec = chosen.fit_spec("scan")
-    remedy = result_module.divergence_remedy(precision, optimizer, init)
+    remedy = result_module.divergence_remedy(precision, optimizer, init, lr)
     run = fake_run("scan", spec=spec)
     store.add(dataclasses.replace(run, status="diverged", error=f"ELBO not finite at iteration 1; {remedy.why}",
                                   diverged_at=1, iterations_run=1, elbo=run.elbo[:1]))
     at = open_app()
-    for field in ("optimizer", "init", "precision"):
+    for field in ("optimizer", "init", "precision", "lr"):
         at.session_state[settings.key(field)] = getattr(chosen, field)
     at.pills(key="run_strategies").set_value(["scan"]).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -136,6 +137,15 @@ def test_a_diverged_runs_advice_is_one_click(store, optimizer, init, precision, 
     assert settings.start_of(at.session_state["sb_optimizer"], at.session_state["sb_init"]) == \
         ("seed" if optimizer == "seed" else init)
     assert not [b for b in at.button if b.key.startswith("run_remedy_")]  # applied: not offered again
+
+
+def test_the_toast_after_a_run_says_how_many_finished():
+    from pages.ui.running import stored_flash
+
+    ok, diverged = fake_run("scan"), dataclasses.replace(fake_run("jit_step"), status="diverged")
+    assert stored_flash([ok, ok]) == ("2 runs finished and stored.", ":material/check_circle:")
+    assert stored_flash([diverged] * 3)[0] == "3 runs stored; none finished: the page says why not."
+    assert stored_flash([ok, diverged])[0] == "2 runs stored; 1 finished: the page says why the others did not."
 
 
 def test_a_float32_fit_that_stopped_short_offers_float64(store):
@@ -181,7 +191,10 @@ def test_new_settings_keep_the_whole_last_result_in_view_not_only_its_new_runs(s
     at.button(key="run_go").click().run()
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
     at.sidebar.number_input(key="sb_iterations").set_value(7).run()
-    assert any(c.value.startswith("Your last runs, with settings that differ") for c in at.caption)
+    (said,) = [c.value for c in at.caption if c.value.startswith("Your last runs, with settings that differ")]
+    # It names what differs, not only the whole of the runs' settings.
+    assert said.startswith("Your last runs, with settings that differ from the sidebar's now (iterations 6 "
+                           "(sidebar: 7)): "), said
     assert sorted(at.dataframe[0].value["strategy"]) == ["jit_step", "scan"]
 
 

@@ -95,6 +95,24 @@ def test_a_set_step_optimizer_diverged_from_the_small_s_start_is_told_its_own_st
                      "log_rates_sd start through zero: start it from seed, its default")
 
 
+def test_a_fit_that_blew_up_to_a_finite_elbo_is_told_what_to_try():
+    spec = tutorial_spec(tol=1e-3, precision="float32")
+    blown = [-10.0, -1e6, -1e9]  # finite, ending far more than BLOW_UP_FACTOR below its start
+    # adam at a learning rate of 10: its steps overshoot; float32's overflow is not the cause here.
+    adam = dataclasses.replace(_measurement(blown), optimizer="adam", lr=10.0, init="log_rates")
+    result = RunResult.measured(spec, adam, 0.0, (0.0, 1.0))
+    assert result.status == "diverged" and "blew up" in result.error
+    assert result.error.endswith("adam's steps at a learning rate of 10 overshoot: try the default, 0.01")
+    assert result.remedy == ("lr", 0.01, "adam's steps at a learning rate of 10 overshoot: try the default, 0.01")
+    # At its default rate, a finite blow-up in float32 gets no float64 advice (nothing overflowed).
+    plain = RunResult.measured(spec, dataclasses.replace(adam, lr=0.01), 0.0, (0.0, 1.0))
+    assert "blew up" in plain.error and "float64" not in plain.error and plain.remedy is None
+    # Went non-finite after all: float64 is worth a try.
+    overflowed = RunResult.measured(spec, dataclasses.replace(adam, lr=0.01, elbo=np.asarray([-10.0, NAN])), 0.0,
+                                    (0.0, 1.0))
+    assert overflowed.remedy.setting == "precision" and overflowed.error.endswith(overflowed.remedy.why)
+
+
 def test_cache_labels_say_where_each_executable_came_from():
     assert cache_label(1, 0, 0) == "compiled" and cache_label(0, 5, 0) == "disk"
     assert cache_label(0, 0, 5) == "memory" and cache_label(0, 0, 0) == "none"
