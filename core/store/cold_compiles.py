@@ -28,16 +28,23 @@ def same_environment(first: RunResult, second: RunResult) -> bool:
         first.versions.get(key) == second.versions.get(key) for key in ENVIRONMENT)
 
 
+# The statuses of runs whose compile was measured whole: a fit that diverged, or ran past its
+# time budget, did so after its program was compiled (a diverged scan beside the
+# scan_namedtuple that loaded its program left the page saying no compile time was known).
+COMPILED_WHOLE = ("ok", "diverged", "timed_out")
+
+
 def latest_for(store: RunStore, run: RunResult) -> RunResult | None:
-    """The newest finished run, in `run`'s environment, that compiled its program (or its
-    spec); None when `run` compiled itself, compiles nothing (eager, peers) or no such run is
-    stored."""
+    """The newest run (`COMPILED_WHOLE`), in `run`'s environment, that compiled its program
+    (or its spec); None when `run` compiled itself, compiles nothing (eager, peers) or no
+    such run is stored."""
     if run.cache not in CACHED:
         return None
-    candidates = store.find(spec_key=run.spec_key, cache="compiled", status="ok")
+    candidates = store.find(spec_key=run.spec_key, cache="compiled")
     if run.program:  # the run that made its program, whichever strategy asked for it
-        candidates = sorted([*candidates, *store.find(program=run.program, cache="compiled", status="ok")],
-                            key=lambda found: found.created_at, reverse=True)
+        candidates = [*candidates, *store.find(program=run.program, cache="compiled")]
+    candidates = sorted((found for found in candidates if found.status in COMPILED_WHOLE),
+                        key=lambda found: found.created_at, reverse=True)
     return next((found for found in candidates if found.id != run.id and same_environment(found, run)), None)
 
 

@@ -14,12 +14,16 @@ def test_a_cached_run_finds_the_newest_compile_of_its_problem_in_its_environment
     elsewhere = make_run(created_at=300.0, host="another-host")
     other_jax = make_run(created_at=310.0, versions={**older.versions, "jax": "0.5.0"})
     other_problem = make_run(created_at=320.0, iterations=6)
-    diverged = make_run(created_at=330.0, status="diverged")
-    for run in (older, newer, elsewhere, other_jax, other_problem, diverged):
+    interrupted = make_run(created_at=330.0, status="interrupted")
+    for run in (older, newer, elsewhere, other_jax, other_problem, interrupted):
         store.add(run)
     cached = make_run(created_at=400.0, cache="disk", compile_s=0.01, compile_count=0)
     store.add(cached)
     assert cold_compiles.latest_for(store, cached).id == newer.id
+    # A fit that diverged after compiling measured its compile whole: it stands for it too.
+    diverged = make_run(created_at=350.0, status="diverged", compile_s=0.7)
+    store.add(diverged)
+    assert cold_compiles.latest_for(store, cached).id == diverged.id
     # A run that compiled itself needs no stand-in; nor does one that compiles nothing.
     assert cold_compiles.latest_for(store, newer) is None
     assert cold_compiles.latest_for(store, make_run(strategy="eager", cache="none")) is None
