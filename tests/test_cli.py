@@ -200,8 +200,8 @@ def test_solve_fits_to_convergence_then_reuses_the_fastest_stored_configuration(
     # Out of iterations: said once, with how far the fit believes it is, on stderr beside --json.
     capped = cli(*args, "--iterations", "2", env=store)
     assert capped.returncode == 0 and capped.stderr.count("not converged") == 1
-    assert re.search(r"after all 2 iterations, above the tolerance 1e-09; its float64 gradient puts it about "
-                     r"\de-\d\d \(relative\) below the optimum", capped.stderr), capped.stderr
+    assert re.search(r"after all 2 iterations, above the tolerance 1e-09; checked in float64, its gradient puts it "
+                     r"about \de-\d\d \(relative\) below the optimum", capped.stderr), capped.stderr
     assert cli("solve", "--tol", "0", env=store).returncode == 2
     refused = cli("solve", "--strategy", "scan_analytic", "--optimizer", "lbfgs", env=store)
     assert refused.returncode == 2 and "runs only the optimizers" in refused.stderr

@@ -74,15 +74,15 @@ def certified_verdict(final_change: float | None, tol: float, precision: str, st
 
 def short_note(estimated_gap: float) -> str:
     """One line saying that a fit stopped short of the optimum, and how far it believes it is."""
-    return (f"stopped short of the optimum, not converged: the ELBO stopped changing, but its float64 gradient "
-            f"puts it about {estimated_gap:.0e} (relative) below the optimum; run more iterations, with a smaller "
-            "tol, or in float64")
+    return (f"stopped short of the optimum, not converged: the ELBO stopped changing, but, checked in "
+            f"float64, its gradient puts it about {estimated_gap:.0e} (relative) below the optimum; run more "
+            "iterations, with a smaller tol, or in float64")
 
 
 def capped_note(final_change: float, tol: float, iterations: int, estimated_gap: float | None) -> str:
     """One line saying that a fit ran all its iterations without meeting its tolerance, and,
     where its float64 gradient says (`core.fit.certificate`), how far it believes it is."""
-    how_far = (f"; its float64 gradient puts it about {estimated_gap:.0e} (relative) below the optimum"
+    how_far = (f"; checked in float64, its gradient puts it about {estimated_gap:.0e} (relative) below the optimum"
                if estimated_gap is not None and math.isfinite(estimated_gap) else "")
     return (f"not converged: the relative ELBO change was still {final_change:.1e} after all {iterations:,} "
             f"iterations, above the tolerance {tol:g}{how_far}; run more iterations")
