@@ -67,7 +67,11 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
     pos, size = df.groupby("run_id").cumcount(), df.groupby("run_id")["elbo"].transform("size")
     df = df[(pos % np.ceil(size / max_points_per_run).astype(int) == 0) | (pos == size - 1)]
     if x == "iteration":
-        x_enc = alt.X("iteration:Q", title="iteration")
+        # Whole ticks: a run of four iterations was labelled 0.2, 0.4, ...; and an axis of one
+        # iteration alone (every run diverged after its first) is given a width, not [0, 0].
+        last = int(df["iteration"].max())
+        x_enc = alt.X("iteration:Q", axis=alt.Axis(title="iteration", format="d", tickMinStep=1),
+                      scale=alt.Scale(domain=[0, 1]) if last == 0 else alt.Undefined)
     else:  # from and to labelled ticks, 1, 2 and 5 times powers of ten between
         start = log_grid_below(float(df["wall_s"].min()))
         end = log_grid_above(max(float(df["wall_s"].max()), 1.5 * start))
@@ -94,12 +98,13 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
         enc["strokeDash"] = alt.StrokeDash("label:N", title="run", sort=runs, legend=legend)
     else:
         enc["color"] = color_by_strategy(df, legend=legend_for(sorted(set(df["strategy"])), "strategy", height))
-    lines = alt.Chart(df, title=title).mark_line().encode(**enc).properties(height=height)
+    lines = alt.Chart(df).mark_line().encode(**enc)
     # A line needs two points: a fit that diverged after its first iteration has one finite
-    # ELBO, and drawn as a line alone it left the chart empty. Such runs get a dot.
+    # ELBO, and drawn as a line alone it left the chart empty. Such runs get a dot. The title
+    # is the whole chart's, not a layer's (the page draws it once, above: `display.chart`).
     alone = df[df.groupby("run_id")["run_id"].transform("size") == 1]
     if alone.empty:
-        return lines
+        return lines.properties(title=title, height=height)
     dots = alt.Chart(alone).mark_point(filled=True, size=80).encode(**enc)
     return alt.layer(lines, dots, title=title).properties(height=height)
 

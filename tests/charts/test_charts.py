@@ -391,7 +391,12 @@ def test_a_run_with_one_finite_elbo_is_drawn_as_a_dot(elbo_long):
     dots = next(frame for frame in _datasets(spec) if len(frame) == 1)
     assert dots["run_id"].tolist() == [3]
     assert spec["title"] == "log(-ELBO), lower is better"
+    assert all("title" not in layer for layer in spec["layer"])  # drawn once, by the page, above the chart
     assert "layer" not in lines.elbo_curves(elbo_long).to_dict()  # every run a line: no layer
+    # Every run diverged after its first iteration: an axis of whole iterations with a width.
+    alone = lines.elbo_curves(elbo_long[elbo_long["iteration"] == 0]).to_dict()
+    x = alone["layer"][0]["encoding"]["x"]
+    assert x["scale"]["domain"] == [0, 1] and x["axis"]["format"] == "d" and x["axis"]["tickMinStep"] == 1
 
 
 def test_coinciding_curves_are_named_and_near_ones_are_not():
