@@ -61,7 +61,7 @@ class Remedy(NamedTuple):
     Attributes:
         setting: "init", "lr" or "precision" (the sidebar's box of that name).
         value: the value to try (a float for "lr").
-        why: the advice, as the run's error ends with it.
+        why: the advice (a diverged run's error ends with it).
     """
 
     setting: str
@@ -327,12 +327,10 @@ class RunResult:
         at float32's resolution, float64 (as `outcome.short_note` and `outcome.stall_note`
         say); else None."""
         if self.status == "diverged" and self.error:
-            # Whether its ELBO went non-finite is not kept: the advice its error ends with says.
-            for not_finite in (True, False):
-                remedy = divergence_remedy(self.precision, self.optimizer, self.init, self.lr, not_finite)
-                if remedy is not None and self.error.endswith(remedy.why):
-                    return remedy
-            return None
+            # Whether its ELBO went non-finite is not kept: the error says whether the advice
+            # (the same either way, but float64's, given only for a non-finite ELBO) was given.
+            remedy = divergence_remedy(self.precision, self.optimizer, self.init, self.lr)
+            return remedy if remedy is not None and self.error.endswith(remedy.why) else None
         if self.status == "ok" and self.precision == "float32" and (self.short or self.stalled):
             return Remedy("precision", "float64", "float64 resolves the ELBO's changes that float32 cannot")
         return None

@@ -195,8 +195,7 @@ def apply_remedy(setting: str, value: str | float) -> None:
     (`core.results.result.Remedy`) when it is drawn next. A start that is the sidebar
     optimizer's own is set as "the optimizer's default", so that it follows a later switch."""
     if setting == "init":
-        optimizer = st.session_state.get(key("optimizer"), DEFAULTS.optimizer)
-        value = OPTIMIZERS_INIT if start_of(optimizer, OPTIMIZERS_INIT) == value else value
+        value = OPTIMIZERS_INIT if start_of(current().optimizer, OPTIMIZERS_INIT) == value else value
     st.session_state[key(setting)] = value
 
 

@@ -22,10 +22,31 @@ def _spec(optimizer: str, init: str) -> FitSpec:
                          optimizer=OptimizerSpec(optimizer), init=init, repeats=1)
 
 
+# (strategy, microseconds) of every run made outside the profiler, in order (`traced`).
+UNTRACED_CALLS: list[tuple[str, float]] = []
+
+
 @pytest.fixture(scope="module")
 def traced():
+    real = timeline._run
+
+    def recording(prep, annotation=None):
+        took = real(prep, annotation)
+        if annotation is None:
+            UNTRACED_CALLS.append((prep.strategy.name, took))
+        return took
+
     # The tutorial's optimizer: every strategy runs it, jit_per_function included.
-    return timeline.trace_strategies(_spec("seed", "seed"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timeline, "_run", recording)
+        return timeline.trace_strategies(_spec("seed", "seed"))
+
+
+def test_the_untraced_time_is_the_fastest_run_after_the_first(traced):
+    for trace in traced.traces:
+        runs = [took for name, took in UNTRACED_CALLS if name == trace.strategy]
+        assert len(runs) == 1 + timeline.UNTRACED_RUNS, trace.strategy
+        assert trace.untraced_us == min(runs[1:])  # the first call's compiles left out
 
 
 def test_each_strategy_is_traced_in_turn_and_fewer_launches_come_with_more_compiled(traced):
