@@ -14,7 +14,8 @@ preconditioned conjugate gradients on H d = -g, each step's H v a difference of 
 gradients (one more evaluation), preconditioned by the curvature model preconditioned
 L-BFGS starts from (`core.fit.algorithms.preconditioned_lbfgs`: per cell A + Omega_jj in M
 less Omega_jj along X's columns, 2 S^2 (A + Omega_jj) + S^4 A in log S, each column's ridge
-at the data's curvature alone). Each step adds to the decrease the model promises, so
+at the data's curvature alone; each cell's curvature damped, as there, to at least its
+gradient's size). Each step adds to the decrease the model promises, so
 stopping early errs low; the model alone (no step) was 20 to 200 times low on the corpus,
 where cells are coupled through Omega. The steps end when one more gains under `SETTLED` of
 the total (on the small sets of the corpus: within 30 steps, and within 2 times of the true
@@ -102,15 +103,21 @@ class _Preconditioner:
     def __init__(self, point: _Point, X: np.ndarray) -> None:
         A, w, R, S2 = point.rate, point.diagonal, point.residual, point.variance
         self.X, self.R = X, R
-        self.mean = A + w
-        self.sd = 2.0 * S2 * (A + w) + S2 * S2 * A
-        weight = A / (w * self.mean)
+        # Damped as the algorithm damps it (`preconditioned_lbfgs._damped`): each cell's
+        # curvature at least its gradient's size. Near the optimum the gradient, and the
+        # damping with it, vanish; away from it a cell whose model curvature has vanished (an
+        # S of 1e-19: 1e-38 in log S) would otherwise weigh 1e38 times its gradient.
+        damped_rate = np.maximum(A, np.abs(point.grad_mean) - w)
+        self.mean = damped_rate + w
+        self.sd = np.maximum(2.0 * S2 * (A + w) + S2 * S2 * A, np.abs(point.grad_log_sd))
+        weight = damped_rate / (w * self.mean)
         # With the floor the algorithm adds (a level whose rates all underflow leaves C_j singular).
         cross = np.einsum("ik,il,ij->jkl", X, X, weight) + 1e-6 * (X.T @ X)[None] / w[:, None, None]
         self.along_x = np.linalg.inv(cross)  # (p, d, d)
         kappa = np.sum(A * ((R + S2) ** 2 + 2.0 * S2), axis=0)
         modelled = np.sum(self.mean * R * R + self.sd, axis=0)
-        self.ridge = np.maximum(1.0 / np.maximum(kappa, 1e-6 * modelled) - 1.0 / modelled, 0.0)
+        slope = np.abs(np.sum(point.grad_mean * R + point.grad_log_sd, axis=0))
+        self.ridge = np.maximum(1.0 / np.maximum(np.maximum(kappa, slope), 1e-6 * modelled) - 1.0 / modelled, 0.0)
 
     def __call__(self, mean: np.ndarray, log_sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         scaled = mean / self.mean
@@ -169,8 +176,11 @@ def _newton_decrease(point: _Point, Y, O, X, M, log_S, constant, steps: int) -> 
         bend = _dot(direction, curvature)
         if not bend > 0:
             # No positive curvature along it: the quadratic model says nothing more (near the
-            # optimum, where the gradient is at the differences' rounding).
-            return decrease, True
+            # optimum, where the gradient is at the differences' rounding). At the first step
+            # nothing has been summed, and 0 would certify a point whose first direction bends
+            # the wrong way (a saddle): what the curvature model alone promises, r' P r / 2,
+            # stands in.
+            return (decrease, True) if decrease > 0 else (0.5 * rz, True)
         alpha = rz / bend
         gain = 0.5 * alpha * rz
         decrease += gain

@@ -376,8 +376,7 @@ class RunResult:
             # How far it got, as a run out of iterations says it: whether a larger budget is worth asking for.
             gap = measurement.estimated_gap
             if gap is not None and np.isfinite(gap):
-                error += (f"; checked in float64 where it stopped, its gradient puts it about {gap:.0e} (relative) "
-                          "below the optimum")
+                error += f"; checked in float64 where it stopped, {outcome.how_far(gap)}"
         return cls(
             **{name: getattr(measurement, name) for name in _KEPT_AS_MEASURED},
             **{name: getattr(spec, name) for name in _FROM_SPEC},

@@ -7,7 +7,7 @@ import streamlit as st
 
 from core import catalog
 from core.charts import bars, lines
-from core.results import compile_cost, headline, spread
+from core.results import compile_cost, headline, outcome, spread
 from core.results.frame import results_frame
 from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
@@ -204,7 +204,7 @@ elif not ok.empty and winner is None:  # no solution to time: say what the numbe
            else "No tolerance is set (the sidebar's Tolerance)")
     gap = fastest.get("estimated_gap")
     # How far it believes it is: what a user needs to choose more iterations or another optimizer.
-    how_far = (f" (checked in float64, its gradient puts it about {gap:.0e} below the optimum)"
+    how_far = (f" (checked in float64, {outcome.how_far(gap)})"
                if fastest["tol"] > 0 and gap is not None and np.isfinite(gap) else "")
     st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
                f"{int(fastest['iterations_run']):,} iterations fastest{how_far}, and the charts below compare the "

@@ -224,8 +224,8 @@ def test_run_page_runs_stores_and_shows_results(store):
     # With how far the fastest believes it is, from the float64 check of where it stopped.
     assert any(c.value.startswith("None met the tolerance (1e-07) within its iterations, so no strategy has a time "
                                   "to solution") and re.search(r"ran its 6 iterations fastest \(checked in float64, "
-                                                               r"its gradient puts it about \de-\d\d below the "
-                                                               r"optimum\)", c.value)
+                                                               r"its gradient puts it about \de-\d\d \(relative\) "
+                                                               r"below the optimum\)", c.value)
                for c in at.caption)
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
     # Three narrow tables (none scrolls sideways on a projector): timings, compilation, fit.

@@ -48,9 +48,11 @@ def test_a_run_past_its_budget_is_stored_as_timed_out_with_the_curve_so_far(
     assert stored.elbo == result.elbo and stored.final_elbo == stored.elbo[-1]
     assert "time budget of 1 s per run (PLNLAB_MAX_RUN_SECONDS)" in stored.error
     assert "0 of 3 timed repeats" in stored.error and stored.run_s == stored.per_iter_ms == 0.0
-    # Where it stopped, checked in float64: whether a larger budget would be worth asking for.
-    assert re.search(r"; checked in float64 where it stopped, its gradient puts it about \de[-+]\d\d \(relative\) "
-                     r"below the optimum$", stored.error), stored.error
+    # Where it stopped, checked in float64: whether a larger budget would be worth asking for
+    # (a few iterations from the tutorial's start are far off, beyond a distance's reach).
+    assert re.search(r"; checked in float64 where it stopped, its gradient puts it (about \de-\d\d \(relative\) below "
+                     r"the optimum|far below the optimum, further than its quadratic model can measure)$",
+                     stored.error), stored.error
     assert store.in_flight() == []
 
 

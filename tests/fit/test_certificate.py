@@ -7,6 +7,7 @@ import pytest
 
 from core.data import corpus
 from core.fit import certificate
+from core.results import outcome
 from core.run import direct
 
 import reference_pln as ref
@@ -17,6 +18,13 @@ def problem():
     counts = corpus.load("scrna 400x100")
     optimum = corpus.references()["scrna 400x100"].elbo
     return counts, optimum
+
+
+@pytest.fixture(scope="module")
+def converged(problem):
+    """(M, S) of a float64 fit run to a relative change of 1e-12."""
+    fit = direct.fit(problem[0], "preconditioned_lbfgs", "log_rates", "float64", 500, 1e-12)
+    return fit.latent_mean, fit.latent_sd
 
 
 def test_the_elbo_is_the_reference_implementations(problem):
@@ -39,12 +47,11 @@ def test_the_estimated_distance_is_within_a_few_times_the_true_one(problem, iter
     assert true_gap / 4 <= checked.gap <= 4 * true_gap, (true_gap, checked.gap)
 
 
-def test_a_point_shifted_along_x_or_a_ridge_is_seen_to_be_off(problem):
+def test_a_point_shifted_along_x_or_a_ridge_is_seen_to_be_off(problem, converged):
     # The two directions a per-cell model misses: B (a column's mean) and a column's residuals
     # and deviations scaled together (the prior is flat along it).
     counts, optimum = problem
-    fit = direct.fit(counts, "preconditioned_lbfgs", "log_rates", "float64", 500, 1e-12)
-    M, S = fit.latent_mean, fit.latent_sd
+    M, S = converged
     at_optimum = certificate.certify(counts.counts, counts.offsets, counts.covariates, M, S)
     assert at_optimum.gap < 1e-9
     shifted = M + 0.05
@@ -83,3 +90,45 @@ def test_the_step_budget_shrinks_with_the_data_set():
     assert certificate.step_budget(400 * 100) == certificate.MAX_STEPS
     assert certificate.step_budget(921 * 1209) == 53
     assert certificate.step_budget(116_000 * 114) == certificate.MIN_STEPS  # oaks x1000
+
+
+@pytest.mark.parametrize("cell,mean,sd", [((0, 0), None, 1e-19), ((5, 7), None, 1e-8), ((0, 0), -60.0, None)])
+def test_a_cell_far_off_its_optimum_is_not_certified(problem, converged, cell, mean, sd):
+    # One cell moved far off a converged fit: its log S to -44 or -18 (the curvature model's
+    # 1e-38 and 1e-16 there, undamped), or a counted cell's M to -60. With the model undamped
+    # the certificate read 0 at all three, 1.8e-4 to 1.2e-2 below the optimum.
+    counts, optimum = problem
+    M, S = (array.copy() for array in converged)
+    if mean is not None:
+        M[cell] = mean
+    if sd is not None:
+        S[cell] = sd
+    checked = certificate.certify(counts.counts, counts.offsets, counts.covariates, M, S)
+    assert corpus.gap(checked.elbo, optimum) > 1e-4
+    assert checked.gap > outcome.CONVERGED_GAP
+
+
+def test_a_first_direction_without_curvature_is_no_certificate(problem, monkeypatch):
+    # Where the first direction bends the wrong way (a saddle: here each gradient change
+    # after the first evaluation reversed) nothing is summed, and the curvature model's own
+    # promise stands in for 0.
+    counts, _ = problem
+    fit = direct.fit(counts, "preconditioned_lbfgs", "log_rates", "float64", 8)
+    evaluate = certificate._evaluate
+    first = []
+
+    def reversed_curvature(*args):
+        point = evaluate(*args)
+        if not first:
+            first.append(point)
+            return point
+        start = first[0]
+        return point._replace(grad_mean=2 * start.grad_mean - point.grad_mean,
+                              grad_log_sd=2 * start.grad_log_sd - point.grad_log_sd)
+
+    monkeypatch.setattr(certificate, "_evaluate", reversed_curvature)
+    checked = certificate.certify(counts.counts, counts.offsets, counts.covariates, fit.latent_mean, fit.latent_sd)
+    start = first[0]
+    residual = (-start.grad_mean, -start.grad_log_sd)
+    promised = 0.5 * certificate._dot(residual, certificate._Preconditioner(start, counts.covariates)(*residual))
+    assert checked.gap == pytest.approx(promised / abs(checked.elbo)) and checked.gap > outcome.CONVERGED_GAP
