@@ -72,9 +72,10 @@ def certified_verdict(final_change: float | None, tol: float, precision: str, st
     return met and close, stall and not close, met and not close and not stall
 
 
-# Above this estimate (relative to |ELBO|) the certificate's quadratic model is not a distance:
-# a cell far off its optimum, where the model's curvature vanishes (an S of 1e-19), read 7e9
-# for a point 4.6e-4 below, and a point 1.2e-2 below read 0.07.
+# Above this estimate (relative to |ELBO|) the certificate's quadratic model is no distance: a
+# converged fit with one cell's S set to 1e-19, 4.6e-4 below, read 7e9 (along that cell the
+# curvature vanishes). Below it the estimates tried came within 5 times of the truth (one
+# cell's M at -60, 1.2e-2 below, read 2e-2).
 FAR_GAP = 0.1
 
 
