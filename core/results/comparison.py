@@ -89,7 +89,7 @@ def unmeasured_groups(runs: pd.DataFrame, by: list[str], metric: str) -> list[st
 
 
 # What a run's one-line name adds to "#id strategy" where the runs on offer differ in it.
-DISTINGUISHING = ("optimizer", "init", "dataset", "precision", "device")
+DISTINGUISHING = ("optimizer", "init", "lr", "dataset", "precision", "device")
 
 
 def run_names(runs: pd.DataFrame) -> dict[int, str]:
@@ -97,8 +97,13 @@ def run_names(runs: pd.DataFrame) -> dict[int, str]:
     runs differ ("#12 scan · seed · oaks x100"): what tells the runs apart, short enough
     for a select box a third of a projector's column wide."""
     varying = [c for c in DISTINGUISHING if c in runs and runs[c].astype(str).nunique() > 1]
-    return {int(row["id"]): " · ".join([f"#{int(row['id'])} {row['strategy']}", *(str(row[c]) for c in varying)])
+    return {int(row["id"]): " · ".join([f"#{int(row['id'])} {row['strategy']}", *(_value(c, row[c]) for c in varying)])
             for _, row in runs.iterrows()}
+
+
+def _value(column: str, value) -> str:
+    """A `DISTINGUISHING` value as a run's name shows it: a bare number is named ("lr 10")."""
+    return f"lr {float(value):g}" if column == "lr" else str(value)
 
 
 def retest(run: pd.Series, baseline: pd.Series, metric: str) -> str:

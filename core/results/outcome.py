@@ -83,7 +83,7 @@ def how_far(estimated_gap: float) -> str:
     """What the float64 check says of the distance to the optimum, for a line that begins
     "checked in float64, "."""
     if estimated_gap > FAR_GAP:
-        return "its gradient puts it far below the optimum, further than its quadratic model can measure"
+        return "its gradient puts it far below the optimum, too far for the distance to be estimated"
     return f"its gradient puts it about {estimated_gap:.0e} (relative) below the optimum"
 
 

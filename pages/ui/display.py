@@ -61,8 +61,11 @@ FIT_COLUMNS = {
                                                 help="the ELBO itself, exact log Y! (gammaln)"),
     "final_change": st.column_config.NumberColumn("last change", format="%.1e",
                                                   help="relative ELBO change over the last iteration"),
-    "status": st.column_config.TextColumn("status", help="ok, diverged (not finite, or ending orders of magnitude "
-                                                         "below its start), interrupted or timed_out"),
+    "status": st.column_config.TextColumn("status", help="how it ended: converged, not converged (its iterations "
+                                                         "ran out first), stalled or short (see the notes below), ok "
+                                                         "(no tolerance: a fixed number of iterations), diverged (not "
+                                                         "finite, or ending orders of magnitude below its start), "
+                                                         "interrupted or timed_out"),
     # Here, not beside the compile columns: there its 16 digits took that table to 1,074 px in a
     # 700 px column at 1024 px, and were cut.
     "program": st.column_config.TextColumn("program", help="fingerprint of the compiled program: strategies with one "
@@ -133,10 +136,23 @@ def table(data, **options):
     return st.dataframe(data, placeholder=MISSING, **options)
 
 
+def finished_as(status: str, converged, stalled, short) -> str:
+    """The status column's word for a run: for one that finished ("ok"), what its stopping
+    test and float64 check said, so that the table agrees with the page's "not converged"."""
+    if status != "ok" or converged is None or pd.isna(converged):
+        return status
+    if converged:
+        return "converged"
+    return "stalled" if stalled else "short" if short else "not converged"
+
+
 def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:
     """The results as three compact tables: the timings, the compilation, the fit."""
     if "program" in frame:  # eager compiles no program: its empty fingerprint is a missing value
         frame = frame.assign(program=frame["program"].replace("", None))
+    if {"status", "converged", "stalled", "short"} <= set(frame.columns):
+        frame = frame.assign(status=[finished_as(*row) for row in
+                                     frame[["status", "converged", "stalled", "short"]].itertuples(index=False)])
     for config in (TIMING_COLUMNS, COMPILE_COLUMNS, FIT_COLUMNS):
         columns = [c for c in config if c in frame]
         table(frame[columns], hide_index=True, column_config=config, **kwargs)

@@ -32,6 +32,11 @@ KEY_PREFIX = "sb_"
 # The Initialisation box's first choice: the optimizer's own start (`FitSpec.init` None), which
 # follows an optimizer switch with no write to the box.
 OPTIMIZERS_INIT = "default"
+# What each start is, for the Initialisation box's help and the buttons that set it.
+START_FORMULAS = {"seed": "M = 0, S = 1 (the tutorial's)",
+                  "log_counts": "M = log Y, S = 0.5 (pyPLNmodels')",
+                  "log_rates": "M = log Y - O, S = 0.5",
+                  "log_rates_sd": "M = log Y - O, S = 1/√(Y + 1)"}
 
 
 class AwaitingUpload(SpecError):
@@ -173,7 +178,11 @@ def set_iterations(value: int) -> None:
 def remedy_label(remedy: Remedy, optimizer: str) -> str:
     """The text of a button that applies `remedy` to a run of `optimizer`."""
     if remedy.setting == "init":
-        return f"Start {optimizer} from {remedy.value}"
+        # Named by what the start is: "Start seed from seed" read as a riddle.
+        formula = START_FORMULAS.get(remedy.value, remedy.value)
+        if remedy.value == FRONT_DOOR.init_for(optimizer):
+            return f"Use {optimizer}'s own start: {formula}"
+        return f"Start {optimizer} from {remedy.value}: {formula}"
     if remedy.setting == "lr":
         return f"Set the learning rate to {remedy.value:g}"
     return f"Switch to {remedy.value}"

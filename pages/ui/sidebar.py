@@ -32,7 +32,7 @@ from core.spec import (
 )
 from core.store.run_store import StoreError
 from pages.ui import resources, state, upload
-from pages.ui.settings import DEFAULTS, OPTIMIZERS_INIT, key, start_of
+from pages.ui.settings import DEFAULTS, OPTIMIZERS_INIT, START_FORMULAS, key, start_of
 from pages.ui.text import md, public
 
 # How often this session's own progress redraws the sidebar's device line.
@@ -44,10 +44,7 @@ BUSY_REFRESH_S = 2.0
 DATASETS = {"oaks": "oaks", "simulated": "simulated", "csv": "CSV"}
 DEFAULT_INIT_TEXT = "the optimizer's default"
 INIT_LABELS = {OPTIMIZERS_INIT: f"{DEFAULT_INIT_TEXT}: {FRONT_DOOR.starts()}",
-               "seed": "seed: M = 0, S = 1 (the tutorial's)",
-               "log_counts": "log_counts: M = log Y, S = 0.5 (pyPLNmodels')",
-               "log_rates": "log_rates: M = log Y - O, S = 0.5",
-               "log_rates_sd": "log_rates_sd: M = log Y - O, S = 1/√(Y + 1)"}
+               **{name: f"{name}: {formula}" for name, formula in START_FORMULAS.items()}}
 
 
 # Whole-number settings, typed in float boxes (see `_whole_number_input`).

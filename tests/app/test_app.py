@@ -114,7 +114,7 @@ def test_runs_that_all_diverged_say_why_at_the_top(store):
 
 
 @pytest.mark.parametrize("optimizer, init, precision, lr, button, setting, value", [
-    ("seed", "log_rates_sd", "float64", 0.01, "Start seed from seed", "sb_init", settings.OPTIMIZERS_INIT),
+    ("seed", "log_rates_sd", "float64", 0.01, "Use seed's own start: M = 0, S = 1 (the tutorial's)", "sb_init", settings.OPTIMIZERS_INIT),
     ("adam", "log_rates", "float32", 0.01, "Switch to float64", "sb_precision", "float64"),
     ("adam", "log_rates", "float32", 10.0, "Set the learning rate to 0.01", "sb_lr", 0.01),
 ])
@@ -233,6 +233,8 @@ def test_run_page_runs_stores_and_shows_results(store):
                       axis=1)
     assert sorted(table["strategy"]) == ["jit_step", "scan"]
     assert {"compile_total_s", "per_iter_ms", "recompile_count", "final_elbo", "status"} <= set(table.columns)
+    # The status says what the page says: these 6 iterations did not converge (a finished run is not just "ok").
+    assert set(table["status"]) == {"not converged"}
     # The same spec again: the stored runs are shown at once, nothing runs. Out of iterations,
     # not at a dead end: a button offers four times as many.
     assert [b.label for b in at.button] == ["Run again", "Set Iterations to 24"]

@@ -67,3 +67,14 @@ def test_the_estimated_wall_clock_starts_eager_after_the_compiling_its_first_cal
     curves = display.elbo_long([scan, loaded], compiled_when_made={3: 2.0})
     first = curves.groupby("strategy")["wall_s"].min()
     assert first["scan_namedtuple"] == pytest.approx(first["scan"])
+
+
+def test_a_finished_runs_status_says_how_it_ended():
+    from pages.ui.display import finished_as
+
+    assert finished_as("ok", True, False, False) == "converged"
+    assert finished_as("ok", False, True, False) == "stalled"
+    assert finished_as("ok", False, False, True) == "short"
+    assert finished_as("ok", False, False, False) == "not converged"
+    assert finished_as("ok", None, False, False) == "ok"  # no tolerance: a fixed number of iterations
+    assert finished_as("diverged", False, False, False) == "diverged"

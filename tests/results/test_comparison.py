@@ -70,6 +70,9 @@ def test_a_run_is_named_by_what_sets_it_apart_from_the_others_on_offer():
     starts = RUNS[RUNS["n"] == 116].assign(strategy="scan", optimizer="preconditioned_lbfgs",
                                            init=["log_rates", "log_rates_sd"])
     assert comparison.run_names(starts) == {1: "#1 scan · log_rates", 2: "#2 scan · log_rates_sd"}
+    # Two learning rates of one optimizer: the rate, named.
+    rates = RUNS[RUNS["n"] == 116].assign(strategy="scan", optimizer="adam", lr=[0.01, 10.0])
+    assert comparison.run_names(rates) == {1: "#1 scan · lr 0.01", 2: "#2 scan · lr 10"}
 
 
 def test_labels_leave_out_the_columns_every_run_shares():

@@ -214,6 +214,6 @@ def test_an_estimate_beyond_the_quadratic_model_is_not_read_as_a_distance():
     # Where a cell is far off its optimum the certificate's model is not a distance (7e9 for a
     # point 4.6e-4 below): the notes say far, not a number.
     for note in (outcome.short_note(7e9), outcome.capped_note(1e-3, 1e-7, 10, 0.5)):
-        assert "far below the optimum, further than its quadratic model can measure" in note
+        assert "far below the optimum, too far for the distance to be estimated" in note
         assert "e+09" not in note and "5e-01" not in note
     assert "about 1e-01 (relative)" in outcome.short_note(outcome.FAR_GAP)
