@@ -26,6 +26,9 @@ MISSING = "—"
 STRATEGY_COLUMN = st.column_config.TextColumn("strategy", pinned=True)
 # Three tables of a few columns each, so that none scrolls sideways in a 640 px column (a
 # projector with the sidebar open). No fixed widths: a header wider than its column is cut.
+# Beyond this the table shows no final ELBO: a blow-up's -2.7e+31 came out unformatted, 31
+# digits wide, and pushed the fit table past the page at 1024 px. The run's note gives the value.
+SHOWN_ELBO_LIMIT = 1e15
 TIMING_COLUMNS = {
     "strategy": STRATEGY_COLUMN,
     "time_to_solution_s": st.column_config.NumberColumn(
@@ -58,7 +61,9 @@ FIT_COLUMNS = {
     "iterations_run": st.column_config.NumberColumn("iterations run", help="iterations run: the cap, or fewer where "
                                                                           "the fit stopped at its tolerance"),
     "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f",
-                                                help="the ELBO itself, exact log Y! (gammaln)"),
+                                                help="the ELBO itself, exact log Y! (gammaln); missing where it "
+                                                     f"blew up past ±{SHOWN_ELBO_LIMIT:.0e} (the notes below say "
+                                                     "to what)"),
     "final_change": st.column_config.NumberColumn("last change", format="%.1e",
                                                   help="relative ELBO change over the last iteration"),
     "status": st.column_config.TextColumn("status", help="how it ended: converged, not converged (its iterations "
@@ -148,14 +153,24 @@ def finished_as(status: str, converged, stalled, short) -> str:
 
 def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:
     """The results as three compact tables: the timings, the compilation, the fit."""
-    if "program" in frame:  # eager compiles no program: its empty fingerprint is a missing value
-        frame = frame.assign(program=frame["program"].replace("", None))
-    if {"status", "converged", "stalled", "short"} <= set(frame.columns):
-        frame = frame.assign(status=[finished_as(*row) for row in
-                                     frame[["status", "converged", "stalled", "short"]].itertuples(index=False)])
+    frame = table_view(frame)
     for config in (TIMING_COLUMNS, COMPILE_COLUMNS, FIT_COLUMNS):
         columns = [c for c in config if c in frame]
         table(frame[columns], hide_index=True, column_config=config, **kwargs)
+
+
+def table_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs frame as `show_runs_table` shows it: no empty fingerprint, no blown-up ELBO,
+    a finished run's status in words (`finished_as`)."""
+    if "program" in frame:  # eager compiles no program: its empty fingerprint is a missing value
+        frame = frame.assign(program=frame["program"].replace("", None))
+    if "final_elbo" in frame:
+        elbo = pd.to_numeric(frame["final_elbo"], errors="coerce")
+        frame = frame.assign(final_elbo=elbo.where(elbo.abs() < SHOWN_ELBO_LIMIT))
+    if {"status", "converged", "stalled", "short"} <= set(frame.columns):
+        frame = frame.assign(status=[finished_as(*row) for row in
+                                     frame[["status", "converged", "stalled", "short"]].itertuples(index=False)])
+    return frame
 
 
 def still_moving(results: list[RunResult]) -> list[RunResult]:
