@@ -326,65 +326,72 @@ display.chart(comparisons.reach_bars(reached, within),
               f"one timed run, not a timing of its own.{never_note}", legend=None)
 
 st.header("Relative to a baseline run")
-# A new set of runs (rows ticked or unticked, filters changed) gets its own default baseline: a
-# pin kept from the whole table's runs was once a run with no value of the timing, so the
-# ratios drew nothing. A pin made among these runs, or read from a link on the first draw,
-# stays. (The timing's box below holds its default already.)
-repinned = False
-if st.session_state.get("cmp_baseline") not in ids or (among is not None and among != ids):
-    pinned_before = st.session_state.get("cmp_baseline")
-    st.session_state["cmp_baseline"] = comparison.default_baseline(picked, st.session_state["cmp_metric_ratio"])
-    repinned = among is not None and pinned_before != st.session_state["cmp_baseline"]
-st.session_state["cmp_baseline_among"] = ids
-# The baseline across the column: a run's name grows with what sets it apart from the others.
-baseline = st.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
-                        format_func=described.get, help="only runs of the same problem size are divided by it")
-st.columns(2)[0].selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session",
-                           format_func=METRICS.get)
-ratio_metric = st.session_state["cmp_metric_ratio"]
-if repinned or ratio_timing_reset:
-    # Said: the runs changed (ticks, filters) and the page chose for them; unannounced, it read as a bug.
-    st.caption("For the runs now shown, "
-               + " and ".join(part for part in (
-                   f"the baseline is {md(described[baseline])} (the newest eager run of the newest problem "
-                   "among them, or that problem's slowest run where none is eager)" if repinned else "",
-                   f"the timing is {METRICS[ratio_metric]} (none of them has a time to solution)"
-                   if ratio_timing_reset else "") if part)
-               + ": pin others above.")
-alike = picked[comparison.same_problem(picked, baseline)]
-ratio_runs = alike.head(40)
-if baseline not in set(ratio_runs["id"]):
-    ratio_runs = pd.concat([ratio_runs, alike[alike["id"] == baseline]])
-others = len(picked) - len(alike)
-untimed = int((~(pd.to_numeric(ratio_runs[ratio_metric], errors="coerce") > 0)
-               & (ratio_runs["status"] != "diverged")).sum())
-# Each run named as in the charts above, by what sets it apart ("#13 scan · float64").
-display.chart(comparisons.ratio_bars(ratio_runs.assign(label=ratio_runs["id"].astype(int).map(described)), baseline,
-                                     ratio_metric),
-              f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster; whisker: a 95% "
-              "bootstrap interval of the ratio (the repeats' range for runs stored without each repeat); within "
-              "noise: no significant difference by a Mann–Whitney U test on the stored repeats; same program: "
-              "XLA compiled one program for both, so they run at one speed."
-              + (f" {others} run{'s' * (others != 1)} of other problem sizes left out: pin one of theirs to compare "
-                 "them." if others else "")
-              + (f" {untimed} run{'s' * (untimed != 1)} with no {METRICS[ratio_metric].rsplit(' (', 1)[0]} left out."
-                 if untimed else ""), legend=None)
+finished = picked[picked["status"] == "ok"] if "status" in picked else picked
+if finished.empty:
+    # A baseline chosen among runs that all diverged was then refused by the chart below it.
+    st.info("None of these runs finished (each diverged, was interrupted or timed out): there is no speed to "
+            "divide by. Tick a finished run in the table above, or widen the filters.", icon=":material/info:")
+else:
+    # A new set of runs (rows ticked or unticked, filters changed) gets its own default baseline: a
+    # pin kept from the whole table's runs was once a run with no value of the timing, so the
+    # ratios drew nothing. A pin made among these runs, or read from a link on the first draw,
+    # stays. (The timing's box below holds its default already.)
+    repinned = False
+    if st.session_state.get("cmp_baseline") not in ids or (among is not None and among != ids):
+        pinned_before = st.session_state.get("cmp_baseline")
+        st.session_state["cmp_baseline"] = comparison.default_baseline(picked, st.session_state["cmp_metric_ratio"])
+        repinned = among is not None and pinned_before != st.session_state["cmp_baseline"]
+    st.session_state["cmp_baseline_among"] = ids
+    # The baseline across the column: a run's name grows with what sets it apart from the others.
+    baseline = st.selectbox("Pinned baseline", ids, key="cmp_baseline", persist_state="session",
+                            format_func=described.get, help="only runs of the same problem size are divided by it")
+    st.columns(2)[0].selectbox("Timing", list(METRICS), key="cmp_metric_ratio", persist_state="session",
+                               format_func=METRICS.get)
+    ratio_metric = st.session_state["cmp_metric_ratio"]
+    if repinned or ratio_timing_reset:
+        # Said: the runs changed (ticks, filters) and the page chose for them; unannounced, it read as a bug.
+        st.caption("For the runs now shown, "
+                   + " and ".join(part for part in (
+                       f"the baseline is {md(described[baseline])} (the newest eager run of the newest problem "
+                       "among them, or that problem's slowest run where none is eager)" if repinned else "",
+                       f"the timing is {METRICS[ratio_metric]} (none of them has a time to solution)"
+                       if ratio_timing_reset else "") if part)
+                   + ": pin others above.")
+    alike = picked[comparison.same_problem(picked, baseline)]
+    ratio_runs = alike.head(40)
+    if baseline not in set(ratio_runs["id"]):
+        ratio_runs = pd.concat([ratio_runs, alike[alike["id"] == baseline]])
+    others = len(picked) - len(alike)
+    untimed = int((~(pd.to_numeric(ratio_runs[ratio_metric], errors="coerce") > 0)
+                   & (ratio_runs["status"] != "diverged")).sum())
+    # Each run named as in the charts above, by what sets it apart ("#13 scan · float64").
+    display.chart(comparisons.ratio_bars(ratio_runs.assign(label=ratio_runs["id"].astype(int).map(described)), baseline,
+                                         ratio_metric),
+                  f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster; whisker: a 95% "
+                  "bootstrap interval of the ratio (the repeats' range for runs stored without each repeat); within "
+                  "noise: no significant difference by a Mann–Whitney U test on the stored repeats; same program: "
+                  "XLA compiled one program for both, so they run at one speed."
+                  + (f" {others} run{'s' * (others != 1)} of other problem sizes left out: pin one of theirs to "
+                     "compare them." if others else "")
+                  + (f" {untimed} run{'s' * (untimed != 1)} with no {METRICS[ratio_metric].rsplit(' (', 1)[0]} "
+                     "left out." if untimed else ""), legend=None)
 
-# Any finished run of the same problem with this timing tested again against the baseline, from
-# the repeats stored with it (a run without the timing, e.g. no time to solution, has nothing to
-# test; a diverged one timed a fit that stopped early).
-timed = alike[pd.to_numeric(alike[ratio_metric], errors="coerce") > 0] if ratio_metric in alike else alike
-timed = timed[timed["status"] == "ok"] if "status" in timed else timed
-testable = [int(i) for i in timed["id"] if int(i) != baseline]
-if testable:
-    if st.session_state.get("cmp_retest") not in testable:
-        st.session_state["cmp_retest"] = testable[0]
-    other = st.selectbox("Test a run against the baseline", testable, key="cmp_retest", format_func=described.get,
-                         help="a Mann–Whitney U test (two-sided, p < 0.05, as asv compare uses) on the two runs' "
-                              "stored repeats of this timing; with too few repeats for it, whether their ranges are "
-                              "apart")
-    st.markdown(comparison.retest(alike[alike["id"] == other].iloc[0], alike[alike["id"] == baseline].iloc[0],
-                                  ratio_metric))
+    # Any finished run of the same problem with this timing tested again against the baseline, from
+    # the repeats stored with it (a run without the timing, e.g. no time to solution, has nothing to
+    # test; a diverged one timed a fit that stopped early).
+    timed = alike[pd.to_numeric(alike[ratio_metric], errors="coerce") > 0] if ratio_metric in alike else alike
+    timed = timed[timed["status"] == "ok"] if "status" in timed else timed
+    testable = [int(i) for i in timed["id"] if int(i) != baseline]
+    if testable:
+        if st.session_state.get("cmp_retest") not in testable:
+            st.session_state["cmp_retest"] = testable[0]
+        other = st.selectbox("Test a run against the baseline", testable, key="cmp_retest",
+                             format_func=described.get,
+                             help="a Mann–Whitney U test (two-sided, p < 0.05, as asv compare uses) on the two runs' "
+                                  "stored repeats of this timing; with too few repeats for it, whether their ranges "
+                                  "are apart")
+        st.markdown(comparison.retest(alike[alike["id"] == other].iloc[0], alike[alike["id"] == baseline].iloc[0],
+                                      ratio_metric))
 
 st.header("Settings that differ")
 varying = [c for c in SETTINGS if c in picked and picked[c].astype(str).nunique() > 1]

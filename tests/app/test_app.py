@@ -418,6 +418,23 @@ def test_compare_filters_by_optimizer_and_start(store):
     assert at.query_params["optimizer"] == "adam" and at.query_params["init"] == "seed"
 
 
+def test_compare_offers_no_baseline_among_runs_that_all_diverged(store):
+    """Filtered to runs that all diverged, the baseline section says why there is nothing to divide
+    by, rather than choosing one of them and refusing it in the chart below."""
+    seed = dataclasses.replace(fake_run("scan", spec=dataclasses.replace(default_spec(),
+                                                                          optimizer=OptimizerSpec("seed"))),
+                               status="diverged", error="ELBO not finite at iteration 1")
+    for run in (fake_run("scan"), seed):
+        store.add(run)
+    at = open_app("pages/compare/page.py")
+    assert at.selectbox(key="cmp_baseline").value is not None
+    at.multiselect(key="cmp_f_optimizer").set_value(["seed"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(i.value.startswith("None of these runs finished") for i in at.info)
+    assert not [box for box in at.selectbox if box.key == "cmp_baseline"]
+    assert not [m.value for m in at.markdown if "Pin a finished" in m.value]
+
+
 def default_spec() -> FitSpec:
     return settings.DEFAULTS.fit_spec("scan", dataset=DatasetSpec(kind="oaks", replicate=1))
 
