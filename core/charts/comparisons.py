@@ -94,7 +94,12 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
         mixed = df.groupby("group")["optimizer"].nunique().reindex(out["group"]).to_numpy()
         notes = [n + [f"{k} optimizers"] if k > 1 else n for n, k in zip(notes, mixed)]
     out["text"] = [f"({', '.join(n)})" if n else "" for n in notes]
-    out["text_x"] = out["max"].fillna(out["any_max"])  # all-diverged: label at their values
+    # All-diverged: the note at their values; where they have none (a diverged run has no time
+    # to solution) at the chart's least value, not dropped (the row was left blank).
+    anchor = pd.concat([out["min"], out["any_max"]]).min()
+    if pd.isna(anchor):
+        return note_chart(f"No run here has a {_without_unit(metric)}: pick another timing.", title)
+    out["text_x"] = out["max"].fillna(out["any_max"]).fillna(anchor)
     out = out.assign(_k=out["group"].map(natural_key)).sort_values("_k").drop(columns="_k")
     color = {}
     if "strategy" in by:
