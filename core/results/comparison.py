@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from core import catalog
 from core.results import spread
 from core.results.ordering import natural_key
 
@@ -96,14 +97,20 @@ def run_names(runs: pd.DataFrame) -> dict[int, str]:
     """One line per run id, "#12 scan", followed by those of `DISTINGUISHING` in which the
     runs differ ("#12 scan · seed · oaks x100"): what tells the runs apart, short enough
     for a select box a third of a projector's column wide."""
-    varying = [c for c in DISTINGUISHING if c in runs and runs[c].astype(str).nunique() > 1]
-    return {int(row["id"]): " · ".join([f"#{int(row['id'])} {row['strategy']}", *(_value(c, row[c]) for c in varying)])
-            for _, row in runs.iterrows()}
+    shown = {c: [_value(c, row) for _, row in runs.iterrows()] for c in DISTINGUISHING if c in runs}
+    varying = [c for c, values in shown.items() if len(set(values)) > 1]
+    return {int(row["id"]): " · ".join([f"#{int(row['id'])} {row['strategy']}",
+                                        *(shown[c][i] for c in varying if shown[c][i])])
+            for i, (_, row) in enumerate(runs.iterrows())}
 
 
-def _value(column: str, value) -> str:
-    """A `DISTINGUISHING` value as a run's name shows it: a bare number is named ("lr 10")."""
-    return f"lr {float(value):g}" if column == "lr" else str(value)
+def _value(column: str, row: pd.Series) -> str:
+    """A `DISTINGUISHING` value as a run's name shows it: a learning rate named ("lr 10"), and
+    only for an optimizer that takes one (the others' is a placeholder)."""
+    if column != "lr":
+        return str(row[column])
+    optimizer = catalog.OPTIMIZERS.get(str(row.get("optimizer", "")))
+    return f"lr {float(row[column]):g}" if optimizer is not None and optimizer.takes_lr else ""
 
 
 def retest(run: pd.Series, baseline: pd.Series, metric: str) -> str:

@@ -73,6 +73,9 @@ def test_a_run_is_named_by_what_sets_it_apart_from_the_others_on_offer():
     # Two learning rates of one optimizer: the rate, named.
     rates = RUNS[RUNS["n"] == 116].assign(strategy="scan", optimizer="adam", lr=[0.01, 10.0])
     assert comparison.run_names(rates) == {1: "#1 scan · lr 0.01", 2: "#2 scan · lr 10"}
+    # An optimizer without a learning rate is not named by the placeholder it stores.
+    mixed = rates.assign(optimizer=["adam", "lbfgs"], lr=[0.01, 0.0])
+    assert comparison.run_names(mixed) == {1: "#1 scan · adam · lr 0.01", 2: "#2 scan · lbfgs"}
 
 
 def test_labels_leave_out_the_columns_every_run_shares():
