@@ -140,6 +140,20 @@ if note:
 
 frame = results_frame(shown)
 ok = frame[frame["status"] == "ok"]
+# A diverged fit, or a float32 fit that stopped short, is no dead end: its advice, one click away
+# under Numbers, for the next Run. Offered while the sidebar does not already hold it (a start:
+# for the optimizer that diverged).
+remedies = {(r.remedy, r.optimizer) for r in shown
+            if r.remedy is not None and settings.remedy_pending(r.remedy, r.optimizer)}
+# A fit that ran out of iterations is no dead end either: one click puts four times as many in
+# the sidebar, and Run then fits again from the start under the larger cap.
+capped = [r for r in display.still_moving(shown) if r.status == "ok"]
+more = min(4 * max((r.iterations for r in capped), default=0), settings.iterations_cap())
+more_iterations = bool(capped) and more > settings.current().iterations
+# Said where the trouble is said, at the top: the buttons sit under Numbers, past the charts.
+button_hint = (" A button under Numbers applies the advice, for the next Run." if remedies
+               else f" The button under Numbers sets Iterations to {more:,}, for the next Run." if more_iterations
+               else "")
 # For each run loaded from a cache, the latest run that compiled its program: what compiling it cost.
 made_by = cold_compiles.makers(store, shown)
 cold_runs = results_frame(list(made_by.values()))
@@ -198,7 +212,7 @@ elif ok.empty:
     failed = frame.iloc[0]
     others = f" ({len(frame) - 1} more, in the notes below)" if len(frame) > 1 else ""
     st.error(f"No run finished. **{failed['strategy']}** {failed['status']}: {public(failed.get('error') or '')}"
-             f"{others}", icon=":material/error:")
+             f"{others}{'.' + button_hint if button_hint else ''}", icon=":material/error:")
 elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
     why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
            else "No tolerance is set (the sidebar's Tolerance)")
@@ -208,7 +222,7 @@ elif not ok.empty and winner is None:  # no solution to time: say what the numbe
                if fastest["tol"] > 0 and gap is not None and np.isfinite(gap) else "")
     st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
                f"{int(fastest['iterations_run']):,} iterations fastest{how_far}, and the charts below compare the "
-               "fits as run.")
+               f"fits as run.{button_hint}")
 
 # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
 # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.
@@ -274,19 +288,11 @@ st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
               f" · {'all' if theirs == len(shown) else theirs} from the shared store, not run in this session"))
 display.show_runs_table(frame)
 display.show_run_notes(shown)
-# A diverged fit, or a float32 fit that stopped short, is no dead end: its advice, one click away, for the next Run.
-# Offered while the sidebar does not already hold it (a start: for the optimizer that diverged).
-remedies = {(r.remedy, r.optimizer) for r in shown
-            if r.remedy is not None and settings.remedy_pending(r.remedy, r.optimizer)}
 for remedy, optimizer in sorted(remedies, key=str):
     st.button(settings.remedy_label(remedy, optimizer), key=f"run_remedy_{remedy.setting}_{remedy.value}",
               icon=":material/healing:", on_click=settings.apply_remedy, args=(remedy.setting, remedy.value),
               help="what the run's note above advises, in the sidebar for the next Run")
-# A fit that ran out of iterations is no dead end: one click puts four times as many in the
-# sidebar, and Run then fits again from the start under the larger cap.
-capped = [r for r in display.still_moving(shown) if r.status == "ok"]
-more = min(4 * max((r.iterations for r in capped), default=0), settings.iterations_cap())
-if capped and more > settings.current().iterations:
+if more_iterations:
     st.button(f"Set Iterations to {more:,}", key="run_more_iterations", icon=":material/add:",
               on_click=settings.set_iterations, args=(more,),
               help="the sidebar's Iterations, for the next Run: it fits again from the start")

@@ -114,7 +114,8 @@ def test_runs_that_all_diverged_say_why_at_the_top(store):
 
 
 @pytest.mark.parametrize("optimizer, init, precision, lr, button, setting, value", [
-    ("seed", "log_rates_sd", "float64", 0.01, "Use seed's own start: M = 0, S = 1 (the tutorial's)", "sb_init", settings.OPTIMIZERS_INIT),
+    ("seed", "log_rates_sd", "float64", 0.01, "Use seed's own start: M = 0, S = 1 (the tutorial's)", "sb_init",
+     settings.OPTIMIZERS_INIT),
     ("adam", "log_rates", "float32", 0.01, "Switch to float64", "sb_precision", "float64"),
     ("adam", "log_rates", "float32", 10.0, "Set the learning rate to 0.01", "sb_lr", 0.01),
 ])
@@ -132,6 +133,9 @@ def test_a_diverged_runs_advice_is_one_click(store, optimizer, init, precision, 
     assert not at.exception, [e.value for e in at.exception]
     (offered,) = [b for b in at.button if b.key.startswith("run_remedy_")]
     assert offered.label == button
+    # Said at the top too, where the trouble is said: the button sits under Numbers.
+    (said,) = [e.value for e in at.error]
+    assert plain(said).endswith(f"{remedy.why}. A button under Numbers applies the advice, for the next Run.")
     offered.click().run()
     assert at.session_state[setting] == value
     assert settings.start_of(at.session_state["sb_optimizer"], at.session_state["sb_init"]) == \
@@ -226,6 +230,7 @@ def test_run_page_runs_stores_and_shows_results(store):
                                   "to solution") and re.search(r"ran its 6 iterations fastest \(checked in float64, "
                                                                r"its gradient puts it about \de-\d\d \(relative\) "
                                                                r"below the optimum\)", c.value)
+               and c.value.endswith("fits as run. The button under Numbers sets Iterations to 24, for the next Run.")
                for c in at.caption)
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
     # Three narrow tables (none scrolls sideways on a projector): timings, compilation, fit.
