@@ -87,7 +87,9 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
                                   any_max=(metric, "max")).join(stats).reset_index()
     out["size"] = out["size"].fillna(0).astype(int)
     out = out[(out["size"] > 0) | (out["diverged"] > 0)]
-    if out.empty:
+    # The least value drawn: missing where no row is left, or none of them has a value.
+    anchor = pd.concat([out["min"], out["any_max"]]).min()
+    if pd.isna(anchor):
         return note_chart(f"No run here has a {_without_unit(metric)}: pick another timing.", title)
     notes = out["diverged"].map(lambda k: [f"{k} diverged"] if k else [])
     if "optimizer" in df and "optimizer" not in by:
@@ -96,9 +98,6 @@ def grouped_summary(runs: pd.DataFrame, by: list[str], metric: str = "per_iter_m
     out["text"] = [f"({', '.join(n)})" if n else "" for n in notes]
     # All-diverged: the note at their values; where they have none (a diverged run has no time
     # to solution) at the chart's least value, not dropped (the row was left blank).
-    anchor = pd.concat([out["min"], out["any_max"]]).min()
-    if pd.isna(anchor):
-        return note_chart(f"No run here has a {_without_unit(metric)}: pick another timing.", title)
     out["text_x"] = out["max"].fillna(out["any_max"]).fillna(anchor)
     out = out.assign(_k=out["group"].map(natural_key)).sort_values("_k").drop(columns="_k")
     color = {}
