@@ -28,6 +28,10 @@ from core.charts.style import (
 )
 from core.results.ordering import natural_order
 
+# The time axes of `elbo_curves`, by column: from a cold start (compile included) or into the
+# fit alone, where a compile long next to the fit would stand every curve upright.
+TIME_AXES = {"wall_s": "wall-clock time from a cold start (s, log scale)",
+             "fit_s": "time into the fit, compile left out (s, log scale)"}
 # The factor the scaling charts' log domains extend past their data on each side.
 SCALING_PAD = 1.3
 
@@ -38,8 +42,9 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
 
     Args:
         elbo_long: columns run_id, strategy, label (legend text), iteration, elbo (the
-            ELBO itself, negative); wall_s, needed when `x == "wall_s"`.
-        x: "iteration", or "wall_s" (log x: strategies finish decades apart).
+            ELBO itself, negative); the column `x` names when it is a time.
+        x: "iteration", or a time on a log axis (strategies finish decades apart): "wall_s",
+            from a cold start, or "fit_s", into the fit, compile left out (`TIME_AXES`).
         max_points_per_run: longer curves are thinned evenly, last point kept, so that a
             1e6-iteration run does not ship megabytes of JSON to the browser.
         height: the plot's height in px; the legend goes below it when it would not fit
@@ -55,12 +60,12 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
     Raises:
         ValueError: `x` is unknown, or its column is absent.
     """
-    if x not in ("iteration", "wall_s") or x not in elbo_long:
-        raise ValueError(f"x must be 'iteration' or 'wall_s' and a column of elbo_long; got {x!r}")
+    if x not in ("iteration", *TIME_AXES) or x not in elbo_long:
+        raise ValueError(f"x must be 'iteration' or one of {sorted(TIME_AXES)} and a column of elbo_long; got {x!r}")
     title = "log(-ELBO), lower is better"
     with np.errstate(invalid="ignore", divide="ignore"):
         df = elbo_long.assign(log_neg_elbo=np.log(-elbo_long["elbo"].astype(float)))
-    df = df[np.isfinite(df["log_neg_elbo"]) & ((df[x] > 0) if x == "wall_s" else True)]
+    df = df[np.isfinite(df["log_neg_elbo"]) & ((df[x] > 0) if x in TIME_AXES else True)]
     if df.empty:
         return note_chart("No finite ELBO values to plot.", title)
     df = df.sort_values(["run_id", x]).assign(strategy=lambda d: d["strategy"].astype(str))
@@ -73,14 +78,16 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
         x_enc = alt.X("iteration:Q", axis=alt.Axis(title="iteration", format="d", tickMinStep=1),
                       scale=alt.Scale(domain=[0, 1]) if last == 0 else alt.Undefined)
     else:  # from and to labelled ticks, 1, 2 and 5 times powers of ten between
-        start = log_grid_below(float(df["wall_s"].min()))
-        end = log_grid_above(max(float(df["wall_s"].max()), 1.5 * start))
-        x_enc = alt.X("wall_s:Q", scale=alt.Scale(type="log", domain=[start, end], nice=False),
-                      axis=log_axis(start, end, "wall-clock time (s, log scale)"))
+        start = log_grid_below(float(df[x].min()))
+        end = log_grid_above(max(float(df[x].max()), 1.5 * start))
+        x_enc = alt.X(f"{x}:Q", scale=alt.Scale(type="log", domain=[start, end], nice=False),
+                      axis=log_axis(start, end, TIME_AXES[x]))
     tips = ["label:N", "strategy:N", "iteration:Q",
             alt.Tooltip("elbo:Q", format=",.1f", title="ELBO"),
             alt.Tooltip("log_neg_elbo:Q", format=".5f", title="log(-ELBO)")]
-    tips += [alt.Tooltip("wall_s:Q", format=".4f", title="wall (s)")] if "wall_s" in df else []
+    shown_time = x if x in TIME_AXES else "wall_s" if "wall_s" in df else None
+    tips += [alt.Tooltip(f"{shown_time}:Q", format=".4f", title="time (s)" if x == "fit_s" else "wall (s)")] \
+        if shown_time else []
     # Ticks of our own, from a tick below the lowest value to one above the highest: Vega's
     # domain ended at the data, and a curve that levels off (its converged value, what a user
     # reads off it) ran along the bottom edge below the lowest label.

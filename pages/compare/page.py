@@ -14,7 +14,7 @@ from core.charts.style import LABELS
 from core.results import comparison, reach, stability
 from core.store import cold_compiles
 from core.store.run_store import IMPORTED, RESTORE_DAYS, StoreError
-from pages.ui import display, links, resources, sign_in, state
+from pages.ui import clock, display, links, resources, sign_in, state
 from pages.ui import upload as upload_widgets
 from pages.ui.text import md, public
 
@@ -240,7 +240,7 @@ curves = display.elbo_long(results, labels, curves=store.curves([int(i) for i in
                            compiled_when_made=cold_compiles.paid_when_made(made_by))
 # Legends under the curves: on the right, a dozen labels such as "#14 scan_pytree_class ·
 # preconditioned_lbfgs" left the plot 190 px wide at 1024 px.
-by_iteration, by_time = st.tabs(["against iteration", "against wall-clock time (estimated)"])
+by_iteration, by_time = st.tabs(["against iteration", "against time (estimated)"])
 with by_iteration:
     display.chart(lines.elbo_curves(curves, x="iteration", height=340),
                   "log(-ELBO) per iteration; runs of one problem and one optimizer should overlap."
@@ -252,7 +252,10 @@ with by_iteration:
                      if len(problem_labels) > 1 else ""),
                   legend="bottom")
 with by_time:
-    display.chart(lines.elbo_curves(curves, x="wall_s", height=340), display.WALL_CLOCK_CAPTION, legend="bottom")
+    drawn = st.container()
+    x = clock.choose(curves, key="cmp_clock")
+    with drawn:
+        display.chart(lines.elbo_curves(curves, x=x, height=340), clock.caption(x, curves), legend="bottom")
 
 st.header("Grouped timings")
 state.default("cmp_group", list(comparison.DEFAULT_GROUPS))

@@ -11,7 +11,7 @@ from core.results import compile_cost, headline, outcome, spread
 from core.results.frame import results_frame
 from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
-from pages.ui import display, resources, running, settings, state
+from pages.ui import clock, display, resources, running, settings, state
 from pages.ui.text import md, public
 
 # The first chart in the first screen of a projector, however many strategies, with the tie line
@@ -234,6 +234,9 @@ with left:
     groups = headline.one_program_groups(ok)
     one_program = len(ok) == len(frame) and len(groups) == 1 and len(groups[0].strategies) == len(ok)
     display.chart(bars.speedup_bars(frame, baseline=baseline).properties(height=CHART_HEIGHT),
+                  # No finished run of the baseline: the chart's own note says so, and a caption on
+                  # how to read bars that are not there read as a missing chart.
+                  None if baseline not in set(ok["strategy"]) else
                   # Every run one program (the first Run's scan strategies): no bar or whisker to explain.
                   f"{', '.join(groups[0].strategies)} compiled to one XLA program, so they run at one speed and no "
                   "bar is drawn: add jit_step or eager to Strategies to see what compiling the whole loop buys."
@@ -275,7 +278,11 @@ with left:
                   + lines.coinciding_note(curves))
 with right:
     unpaid = [r.strategy for r in shown if r.cache in ("memory", "disk") and r.id not in made_by]
-    display.chart(lines.elbo_curves(curves, x="wall_s").properties(height=280), display.wall_clock_caption(unpaid))
+    # The control under the chart, read before it is drawn: the two charts side by side keep one top.
+    drawn = st.container()
+    x = clock.choose(curves, key="run_clock")
+    with drawn:
+        display.chart(lines.elbo_curves(curves, x=x).properties(height=280), clock.caption(x, curves, unpaid))
 
 st.subheader("Numbers")
 dates = sorted({display.when(r.created_at) for r in shown})

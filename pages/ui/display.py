@@ -81,24 +81,6 @@ TABLE_COLUMNS = {**TIMING_COLUMNS, **COMPILE_COLUMNS, **FIT_COLUMNS,
                                                        help="steady state: median of the timed repeats")}
 
 
-# The caption of an ELBO chart against `elbo_long`'s wall_s, on every page that draws one.
-WALL_CLOCK_CAPTION = ("Wall-clock from a cold start, estimated: compile time (for a program loaded from a cache, what "
-                      "compiling it cost when it was made), and what the first call took beyond a steady fit (eager "
-                      "compiles its operations there), then iterations × steady-state time per iteration.")
-
-
-def wall_clock_caption(unpaid: list[str]) -> str:
-    """`WALL_CLOCK_CAPTION`, and which strategies (`unpaid`) loaded a program from a cache that
-    no stored run made: no compile time is known for them, so their curves start at the load."""
-    if not unpaid:
-        return WALL_CLOCK_CAPTION
-    one = len(unpaid) == 1
-    return (f"{WALL_CLOCK_CAPTION} {', '.join(md(name) for name in unpaid)} loaded "
-            f"{'its program' if one else 'their programs'} from a cache that no stored run made: no compile time "
-            f"is known, so {'its curve starts' if one else 'their curves start'} at the load (tick Compile from "
-            "scratch to measure it).")
-
-
 def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, np.ndarray] | None = None,
               max_points: int = decimate.DISPLAY_POINTS,
               compiled_when_made: dict[int, float] | None = None) -> pd.DataFrame:
@@ -116,8 +98,8 @@ def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, 
 
     `wall_s` is an estimate, not a measurement: trace+lower and compile time, plus what the
     first call took beyond a steady-state fit (eager compiles its operations there, one by
-    one, on first use: seconds that compile_s does not hold), plus (iteration + 1)
-    steady-state iterations, so that compilation shows as a late start.
+    one, on first use: seconds that compile_s does not hold), plus `fit_s`, (iteration + 1)
+    steady-state iterations, so that compilation shows as a late start (`pages.ui.clock`).
     """
     labels = labels or [r.strategy for r in results]
     parts = []
@@ -126,12 +108,12 @@ def elbo_long(results: list, labels: list[str] | None = None, curves: dict[int, 
         iteration = decimate.envelope(values, max_points)
         compiled = (compiled_when_made or {}).get(int(result.id), result.trace_lower_s + result.compile_s)
         start = compiled + max(result.first_call_s - result.run_s, 0.0)
+        fit = (iteration + 1) * result.per_iter_ms / 1e3
         parts.append(pd.DataFrame({
             "run_id": result.id, "strategy": result.strategy, "label": label, "iteration": iteration,
-            "elbo": values[iteration].astype(float),
-            "wall_s": start + (iteration + 1) * result.per_iter_ms / 1e3}))
+            "elbo": values[iteration].astype(float), "wall_s": start + fit, "fit_s": fit}))
     if not parts:
-        return pd.DataFrame(columns=["run_id", "strategy", "label", "iteration", "elbo", "wall_s"])
+        return pd.DataFrame(columns=["run_id", "strategy", "label", "iteration", "elbo", "wall_s", "fit_s"])
     return pd.concat(parts, ignore_index=True)
 
 

@@ -111,6 +111,13 @@ def test_runs_that_all_diverged_say_why_at_the_top(store):
     (said,) = [e.value for e in at.error]
     assert plain(said) == "No run finished. **scan** diverged: ELBO not finite at iteration 1; try [this](x)"
     assert "\\[this\\]" in said  # the stored text is shown as text
+    # The speed-up chart's note says it has nothing to draw; no caption tells how to read its bars.
+    other = fake_run("jit_step")
+    store.add(dataclasses.replace(other, status="diverged", error="ELBO not finite", diverged_at=1, iterations_run=1,
+                                  elbo=other.elbo[:1]))
+    at.pills(key="run_strategies").set_value(["jit_step", "scan"]).run()
+    assert not at.exception and len(at.error) == 1
+    assert not [c.value for c in at.caption if c.value.startswith(("How many times faster", "jit_step alone"))]
 
 
 @pytest.mark.parametrize("optimizer, init, precision, lr, button, setting, value", [

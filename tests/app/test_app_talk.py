@@ -18,7 +18,7 @@ from test_app import CHART, fake_run, open_app, tiny_problem
 from core.results import story
 from core.results.result import RunResult
 from core.spec import DatasetSpec, OptimizerSpec
-from pages.ui import display, links, settings
+from pages.ui import clock, display, links, settings
 from pages.ui.text import plain
 
 
@@ -453,6 +453,23 @@ def test_a_scaling_sweep_from_scratch_reruns_stored_pairs(store):
     assert [r.from_scratch for r in runs] == [1, 0] and runs[0].cache == "compiled"
 
 
+def test_the_run_pages_time_chart_shows_the_fits_own_clock_when_compiling_dwarfs_them(store):
+    # The first Run on oaks x1: seconds of compile for milliseconds of fit. From a cold start
+    # every curve stood upright; the page starts on the fit's own clock and says why.
+    for strategy in ("scan", "scan_namedtuple"):
+        store.add(fake_run(strategy, compile_s=2.0, run_s=0.03))
+    at = open_app()
+    at.pills(key="run_strategies").set_value(["scan", "scan_namedtuple"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.segmented_control(key="run_clock").value == clock.FIT
+    assert any(c.value.startswith(clock.FIT_CLOCK_CAPTION) and "times as long as a whole fit" in c.value
+               for c in at.caption), [c.value for c in at.caption]
+    # One click back to the cold start, and the caption points to the other clock.
+    at.segmented_control(key="run_clock").set_value(clock.COLD).run()
+    assert any(c.value.startswith(clock.WALL_CLOCK_CAPTION) and c.value.endswith("shows their shape.")
+               for c in at.caption), [c.value for c in at.caption]
+
+
 def test_the_run_page_says_when_a_cached_programs_compile_is_not_known(store):
     # Loaded from a cache that no stored run made (Under the hood's Inspect, say): no compile
     # time to start its wall-clock curve at, and the caption says so rather than drawing it at 0.
@@ -461,7 +478,7 @@ def test_the_run_page_says_when_a_cached_programs_compile_is_not_known(store):
     at = open_app()
     at.pills(key="run_strategies").set_value(["scan"]).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any(c.value.startswith(display.WALL_CLOCK_CAPTION) and "scan loaded its program from a cache that no "
+    assert any(c.value.startswith(clock.WALL_CLOCK_CAPTION) and "scan loaded its program from a cache that no "
                "stored run made: no compile time is known, so its curve starts at the load" in c.value
                for c in at.caption), [c.value for c in at.caption]
     assert any(m.value == "not measured" for m in at.metric)

@@ -69,6 +69,36 @@ def test_the_estimated_wall_clock_starts_eager_after_the_compiling_its_first_cal
     assert first["scan_namedtuple"] == pytest.approx(first["scan"])
 
 
+def test_the_time_chart_starts_on_the_fits_own_clock_where_compiling_dwarfs_every_fit(monkeypatch):
+    # oaks x1's first Run: 2 s of compile for 30 ms of fit, and from a cold start each curve
+    # stood upright at 2.1 s on the log axis, its shape lost.
+    from fake_runs import make_run
+
+    from pages.ui import clock, display
+
+    scan = make_run("scan", id=2, trace_lower_s=0.3, compile_s=1.8, first_call_s=0.031, run_s=0.03,
+                    iterations_run=49)
+    eager = make_run("eager", id=1, trace_lower_s=0.0, compile_s=0.0, first_call_s=5.0, run_s=3.0,
+                     iterations_run=49)
+    curves = display.elbo_long([scan])
+    assert curves["fit_s"].min() == pytest.approx(0.03 / 49) and curves["fit_s"].max() == pytest.approx(0.03)
+    assert (curves["wall_s"] - curves["fit_s"]).round(9).nunique() == 1  # one start per run
+    assert clock.compile_over_fit(curves) == pytest.approx((2.1 + 0.001) / 0.03)
+    assert clock.upright(curves) and not clock.upright(display.elbo_long([scan, eager]))
+
+    chosen = {}
+    monkeypatch.setattr(clock.st, "session_state", {})
+    monkeypatch.setattr(clock.st, "segmented_control", lambda label, options, key, **kw: chosen.setdefault(
+        key, clock.st.session_state[key]))
+    assert clock.choose(curves, key="k") == "fit_s"  # a visitor who picked nothing sees the shape
+    assert clock.choose(display.elbo_long([scan, eager]), key="other") == "wall_s"
+    said = clock.caption("fit_s", curves)
+    assert said.startswith(clock.FIT_CLOCK_CAPTION) and "at least 70 times as long as a whole fit" in said
+    # Picked back to the cold start, its caption says why the curves stand upright and where to look.
+    assert clock.caption("wall_s", curves).endswith("so the curves stand upright: **the fit alone** shows their shape.")
+    assert clock.caption("wall_s", display.elbo_long([scan, eager])) == clock.WALL_CLOCK_CAPTION
+
+
 def test_a_finished_runs_status_says_how_it_ended():
     from pages.ui.display import finished_as
 

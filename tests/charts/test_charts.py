@@ -196,6 +196,9 @@ def test_log_scales_where_promised(runs, elbo_long):
     assert {("x", "n"), ("y", "per_iter_ms")} <= _log_fields(lines.scaling_lines(runs).to_dict())
     assert {("x", "n"), ("y", "seconds")} <= _log_fields(lines.compile_vs_run(runs).to_dict())
     assert ("x", "wall_s") in _log_fields(lines.elbo_curves(elbo_long, x="wall_s").to_dict())
+    fit_only = lines.elbo_curves(elbo_long.assign(fit_s=elbo_long["wall_s"] / 2), x="fit_s").to_dict()
+    assert ("x", "fit_s") in _log_fields(fit_only)
+    assert fit_only["encoding"]["x"]["axis"]["title"] == "time into the fit, compile left out (s, log scale)"
     assert not _log_fields(lines.elbo_curves(elbo_long).to_dict())
     assert ("x", "speedup") in _log_fields(bars.speedup_bars(runs).to_dict())
     assert ("x", "ratio") in _log_fields(comparisons.ratio_bars(runs, 1).to_dict())
