@@ -45,7 +45,9 @@ LOG_FLOOR_SHARE = 0.5
 LOG_PAD = 1.2
 # How a run's y label says its executable was not compiled for it.
 CACHE_NOTES = {"memory": "cached", "disk": "cached"}
-COLD_NOTE = "cold compile"
+# How a dashed row says whose compile it draws: the stored run that made the cached program
+# ("cold compile #16" left a visitor asking what #16 counted).
+COLD_NOTE = "compiled by run"
 
 
 def run_labels(runs: pd.DataFrame) -> pd.DataFrame:
@@ -242,7 +244,7 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
     Returns:
         One bar per run: trace+lower | compile | first call | steady state, in seconds, with
         a whisker over the steady state's range; runs that loaded a cached executable say
-        "(cached)"; cold compiles are dashed outlines labelled "strategy: cold compile #id".
+        "(cached)"; cold compiles are dashed outlines labelled "strategy: compiled by run #id".
         Where the bars' totals span more than `LOG_SPAN` (eager beside compiled loops), the
         time axis is logarithmic, each segment drawn from where the previous one ended, the
         first from a decade below the shortest phase: on a linear axis the compiled bars

@@ -259,8 +259,8 @@ with right:
                      if bars.timing_on_log_axis(frame, cold_runs) else "")
                   + (" A (cached) run loaded its compiled program instead of compiling it (strategies that compile "
                      "to the same program load the first one's)"
-                     + ("; the dashed bar under it is what compiling that program cost when it was made here"
-                        if not dashed.empty else "") + "."
+                     + ("; the dashed bar under it is what compiling that program cost the stored run it "
+                        "names, which made it here" if not dashed.empty else "") + "."
                      if frame["cache"].isin(["memory", "disk"]).any() else ""))
 for group in groups:
     # Said in words too: a chart's "same program" label is easy to miss from the back of a room.

@@ -169,7 +169,7 @@ def test_compiling_from_scratch_on_the_run_page_and_the_cold_compile_beside_a_ca
     at.button(key="run_go").click().run()
     warm = store.list()[0]
     assert warm.cache == "memory"  # the cold run left its executable in the worker's cache
-    assert f"scan: cold compile #{cold.id}" in _chart_text(at)
+    assert f"scan: compiled by run #{cold.id}" in _chart_text(at)
     # Not "0 µs": what compiling the loaded program cost when the cold run made it.
     longest = next(m for m in at.metric if m.label == "Compile, when made")  # nothing compiled by this run
     assert longest.proto.delta == "1 loaded from memory"

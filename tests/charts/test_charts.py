@@ -327,9 +327,9 @@ def test_cached_runs_say_so_and_show_the_cold_compile_beside_them():
     labels = list(dict.fromkeys(data["run"]))
     assert "scan (cached)" in labels and "jit_step" in labels
     # Only the cached strategy gets its cold compile, right under it, compile phases only.
-    assert labels.index("scan: cold compile #3") == labels.index("scan (cached)") + 1
+    assert labels.index("scan: compiled by run #3") == labels.index("scan (cached)") + 1
     assert not any("jit_step: cold" in label for label in labels)
-    reference = data[data["run"] == "scan: cold compile #3"].set_index("phase")["seconds"]
+    reference = data[data["run"] == "scan: compiled by run #3"].set_index("phase")["seconds"]
     assert dict(reference) == pytest.approx({"trace+lower": 0.1, "compile": 0.8})
     # What the page's caption reads to say whether there is a dashed bar to explain.
     assert list(bars.cold_compile_rows(cold, runs)["strategy"]) == ["scan"]
