@@ -47,7 +47,7 @@ COLUMNS = {
     "unstable": st.column_config.CheckboxColumn("unstable", help="timed while other processes took more than a "
                                                 "quarter of the usable cores: its timings carry their load"),
     "git_commit": st.column_config.TextColumn("commit", help="the project's git commit that measured the run"),
-    # XLA's part alone (Run's "compile (s)" adds tracing and lowering): named so, not "compile_s".
+    # XLA's part alone (Run's "compile or load (s)" adds tracing and lowering): named so, not "compile_s".
     "compile_s": st.column_config.NumberColumn("XLA compile (s)", format="%.3f",
                                                help="XLA's compile alone, without tracing and lowering; about 0 "
                                                     "for an executable loaded from memory"),
