@@ -82,7 +82,9 @@ def fitted_columns(frame: pd.DataFrame) -> dict:
         if name in frame:
             config = columns.get(name) or st.column_config.Column(name)
             header = config.get("label") or name
-            longest = max(len(header), int(frame[name].dropna().astype(str).str.len().max() or 0))
+            # No rows (filters that match no run): no value to measure, and max() of none is NaN.
+            lengths = frame[name].dropna().astype(str).str.len()
+            longest = max(len(header), int(lengths.max()) if not lengths.empty else 0)
             columns[name] = {**config, "width": CELL_PADDING_PX + CHAR_PX * longest}
     return columns
 

@@ -113,7 +113,10 @@ SIDEBAR = (
     _sidebar("repeats", "repeats", _whole(1, lambda: cap("repeats"))),
     _sidebar("tol", "tol", _number(*TOL_RANGE)),
 )
-# Compare's filters (a column of the store's frame: its box's label), each carried by a link.
+# Compare's filters (a column of the store's frame: its box's label), each carried by a link
+# under `FILTER_PREFIX` + its column: bare, "dataset=oaks x1" was the sidebar's own parameter,
+# refused as a dataset and setting the sidebar's optimizer and precision for the next Run.
+FILTER_PREFIX = "filter_"
 COMPARE_FILTERS = {"strategy": "Strategy", "dataset": "Dataset", "device": "Device", "precision": "Precision",
                    "optimizer": "Optimizer", "init": "Initialisation", "status": "Status", "jax_version": "JAX",
                    "git_commit": "Commit"}
@@ -124,7 +127,8 @@ PAGES: dict[str, tuple[Param, ...]] = {
     "scaling": (Param("strategies", "scl_strategies", _names, _joined),
                 Param("sizes", "scl_sizes", lambda t: [k for k in _ints(t) if k in OAKS_REPLICATES], _joined),
                 Param("cold", "scl_cold", lambda t: t == "1", lambda v: "1" if v else "0", default=False)),
-    "compare": (*(Param(column, f"cmp_f_{column}", _strings, _joined, default=[]) for column in COMPARE_FILTERS),
+    "compare": (*(Param(FILTER_PREFIX + column, f"cmp_f_{column}", _strings, _joined, default=[])
+                  for column in COMPARE_FILTERS),
                 Param("group", "cmp_group", _strings, _joined),
                 Param("timing", "cmp_metric", str),
                 Param("ratio_timing", "cmp_metric_ratio", str),

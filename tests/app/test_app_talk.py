@@ -262,6 +262,30 @@ def test_a_link_carries_the_baseline_the_page_settled_on_not_a_label_or_a_stale_
     assert any(f"For the runs now shown, the baseline is #{scan_id} scan" in plain(c.value) for c in at.caption)
 
 
+def test_compares_filters_travel_in_a_link_apart_from_the_sidebars_settings(store):
+    # Bare, Compare's "dataset=oaks x1&optimizer=adam" were the sidebar's own parameters: refused
+    # as a dataset, and the next Run's optimizer changed by opening a link to a view.
+    for page, params in links.PAGES.items():  # a link names one page: its own and the sidebar's
+        names = [param.name for param in (*links.SIDEBAR, *params)]
+        assert len(names) == len(set(names)), (page, sorted({name for name in names if names.count(name) > 1}))
+    adam = dataclasses.replace(settings.DEFAULTS.fit_spec("scan"), optimizer=OptimizerSpec("adam", lr=0.01))
+    store.add(fake_run("scan", spec=adam))
+    store.add(fake_run("scan", replicate=10))
+    at = AppTestWithLink({"filter_dataset": "oaks x1", "filter_optimizer": "adam", "precision": "float64"})
+    at.switch_page("pages/compare/page.py").run()
+    assert not at.exception and not at.toast, [t.value for t in at.toast]
+    assert at.multiselect(key="cmp_f_dataset").value == ["oaks x1"]
+    assert at.multiselect(key="cmp_f_optimizer").value == ["adam"]
+    assert at.sidebar.selectbox(key="sb_optimizer").value == settings.DEFAULTS.optimizer
+    assert at.sidebar.radio(key="sb_precision").value == "float64"  # the link's own sidebar setting
+    assert at.query_params["filter_optimizer"] == "adam" and at.query_params["precision"] == "float64"
+    assert any(c.value.startswith("1 of 2 runs shown") for c in at.caption), [c.value for c in at.caption]
+    # Filters that match no run: the table empties and the page says so (it raised on int(NaN)).
+    at.multiselect(key="cmp_f_dataset").set_value(["oaks x10"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(i.value.startswith("No finished run matches these filters") for i in at.info)
+
+
 def test_compare_names_runs_by_what_sets_them_apart_in_its_curves_and_reach(store):
     single = store.add(fake_run("scan"))
     in_float64 = dataclasses.replace(settings.DEFAULTS.fit_spec("scan"), precision="float64")
