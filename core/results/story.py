@@ -125,12 +125,15 @@ class Outcome:
             (`RunResult.timed_with`): a ratio of runs timed apart carries the load of two moments.
         one_program: the steps (counted from 1) whose repeats its figures pool, itself
             included, when neighbouring steps ran one compiled program; () otherwise.
+        per_iteration: the milliseconds per iteration its figures divide (pooled with
+            `one_program`'s), or None where the step has no finished run.
     """
 
     since_start: spread.Ratio | None
     over_previous: spread.Ratio | None
     timed_with_start: bool = False
     one_program: tuple[int, ...] = ()
+    per_iteration: spread.Spread | None = None
 
 
 def stored_choice(candidates: Sequence[Sequence[RunResult]]) -> list[RunResult | None]:
@@ -191,7 +194,7 @@ def outcomes(runs: Sequence[RunResult | None]) -> list[Outcome]:
             since_start=spread.speedup(first, mine) if first is not None and mine is not None else None,
             over_previous=spread.speedup(previous, mine) if previous is not None and mine is not None else None,
             timed_with_start=bool(start_mark) and run is not None and run.timed_with == start_mark,
-            one_program=one_program.get(index, ())))
+            one_program=one_program.get(index, ()), per_iteration=mine))
     return found
 
 
@@ -206,8 +209,12 @@ def chart_rows(runs: Sequence[RunResult | None], shown: int, steps: Sequence[Ste
     for index, (step, run, outcome) in enumerate(zip(steps, runs, outcomes(runs))):
         if index > shown or run is None or run.status != "ok":
             continue
-        rows.append({"step": step_label(index, step), "strategy": step.strategy, "per_iter_ms": run.per_iter_ms,
-                     "run_s": run.run_s, "run_s_min": run.run_s_min, "run_s_max": run.run_s_max,
-                     "repeats": run.repeats, "iterations_run": run.iterations_run, "id": run.id,
+        # The bar and its whisker are the figures its label divides: pooled over one program's
+        # steps, whose bars had differed under one label (each its own run's median).
+        timed, per_fit = outcome.per_iteration, run.iterations_run / 1e3
+        rows.append({"step": step_label(index, step), "strategy": step.strategy, "per_iter_ms": timed.median,
+                     "run_s": timed.median * per_fit, "run_s_min": timed.low * per_fit,
+                     "run_s_max": timed.high * per_fit, "repeats": timed.repeats,
+                     "iterations_run": run.iterations_run, "id": run.id,
                      "speedup": "start" if index == 0 else outcome.since_start.brief if outcome.since_start else ""})
     return rows

@@ -134,6 +134,15 @@ def test_steps_that_ran_one_program_show_one_speed_up_and_say_so():
     assert found[1].since_start.value == found[2].since_start.value
     rows = story.chart_rows([eager, scan, named], shown=2)
     assert rows[1]["speedup"] == rows[2]["speedup"]
+    # And their bars and whiskers are that one speed too: under one label, each run's own median
+    # had drawn two lengths.
+    from core.charts.style import with_spread
+
+    drawn = with_spread(pd.DataFrame(rows), "per_iter_ms")
+    assert drawn.loc[1, ["per_iter_ms", "low", "high"]].tolist() == pytest.approx(
+        drawn.loc[2, ["per_iter_ms", "low", "high"]].tolist())
+    assert drawn.loc[1, "low"] == pytest.approx(min(r.run_s_min for r in (scan, named)) * 1e3 / scan.iterations_run)
+    assert drawn.loc[0, "per_iter_ms"] == pytest.approx(eager.per_iter_ms)  # a step of its own: its run's figures
     assert [o.one_program for o in found] == [(), (2, 3), (2, 3)]
     # Three steps of one program: the first of them reads the speed-up of all three, as the
     # others do (pooled pair by pair, it kept the first two's alone).
