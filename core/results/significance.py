@@ -43,12 +43,16 @@ class Test:
         p_value: the Mann–Whitney U test's, where it decided; else None.
         method: `MANN_WHITNEY`, `RANGES` or `SAME_PROGRAM`; "" when unknown.
         sizes: the repeats on each side.
+        near: for `RANGES` with no difference, the ranges do not meet but their ratio is within
+            `CLEAR_OF_ONE` of x1 (set by `core.results.spread`, which knows the ratio): said so,
+            as "overlapping" beside a table whose ranges are apart read as a mistake.
     """
 
     differs: bool | None
     p_value: float | None
     method: str
     sizes: tuple[int, int]
+    near: bool = False
 
     @property
     def same_program(self) -> bool:
@@ -62,7 +66,8 @@ class Test:
             return f"{MANN_WHITNEY}, {self.sizes[0]} and {self.sizes[1]} repeats: p = {p_text(self.p_value)}"
         if self.method == RANGES:
             return (f"the ranges of {self.sizes[0]} and {self.sizes[1]} repeats, "
-                    + ("apart" if self.differs else "overlapping")
+                    + ("apart" if self.differs else
+                       f"apart by under {CLEAR_OF_ONE:.0%}, too little to count" if self.near else "overlapping")
                     + f" (too few repeats kept for a test at p < {ALPHA:g})")
         return "a single repeat: no range to judge by"
 

@@ -199,16 +199,17 @@ def ratio(value: Spread, baseline: Spread) -> Ratio:
 def _test(baseline: Spread, other: Spread, low: float, high: float) -> significance.Test:
     """The significance test of two spreads; without their samples, their ranges apart and the
     ratio's range clear of x1 by `CLEAR_OF_ONE`."""
-    apart = None
+    apart = near = None
     if baseline.known and other.known:
-        apart = not baseline.overlaps(other) and (low > 1 + CLEAR_OF_ONE or high < 1 - CLEAR_OF_ONE)
+        clear = low > 1 + CLEAR_OF_ONE or high < 1 - CLEAR_OF_ONE
+        apart, near = not baseline.overlaps(other) and clear, not baseline.overlaps(other) and not clear
     test = significance.compare(baseline.samples, other.samples, apart,
                                 significance.same_program(baseline.program, other.program))
     if test.method == significance.RANGES:
         if not (baseline.known and other.known):
             return dataclasses.replace(test, differs=None, method="")
         # Ranges of runs stored without each repeat's time span the repeats they counted.
-        return dataclasses.replace(test, sizes=(baseline.repeats, other.repeats))
+        return dataclasses.replace(test, sizes=(baseline.repeats, other.repeats), near=bool(near))
     return test
 
 

@@ -87,6 +87,22 @@ def test_runs_stored_before_repeats_were_kept_fall_back_to_their_ranges():
     assert spread.speedup(spread.Spread.of_run(single), spread.Spread.of_run(old)).significant is None
 
 
+def test_ranges_that_miss_by_under_one_percent_tie_and_say_they_are_apart():
+    # oaks x10, three repeats each: jit_step 0.19995 to 0.2118 s, scan_pytree_class 0.1602 to
+    # 0.1992 s. A tie (the ranges' ratio reaches x1.004), once explained as "overlapping" beside
+    # a table whose ranges did not meet.
+    jit_step = _run(13, "jit_step", [0.2091, 0.2118, 0.19995], "a")
+    pytree = _run(16, "scan_pytree_class", [0.1992, 0.1602, 0.1689], "b")
+    found = spread.speedup(spread.Spread.of_run(jit_step), spread.Spread.of_run(pytree))
+    assert found.significant is False and found.test.method == significance.RANGES and found.test.near
+    assert found.why == ("the ranges of 3 and 3 repeats, apart by under 1%, too little to count (too few repeats "
+                         "kept for a test at p < 0.05)")
+    overlapping = _run(17, "scan", [0.205, 0.180, 0.190], "c")
+    found = spread.speedup(spread.Spread.of_run(jit_step), spread.Spread.of_run(overlapping))
+    assert found.significant is False and not found.test.near and found.why.startswith(
+        "the ranges of 3 and 3 repeats, overlapping")
+
+
 def test_samples_are_read_from_a_result_a_dict_or_a_frame_row():
     assert significance.samples({"repeat_times": [1, 2]}) == (1.0, 2.0)
     assert significance.samples(pd.Series({"repeat_times_json": json.dumps([0.5, 0.25])})) == (0.5, 0.25)
