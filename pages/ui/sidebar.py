@@ -62,7 +62,9 @@ def sidebar() -> None:
         st.header("Problem")
         _dataset_inputs()
         _device_inputs()
-        left, right = st.columns(2)
+        # One box a row: two abreast at 1024 px, each under 130 px wide, lost their - and + buttons
+        # (Streamlit hides them in a narrow box), and a talk's settings then had to be typed.
+        left = right = st.container()
         _whole_number_input(left, "Iterations", 1, _cap("iterations"), "sb_iterations", step=50,
                             help="the most iterations a fit runs (fewer when it stops at the tolerance)")
         _whole_number_input(right, "Repeats", 1, _cap("repeats"), "sb_repeats",
@@ -221,7 +223,7 @@ def _dataset_inputs() -> None:
                      help="from oaks' samples table, as pyPLNmodels' formulas: tree (3 levels, one-hot, "
                           "'intermediate' the reference), orientation (SW or NE), dist2ground (a number)")
     elif kind == "simulated":
-        left, right = st.columns(2)
+        left = right = st.container()  # one box a row, for its - and + buttons (as Iterations)
         _whole_number_input(left, "n (rows)", 2, _cap("rows"), "sb_sim_n", step=100)
         _whole_number_input(right, "p (columns)", 1, _cap("columns"), "sb_sim_p", step=10)
         _whole_number_input(left, "d (covariates)", 1, _cap("covariates"), "sb_sim_d",

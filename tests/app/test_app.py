@@ -427,7 +427,8 @@ def test_compare_filters_by_optimizer_and_start(store):
     assert sorted(at.dataframe[0].value["id"]) == sorted([seed.id, adam_from_seed.id])
     at.multiselect(key="cmp_f_optimizer").set_value(["adam"]).run()
     assert list(at.dataframe[0].value["id"]) == [adam_from_seed.id]
-    assert at.query_params["optimizer"] == "adam" and at.query_params["init"] == "seed"
+    assert at.query_params["filter_optimizer"] == "adam" and at.query_params["filter_init"] == "seed"
+    assert "optimizer" not in at.query_params  # the sidebar's, which a filter leaves alone
 
 
 def test_compare_offers_no_baseline_among_runs_that_all_diverged(store):
