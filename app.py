@@ -45,7 +45,7 @@ def main() -> None:
     refused = links.restore()  # a link's settings, before any widget is drawn
     if refused:
         st.toast(links.refused_note(refused), icon=":material/link_off:", duration="long")  # a sentence to read
-    sidebar()
+    sidebar(navigation.url_path or "run")
     links.publish(navigation.url_path or "run")
     navigation.run()
     # Again after the page: what the page itself settled (a baseline chosen anew for new

@@ -51,27 +51,26 @@ INIT_LABELS = {OPTIMIZERS_INIT: f"{DEFAULT_INIT_TEXT}: {FRONT_DOOR.starts()}",
 WHOLE_NUMBERS = ("replicate", "sim_n", "sim_p", "sim_d", "sim_seed", "iterations", "repeats")
 
 
-def sidebar() -> None:
-    """The problem settings shared by Run, Scaling and Under the hood."""
+# Pages (their url_path) that read no problem from the sidebar: there its boxes fold away, as a
+# sidebar reading "oaks x1" beside Compare's table of every run read as a filter of it.
+PAGES_WITHOUT_PROBLEM = ("compare", "about")
+
+
+def sidebar(page: str = "run") -> None:
+    """The problem settings shared by Run, Story, Scaling and Under the hood; on `page`s that
+    read none (`PAGES_WITHOUT_PROBLEM`) they are drawn folded, so that they keep their values."""
     for field in dataclasses.fields(DEFAULTS):
         if field.name in WHOLE_NUMBERS and field.name != "replicate":
             state.default(key(field.name), float(getattr(DEFAULTS, field.name)))
         elif field.name != "upload":
             state.default(key(field.name), getattr(DEFAULTS, field.name))
     with st.sidebar:
-        st.header("Problem")
-        _dataset_inputs()
-        _device_inputs()
-        # One box a row: two abreast at 1024 px, each under 130 px wide, lost their - and + buttons
-        # (Streamlit hides them in a narrow box), and a talk's settings then had to be typed.
-        left = right = st.container()
-        _whole_number_input(left, "Iterations", 1, _cap("iterations"), "sb_iterations", step=50,
-                            help="the most iterations a fit runs (fewer when it stops at the tolerance)")
-        _whole_number_input(right, "Repeats", 1, _cap("repeats"), "sb_repeats",
-                            help="timed steady-state calls after the first call, at least: a short fit gets "
-                                 "more, until 0.25 s of calls are timed by default. A test that two timings differ "
-                                 "at p < 0.05 needs 4 repeats of each (or 3 against 5); the median is reported")
-        _optimizer_inputs()
+        if page in PAGES_WITHOUT_PROBLEM:
+            with st.expander("Problem: for Run, Story, Scaling and Under the hood", icon=":material/tune:"):
+                _problem_inputs()
+        else:
+            st.header("Problem")
+            _problem_inputs()
         # While the device is busy the line redraws itself (a fragment, every `BUSY_REFRESH_S`):
         # drawn once with the page it kept saying "busy" after the run ended, a cancelled one too,
         # until the next click. A page drawn while it is free sets no timer; one set while busy
@@ -138,6 +137,20 @@ def refresh_queue_caption(now: bool = False) -> None:
         return
     st.session_state["sb_queue_drawn"] = moment
     slot.caption(_device_line_text().text)
+
+
+def _problem_inputs() -> None:
+    _dataset_inputs()
+    _device_inputs()
+    # One box a row: two abreast at 1024 px, each under 130 px wide, lost their - and + buttons
+    # (Streamlit hides them in a narrow box), and a talk's settings then had to be typed.
+    _whole_number_input(st, "Iterations", 1, _cap("iterations"), "sb_iterations", step=50,
+                        help="the most iterations a fit runs (fewer when it stops at the tolerance)")
+    _whole_number_input(st, "Repeats", 1, _cap("repeats"), "sb_repeats",
+                        help="timed steady-state calls after the first call, at least: a short fit gets "
+                             "more, until 0.25 s of calls are timed by default. A test that two timings differ "
+                             "at p < 0.05 needs 4 repeats of each (or 3 against 5); the median is reported")
+    _optimizer_inputs()
 
 
 def _whole_number_input(container, label: str, low: int, high: int, key: str, step: int = 1, **options) -> None:
@@ -223,12 +236,12 @@ def _dataset_inputs() -> None:
                      help="from oaks' samples table, as pyPLNmodels' formulas: tree (3 levels, one-hot, "
                           "'intermediate' the reference), orientation (SW or NE), dist2ground (a number)")
     elif kind == "simulated":
-        left = right = st.container()  # one box a row, for its - and + buttons (as Iterations)
-        _whole_number_input(left, "n (rows)", 2, _cap("rows"), "sb_sim_n", step=100)
-        _whole_number_input(right, "p (columns)", 1, _cap("columns"), "sb_sim_p", step=10)
-        _whole_number_input(left, "d (covariates)", 1, _cap("covariates"), "sb_sim_d",
+        # One box a row, for its - and + buttons (as Iterations).
+        _whole_number_input(st, "n (rows)", 2, _cap("rows"), "sb_sim_n", step=100)
+        _whole_number_input(st, "p (columns)", 1, _cap("columns"), "sb_sim_p", step=10)
+        _whole_number_input(st, "d (covariates)", 1, _cap("covariates"), "sb_sim_d",
                             help="columns of X, intercept included")
-        _whole_number_input(right, "seed", 0, 2**31 - 1, "sb_sim_seed")
+        _whole_number_input(st, "seed", 0, 2**31 - 1, "sb_sim_seed")
     else:
         upload.csv_inputs()
 
