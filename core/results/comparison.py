@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from core import catalog
-from core.results import spread
+from core.results import significance, spread
 from core.results.ordering import natural_key
 
 # What makes two runs the same problem size: the data (its label names the size) and its shape.
@@ -48,10 +48,21 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
     """The run to divide by when none is pinned: of the newest run's problem, its newest
     finished eager run, else its slowest finished run (every bar then reads as a speed-up);
     among the runs that have a value of `metric` when some do (an eager run for a fixed
-    number of iterations has no time to solution: dividing by it draws nothing)."""
+    number of iterations has no time to solution: dividing by it draws nothing).
+
+    A problem whose finished runs all ran one compiled program is passed over for the next
+    newest: where every run of the newest ran one program (the scan strategies of a first Run
+    on an upload), each bar read "same program" and the chart drew none."""
     if runs.empty:
         return None
-    newest = runs.sort_values(["created_at", "id"], ascending=False).iloc[0]
+    by_age = runs.sort_values(["created_at", "id"], ascending=False)
+    newest = by_age.iloc[0]
+    for _, run in by_age.iterrows():
+        problem = runs[same_problem(runs, int(run["id"]))]
+        finished = problem[problem["status"] == "ok"] if "status" in problem else problem
+        if len(finished) < 2 or _programs(finished) > 1:
+            newest = run
+            break
     mine = runs[same_problem(runs, int(newest["id"]))]
     finished = mine[mine["status"] == "ok"] if "status" in mine else mine
     if metric is not None and metric in finished:
@@ -63,6 +74,14 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
     if not eager.empty:
         return int(eager["id"].iloc[0])
     return int(finished.loc[finished["per_iter_ms"].idxmax(), "id"])
+
+
+def _programs(runs: pd.DataFrame) -> int:
+    """How many compiled programs `runs` ran (`significance.program_identity`); a run without a
+    fingerprint (eager, a peer) is one of its own."""
+    if "program" not in runs:
+        return len(runs)
+    return len({significance.program_identity(row) or f"run {row['id']}" for _, row in runs.iterrows()})
 
 
 def labelling_columns(runs: pd.DataFrame, by: list[str]) -> tuple[list[str], dict[str, str]]:

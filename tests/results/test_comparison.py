@@ -27,6 +27,22 @@ def test_the_default_baseline_is_eager_of_the_newest_runs_problem():
     assert comparison.default_baseline(RUNS.iloc[:0]) is None
 
 
+def test_the_default_baseline_is_of_the_newest_problem_that_ran_more_than_one_program():
+    # The newest problem, an upload, ran only the scan strategies: one program, "same program"
+    # on every bar and none drawn. The problem before it ran two programs: divided by its slowest.
+    runs = pd.concat([RUNS, _frame([(6, "scan", "csv good.csv", 60, "ok", 0.2, 6.0),
+                                    (7, "scan_namedtuple", "csv good.csv", 60, "ok", 0.21, 7.0)])],
+                     ignore_index=True).assign(program=["", "a", "", "b", "c", "u", "u"], host="h", iterations=500,
+                                               iterations_run=40)
+    assert comparison.default_baseline(runs) == 3
+    # A second program of the upload's problem (eager has none: a program of its own) makes it the newest.
+    more = pd.concat([runs, _frame([(8, "eager", "csv good.csv", 60, "ok", 9.0, 8.0)]).assign(
+        program="", host="h", iterations=500, iterations_run=40)], ignore_index=True)
+    assert comparison.default_baseline(more) == 8
+    # Every problem one program: the newest problem's, as before.
+    assert comparison.default_baseline(runs[runs["id"] >= 6]) == 7
+
+
 def test_the_default_baseline_has_the_timing_shown():
     solved = RUNS.assign(time_to_solution_s=[None, 0.01, None, 1.0, None])
     assert comparison.default_baseline(solved, "time_to_solution_s") == 4  # eager ran a fixed number of iterations
