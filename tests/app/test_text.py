@@ -72,9 +72,9 @@ def test_the_estimated_wall_clock_starts_eager_after_the_compiling_its_first_cal
 def test_the_time_chart_starts_on_the_fits_own_clock_where_compiling_dwarfs_every_fit(monkeypatch):
     # oaks x1's first Run: 2 s of compile for 30 ms of fit, and from a cold start each curve
     # stood upright at 2.1 s on the log axis, its shape lost.
-    from fake_runs import make_run
-
     from pages.ui import clock, display
+
+    from fake_runs import make_run
 
     scan = make_run("scan", id=2, trace_lower_s=0.3, compile_s=1.8, first_call_s=0.031, run_s=0.03,
                     iterations_run=49)
