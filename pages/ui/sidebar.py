@@ -281,7 +281,8 @@ def _optimizer_inputs() -> None:
                      format_func=lambda v: DEFAULT_INIT_TEXT if v == OPTIMIZERS_INIT else v,
                      help="\n".join(f"- {label}" for label in INIT_LABELS.values()))
         if st.session_state["sb_init"] == OPTIMIZERS_INIT:
-            st.caption(f"{name} starts from **{start}**")
+            # With the start's formula: "seed starts from seed" alone read as a riddle.
+            st.caption(f"{name} starts from **{start}**: {START_FORMULAS[start]}")
         # Empty means the precision's default, read when the fit is specified (its value is the
         # placeholder; one naming the precision too was cut at 1024 px): the tolerance follows a
         # precision switch with no write to this box. A callback that wrote the other precision's

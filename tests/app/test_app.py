@@ -647,11 +647,12 @@ def test_the_start_left_to_its_default_follows_the_optimizer(store):
     # A fixed text: the browser sends back the text shown, which must name an option after a switch.
     assert box.value == "default" and box.options[0] == "the optimizer's default"
     assert "init: log_rates_sd" in at.sidebar.expander[-1].label
-    assert "preconditioned_lbfgs starts from **log_rates_sd**" in [c.value for c in at.sidebar.caption]
+    assert "preconditioned_lbfgs starts from **log_rates_sd**: M = log Y - O, S = 1/√(Y + 1)" in [
+        c.value for c in at.sidebar.caption]
     # The tutorial's optimizer steps S by up to 0.1: it starts from its own start, with no write to the box.
     at.sidebar.selectbox(key="sb_optimizer").set_value("seed").run()
     assert at.sidebar.expander[-1].label.endswith("init: seed")
-    assert "seed starts from **seed**" in [c.value for c in at.sidebar.caption]
+    assert "seed starts from **seed**: M = 0, S = 1 (the tutorial's)" in [c.value for c in at.sidebar.caption]
     run_jit_step(at, 4)
     (run,) = store.list()
     assert (run.optimizer, run.init) == ("seed", "seed")
