@@ -36,13 +36,21 @@ from core.results import headline, spread
 # Chronological, which is also the stack order; the colours are `style.PHASE_COLORS`.
 PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile",
           "first_call_s": "first call", "run_s": "steady state"}
-# Bars whose totals span more than this factor get a log time axis.
-LOG_SPAN = 10.0
-# On that log axis the first phase is drawn from this share of the shortest phase (a whole
-# decade below made every first segment look large), and the axis ends at the first tick at
-# least this factor past the longest run.
-LOG_FLOOR_SHARE = 0.5
-LOG_PAD = 1.2
+# Where the bars' totals, longest first, fall by more than this factor from one to the next
+# (eager's beside compiled loops), the longer ones are cut at the time axis's end, each total
+# written after it, so that the others keep their width. The axis stays linear, a segment's
+# length its seconds: stacked on a log axis, a run's first phase took most of its bar (0.39 s
+# of trace+lower drawn longer than 1.65 s of compile) and its steady state none.
+CUT_SPREAD = 3.0
+# Only where the longest bar is over this many times the shortest, which drawn whole would keep
+# under a tenth of the axis (a compile of 2.2 s beside a cached load of 0.25 s is drawn whole).
+# Totals that fall evenly over decades (runs of several sizes) have no one wide fall: where the
+# longest is also over this many times the median, the bars past CUT_SPREAD times it are cut.
+SPREAD_CUT = 10.0
+# The axis ends this far past the longest bar it draws whole (or its slowest repeat's whisker).
+AXIS_PAD = 1.2
+# Room after a cut bar for its total ("31.2 s, cut"), as a share of the cut.
+CUT_TEXT_ROOM = 0.45
 # How a run's y label says its executable was not compiled for it.
 CACHE_NOTES = {"memory": "cached", "disk": "cached"}
 # How a dashed row says whose compile it draws: the stored run that made the cached program
@@ -221,13 +229,49 @@ def cold_compile_rows(cold_compiles: pd.DataFrame | None, shown: pd.DataFrame) -
     return rows
 
 
-def timing_on_log_axis(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> bool:
-    """Whether `timing_bars` draws its time axis logarithmic (its bars' totals span more than
-    `LOG_SPAN`): a page then says that a segment's length reads as a ratio, not as seconds."""
+def _whole_rows(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None) -> pd.DataFrame:
+    """The rows `timing_bars` draws (runs and the dashed cold compiles), with `total` (the
+    phases' seconds) and `reach` (to the slowest repeat's whisker end)."""
     rows = pd.concat([runs, cold_compile_rows(cold_compiles, runs)], ignore_index=True)
-    totals = rows[list(PHASES)].fillna(0.0).sum(axis=1)
-    totals = totals[totals > 0]
-    return bool(not totals.empty and totals.max() > LOG_SPAN * totals.min())
+    total = rows[list(PHASES)].fillna(0.0).sum(axis=1)
+    slowest = rows["run_s_max"].fillna(rows["run_s"]) if "run_s_max" in rows else rows["run_s"]
+    reach = total - rows["run_s"].fillna(0.0) + slowest.fillna(0.0)
+    return rows.assign(total=total, reach=reach.where(reach > total, total))
+
+
+def timing_cut(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> float | None:
+    """Where `timing_bars` cuts the bars that dwarf the rest, in seconds; None when every bar
+    is drawn whole. A page says which were cut (`cut_runs`).
+
+    Only where the longest is over `SPREAD_CUT` times the shortest: then past the bars below
+    the widest fall (over `CUT_SPREAD`) from one total to the next shorter, where no more bars
+    are above it than below (three compiles of 2 to 4 s over one cached load of 0.25 s are
+    drawn whole); else, where the longest is `SPREAD_CUT` times the median, past those within
+    `CUT_SPREAD` of the median."""
+    rows = _whole_rows(runs, cold_compiles)
+    rows = rows[rows["total"] > 0]
+    totals = np.sort(rows["total"].to_numpy())[::-1]
+    if totals.size < 2 or totals[0] <= SPREAD_CUT * totals[-1]:  # the shortest keeps a tenth of the axis
+        return None
+    falls = totals[:-1] / totals[1:]
+    widest = int(np.argmax(falls))
+    if falls[widest] > CUT_SPREAD and widest + 1 <= totals.size - widest - 1:  # a few over many
+        longest_whole = totals[widest + 1]
+    elif totals[0] > SPREAD_CUT * np.median(totals):  # decades, evenly: cut well above the median
+        longest_whole = totals[totals <= CUT_SPREAD * np.median(totals)].max()
+    else:
+        return None
+    cut = AXIS_PAD * rows.loc[rows["total"] <= longest_whole, "reach"].max()
+    return float(cut) if totals[0] > cut else None
+
+
+def cut_runs(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> list[tuple[str, float]]:
+    """(strategy, total seconds) of each bar `timing_bars` cuts, in the runs' order."""
+    cut = timing_cut(runs, cold_compiles)
+    if cut is None:
+        return []
+    rows = _whole_rows(runs, cold_compiles)
+    return [(str(row["strategy"]), float(row["total"])) for _, row in rows[rows["total"] > cut].iterrows()]
 
 
 def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> alt.LayerChart | alt.Chart:
@@ -245,10 +289,9 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
         One bar per run: trace+lower | compile | first call | steady state, in seconds, with
         a whisker over the steady state's range; runs that loaded a cached executable say
         "(cached)"; cold compiles are dashed outlines labelled "strategy: compiled by run #id".
-        Where the bars' totals span more than `LOG_SPAN` (eager beside compiled loops), the
-        time axis is logarithmic, each segment drawn from where the previous one ended, the
-        first from a decade below the shortest phase: on a linear axis the compiled bars
-        were a few pixels beside eager's.
+        The time axis is linear. A bar over `CUT_SPREAD` times the median one (eager beside
+        compiled loops) is cut at the axis's end (`timing_cut`) with its total after it: drawn
+        whole, it left the compiled bars a few pixels wide.
     """
     title = "Where the time goes (s)"
     if runs.empty:
@@ -266,20 +309,15 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
     long["phase_rank"] = long["column"].map({c: i for i, c in enumerate(PHASES)})
     long = long.sort_values(["run", "phase_rank"], kind="stable")
     long["end"] = long.groupby("run", sort=False)["seconds"].cumsum()
-    totals = long.groupby("run")["end"].max()
-    if timing_on_log_axis(runs, cold_compiles):  # the one rule, which pages read too
-        floor = LOG_FLOOR_SHARE * long.loc[long["seconds"] > 0, "seconds"].min()
-        long["start"] = (long["end"] - long["seconds"]).clip(lower=floor)
-        long["end"] = long["end"].clip(lower=floor)
-        # Past the longest bar and the slowest repeat's whisker end alike, to a labelled tick.
-        slowest = (df["trace_lower_s"] + df["compile_s"] + df["first_call_s"]
-                   + df.get("run_s_max", df["run_s"]).fillna(df["run_s"]))
-        reach = max(totals.max(), slowest.max()) * LOG_PAD
-        axis, top = log_axis_reaching(floor, floor, [reach], "time (s, log scale)")
-        x = dict(x=alt.X("start:Q", axis=axis, scale=alt.Scale(type="log", domain=[floor, top], nice=False)),
-                 x2="end:Q")
+    long["start"] = long["end"] - long["seconds"]
+    totals = long.groupby("run", sort=False)["end"].max()
+    cut = timing_cut(runs, cold_compiles)  # the one rule, which pages read too
+    if cut is not None:
+        long["start"], long["end"] = long["start"].clip(upper=cut), long["end"].clip(upper=cut)
+        top = cut * (1 + CUT_TEXT_ROOM)
     else:
-        x = dict(x=alt.X("seconds:Q", stack="zero", title="time (s)"))
+        top = AXIS_PAD * _whole_rows(runs, cold_compiles)["reach"].max()
+    x = dict(x=alt.X("start:Q", title="time (s)", scale=alt.Scale(domain=[0, top], nice=False)), x2="end:Q")
     hollow = alt.datum.diverged | alt.datum.cold
     # Every run's label, even where a page sets a height of under 24 px a bar: Vega's default
     # drops every other one that touches its neighbour, and a bar without its name says nothing.
@@ -298,14 +336,22 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
         tooltip=["run:N", "phase:N", alt.Tooltip("seconds:Q", format=".4f", title="seconds (s)"),
                  *[f"{c}:N" for c in extra]],
     )
+    layers = [stacked]
+    if cut is not None:  # each cut bar's total after its end: its length is not its time
+        over = totals[totals > cut]
+        said = pd.DataFrame({"run": over.index, "x": cut, "text": [f"{t:.3g} s, cut" for t in over]})
+        layers.append(alt.Chart(said).mark_text(align="left", dx=4).encode(x="x:Q", y=y, text="text:N"))
     ranged = with_spread(df[~df["cold"] & ~df["diverged"]], "run_s")
     ranged = ranged[ranged["spread_known"] & (ranged["high"] > ranged["low"])]
-    if ranged.empty:
-        return stacked.properties(title=title, height=alt.Step(30))
     before = ranged["trace_lower_s"] + ranged["compile_s"] + ranged["first_call_s"]
     ranged = ranged.assign(range_low=before + ranged["low"], range_high=before + ranged["high"])
-    return alt.layer(stacked, whiskers(ranged, "range_low", "range_high", y), title=title).properties(
-        height=alt.Step(30))
+    if cut is not None:  # a cut bar's whisker is past the axis's end
+        ranged = ranged[ranged["range_high"] <= cut]
+    if not ranged.empty:
+        layers.append(whiskers(ranged, "range_low", "range_high", y))
+    if len(layers) == 1:
+        return stacked.properties(title=title, height=alt.Step(30))
+    return alt.layer(*layers, title=title).properties(height=alt.Step(30))
 
 
 def speedup_bars(runs: pd.DataFrame, baseline: str = "eager") -> alt.Chart | alt.LayerChart:

@@ -254,9 +254,10 @@ with right:
     display.chart(bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=max(CHART_HEIGHT, ROW_PX * rows)),
                   "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
                   "its whisker the fastest to the slowest repeat."
-                  + (" The runs span decades, so the axis is logarithmic: a phase's length there is a ratio of "
-                     "times, not seconds (its seconds are in its tooltip and the tables)."
-                     if bars.timing_on_log_axis(frame, cold_runs) else "")
+                  + (f" {display.listed([name for name, _ in cut])}: "
+                     f"{'bars' if len(cut) > 1 else 'bar'} cut at the axis's end, with "
+                     f"{'each' if len(cut) > 1 else 'its'} total beside it (drawn whole, the others would be a few "
+                     "pixels wide)." if (cut := bars.cut_runs(frame, cold_runs)) else "")
                   + (" A (cached) run loaded its compiled program instead of compiling it (strategies that compile "
                      "to the same program load the first one's)"
                      + ("; the dashed bar under it is what compiling that program cost the stored run it "

@@ -101,6 +101,17 @@ def test_pages_render_with_stored_runs(store):
         assert not at.error, [e.value for e in at.error]
 
 
+def test_a_phases_bar_that_dwarfs_the_rest_is_cut_and_the_caption_says_so(store):
+    for strategy, seconds in (("eager", 2.0), ("jit_step", 0.06), ("scan", 0.05)):
+        store.add(fake_run(strategy, run_s=seconds))
+    at = open_app()
+    at.pills(key="run_strategies").set_value(["eager", "jit_step", "scan"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = [c.value for c in at.caption if c.value.startswith("Seconds per run, by phase")]
+    assert said and ("eager: bar cut at the axis's end, with its total beside it (drawn whole, the others would "
+                     "be a few pixels wide).") in said[0], said
+
+
 def test_runs_that_all_diverged_say_why_at_the_top(store):
     run = fake_run("scan")
     store.add(dataclasses.replace(run, status="diverged", error="ELBO not finite at iteration 1; try [this](x)",

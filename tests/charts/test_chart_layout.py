@@ -70,30 +70,24 @@ def test_ratios_leave_out_runs_without_the_timing_and_name_their_optimizer(runs)
     assert rows.loc[len(runs) - 2, "text"] == "diverged"  # a diverged run stays listed
 
 
-def test_timing_bars_take_a_log_axis_where_totals_span_more_than_ten_times(runs):
+def test_timing_bars_stay_linear_and_cut_the_bars_that_dwarf_the_rest(runs):
     close = runs[(runs["n"] == 116) & (runs["strategy"].isin(["jit_step", "scan"])) & (runs["status"] == "ok")]
     linear = bars.timing_bars(close).to_dict()["layer"][0]["encoding"]
-    assert linear["x"]["field"] == "seconds" and "type" not in linear["x"].get("scale", {})
+    assert linear["x"]["field"] == "start" and linear["x2"]["field"] == "end"
+    assert "type" not in linear["x"].get("scale", {}) and bars.timing_cut(close) is None
     spec = bars.timing_bars(runs).to_dict()  # eager at n = 11600 beside scan at n = 116: decades apart
     encoding = spec["layer"][0]["encoding"]
-    assert encoding["x"]["scale"]["type"] == "log" and encoding["x2"]["field"] == "end"
-    assert "log scale" in encoding["x"]["axis"]["title"]
+    assert "type" not in encoding["x"]["scale"] and encoding["x"]["title"] == "time (s)"
     assert encoding["y"]["axis"]["labelOverlap"] is False  # every run's name, however short its row
     data = pd.concat(_datasets(spec)).dropna(subset=["phase"])
-    floor, top = encoding["x"]["scale"]["domain"]
-    # The first phase starts at half the shortest phase, not a decade below it (which made
-    # every first segment look large), and the axis is ticked to just past the longest run.
-    assert floor == pytest.approx(data.loc[data["seconds"] > 0, "seconds"].min() / 2)
-    longest = data.groupby("run")["end"].max().max()
-    ticks = encoding["x"]["axis"]["values"]
-    # A labelled tick past the longest run: the next 1, 2 or 5 times a power of ten, or the next
-    # power where the axis ticks the powers alone (here, 0.05 s to 1,050 s).
-    assert min(ticks) >= floor and max(ticks) == top and longest < top <= 10 * longest
+    cut = bars.timing_cut(runs)
     for run, parts in data.groupby("run"):
         parts = parts.sort_values("phase_rank")
-        # Each phase starts where the one before it ended, and ends at the run's time so far.
+        # Each phase starts where the one before it ended, up to the cut.
         assert list(parts["start"].iloc[1:]) == pytest.approx(list(parts["end"].iloc[:-1])), run
-        assert list(parts["end"]) == pytest.approx(list(parts["seconds"].cumsum().clip(lower=floor))), run
+        assert list(parts["end"]) == pytest.approx(list(parts["seconds"].cumsum().clip(upper=cut))), run
+    cut_names = {name for name, _ in bars.cut_runs(runs)}
+    assert cut_names and "jit_step" in cut_names and data["end"].max() == pytest.approx(cut)
 
 
 def test_ratio_labels_get_room_inside_the_plot_on_two_lines_where_one_cannot_hold_them(runs):

@@ -281,7 +281,7 @@ def test_scaling_and_compile_medians_ignore_diverged(runs):
 
 
 def test_bars_mark_diverged_runs(runs):
-    data = pd.concat(_datasets(bars.timing_bars(runs).to_dict()))
+    data = pd.concat(_datasets(bars.timing_bars(runs).to_dict())).dropna(subset=["phase"])
     assert "fori_loop (diverged)" in set(data["run"])
     assert set(data.loc[data["run"].str.endswith("(diverged)"), "diverged"]) == {True}
     ratio = pd.concat(_datasets(comparisons.ratio_bars(runs, baseline_id=1).to_dict()))
@@ -341,12 +341,48 @@ def test_cached_runs_say_so_and_show_the_cold_compile_beside_them():
 
 
 @pytest.mark.parametrize("eager_s", [0.08, 8.0])
-def test_the_page_is_told_when_the_phases_axis_is_logarithmic(eager_s):
+def test_a_bar_that_dwarfs_the_rest_is_cut_with_its_total_and_the_page_is_told(eager_s):
     runs = pd.DataFrame([_run(1, "eager", run_s=eager_s, compile_s=0.0, trace_lower_s=0.0, first_call_s=eager_s),
                          _run(2, "scan", run_s=0.05, compile_s=0.3, trace_lower_s=0.05, first_call_s=0.05)])
-    x = next(layer for layer in bars.timing_bars(runs).to_dict()["layer"] if "x" in layer.get("encoding", {}))
-    drawn_log = x["encoding"]["x"].get("scale", {}).get("type") == "log"
-    assert bars.timing_on_log_axis(runs) == drawn_log == (eager_s > 1)
+    spec = bars.timing_bars(runs).to_dict()
+    x = spec["layer"][0]["encoding"]["x"]
+    assert x.get("scale", {}).get("type") != "log" and x["title"] == "time (s)"  # seconds, not ratios
+    data = pd.concat(_datasets(spec))
+    said = data.dropna(subset=["text"]) if "text" in data else data.iloc[:0]
+    if eager_s < 1:  # 0.17 s beside 0.45 s: both whole
+        assert bars.timing_cut(runs) is None and bars.cut_runs(runs) == [] and said.empty
+        return
+    cut = bars.timing_cut(runs)
+    # scan's whole bar, to its slowest repeat, fills the axis; eager's 16 s stops at its end.
+    assert cut == pytest.approx(bars.AXIS_PAD * (0.05 + 0.3 + 0.05 + 0.05 * 1.2))
+    assert bars.cut_runs(runs) == [("eager", pytest.approx(16.0))]
+    assert x["scale"]["domain"] == pytest.approx([0, cut * (1 + bars.CUT_TEXT_ROOM)])
+    phases = data.dropna(subset=["phase"])
+    assert phases["end"].max() == pytest.approx(cut) and said["text"].tolist() == ["16 s, cut"]
+    scan = phases[phases["run"] == "scan"].sort_values("phase_rank")
+    assert list(scan["end"] - scan["start"]) == pytest.approx([0.05, 0.3, 0.05, 0.05])  # every phase its seconds
+
+
+def test_only_the_bars_past_the_widest_fall_are_cut():
+    # Eager (31 s) over jit_step and scan (2 to 2.5 s) and a cached load (0.3 s): the fall from
+    # eager to jit_step is the widest; the cached run, 8 times below scan, is drawn whole.
+    runs = pd.DataFrame([_run(1, "eager", run_s=15.0, compile_s=0.0, trace_lower_s=0.0, first_call_s=16.0),
+                         _run(2, "jit_step", run_s=0.5, compile_s=1.5, trace_lower_s=0.3, first_call_s=0.2),
+                         _run(3, "scan", run_s=0.4, compile_s=1.3, trace_lower_s=0.3, first_call_s=0.1),
+                         _run(4, "scan_namedtuple", run_s=0.1, compile_s=0.0, trace_lower_s=0.1, first_call_s=0.1,
+                              cache="disk")])
+    assert [name for name, _ in bars.cut_runs(runs)] == ["eager"]
+    assert bars.timing_cut(runs) == pytest.approx(bars.AXIS_PAD * (0.3 + 1.5 + 0.2 + 0.5 * 1.2))
+    # A compile of 2.2 s beside a cached load of 0.3 s: the shorter keeps over a tenth of the axis.
+    assert bars.timing_cut(runs[runs["strategy"] != "eager"]) is None
+    # Eager 4 s, jit_step 4 s and scan 2.2 s over one cached load of 0.25 s: most bars are long,
+    # and cutting them at the cached one's length hid them all (oaks x1, 2026-11-29).
+    most = pd.DataFrame([_run(1, "eager", run_s=1.0, compile_s=0.0, trace_lower_s=0.0, first_call_s=2.35),
+                         _run(2, "jit_step", run_s=0.04, compile_s=3.6, trace_lower_s=0.3, first_call_s=0.03),
+                         _run(3, "scan", run_s=0.03, compile_s=1.8, trace_lower_s=0.3, first_call_s=0.03),
+                         _run(4, "scan_namedtuple", run_s=0.03, compile_s=0.08, trace_lower_s=0.11, first_call_s=0.03,
+                              cache="disk")])
+    assert bars.timing_cut(most) is None
 
 
 def test_compile_line_uses_real_compiles_and_marks_cache_loads_apart():
