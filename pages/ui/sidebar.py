@@ -54,6 +54,7 @@ WHOLE_NUMBERS = ("replicate", "sim_n", "sim_p", "sim_d", "sim_seed", "iterations
 # Pages (their url_path) that read no problem from the sidebar: there its boxes fold away, as a
 # sidebar reading "oaks x1" beside Compare's table of every run read as a filter of it.
 PAGES_WITHOUT_PROBLEM = ("compare", "about")
+FOLDED_PROBLEM = "Problem: for Run, Story, Scaling and Under the hood"
 
 
 def sidebar(page: str = "run") -> None:
@@ -66,7 +67,7 @@ def sidebar(page: str = "run") -> None:
             state.default(key(field.name), getattr(DEFAULTS, field.name))
     with st.sidebar:
         if page in PAGES_WITHOUT_PROBLEM:
-            with st.expander("Problem: for Run, Story, Scaling and Under the hood", icon=":material/tune:"):
+            with st.expander(FOLDED_PROBLEM, icon=":material/tune:"):
                 _problem_inputs()
         else:
             st.header("Problem")
