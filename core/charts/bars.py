@@ -289,9 +289,9 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
         One bar per run: trace+lower | compile | first call | steady state, in seconds, with
         a whisker over the steady state's range; runs that loaded a cached executable say
         "(cached)"; cold compiles are dashed outlines labelled "strategy: compiled by run #id".
-        The time axis is linear. A bar over `CUT_SPREAD` times the median one (eager beside
-        compiled loops) is cut at the axis's end (`timing_cut`) with its total after it: drawn
-        whole, it left the compiled bars a few pixels wide.
+        The time axis is linear. Bars that dwarf the rest (eager beside compiled loops) are cut
+        at the axis's end (`timing_cut`), each with its total after it: drawn whole, they left
+        the compiled bars a few pixels wide.
     """
     title = "Where the time goes (s)"
     if runs.empty:
@@ -316,7 +316,7 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
         long["start"], long["end"] = long["start"].clip(upper=cut), long["end"].clip(upper=cut)
         top = cut * (1 + CUT_TEXT_ROOM)
     else:
-        top = AXIS_PAD * _whole_rows(runs, cold_compiles)["reach"].max()
+        top = AXIS_PAD * _whole_rows(runs, cold_compiles)["reach"].max() or 1.0  # 1 s where nothing took time
     x = dict(x=alt.X("start:Q", title="time (s)", scale=alt.Scale(domain=[0, top], nice=False)), x2="end:Q")
     hollow = alt.datum.diverged | alt.datum.cold
     # Every run's label, even where a page sets a height of under 24 px a bar: Vega's default
