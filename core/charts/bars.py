@@ -20,6 +20,7 @@ from core.charts.style import (
     CHART_CHAR_PX,
     PHASE_COLORS,
     PROJECTOR_CHART_PX,
+    REFERENCE_COLOR,
     color_by_strategy,
     log_axis,
     log_axis_reaching,
@@ -230,12 +231,14 @@ def cold_compile_rows(cold_compiles: pd.DataFrame | None, shown: pd.DataFrame) -
 
 
 def _whole_rows(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None) -> pd.DataFrame:
-    """The rows `timing_bars` draws (runs and the dashed cold compiles), with `total` (the
-    phases' seconds) and `reach` (to the slowest repeat's whisker end)."""
-    rows = pd.concat([runs, cold_compile_rows(cold_compiles, runs)], ignore_index=True)
+    """The rows `timing_bars` draws (runs, and the dashed cold compiles with `cold` True), with
+    `total` (the phases' seconds) and `reach` (to the slowest repeat's whisker end; a cold
+    compile has no whisker: its run's repeats are not drawn)."""
+    rows = pd.concat([runs.assign(cold=False), cold_compile_rows(cold_compiles, runs)], ignore_index=True)
+    rows["cold"] = rows["cold"].astype(bool)
     total = rows[list(PHASES)].fillna(0.0).sum(axis=1)
     slowest = rows["run_s_max"].fillna(rows["run_s"]) if "run_s_max" in rows else rows["run_s"]
-    reach = total - rows["run_s"].fillna(0.0) + slowest.fillna(0.0)
+    reach = (total - rows["run_s"].fillna(0.0) + slowest.fillna(0.0)).where(~rows["cold"], total)
     return rows.assign(total=total, reach=reach.where(reach > total, total))
 
 
@@ -248,8 +251,10 @@ def timing_cut(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) ->
     are above it than below (three compiles of 2 to 4 s over one cached load of 0.25 s are
     drawn whole); else, where the longest is `SPREAD_CUT` times the median, past those within
     `CUT_SPREAD` of the median."""
-    rows = _whole_rows(runs, cold_compiles)
-    rows = rows[rows["total"] > 0]
+    drawn = _whole_rows(runs, cold_compiles)
+    # Judged on the runs alone: a dashed cold compile is a reference for one phase, and a run cut
+    # at its length lost the steady state it was drawn beside.
+    rows = drawn[~drawn["cold"] & (drawn["total"] > 0)]
     totals = np.sort(rows["total"].to_numpy())[::-1]
     if totals.size < 2 or totals[0] <= SPREAD_CUT * totals[-1]:  # the shortest keeps a tenth of the axis
         return None
@@ -261,7 +266,8 @@ def timing_cut(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) ->
         longest_whole = totals[totals <= CUT_SPREAD * np.median(totals)].max()
     else:
         return None
-    cut = AXIS_PAD * rows.loc[rows["total"] <= longest_whole, "reach"].max()
+    cut = AXIS_PAD * max(rows.loc[rows["total"] <= longest_whole, "reach"].max(),
+                         drawn.loc[drawn["cold"], "reach"].max() if drawn["cold"].any() else 0.0)
     return float(cut) if totals[0] > cut else None
 
 
@@ -272,6 +278,14 @@ def cut_runs(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> l
         return []
     rows = _whole_rows(runs, cold_compiles)
     return [(str(row["strategy"]), float(row["total"])) for _, row in rows[rows["total"] > cut].iterrows()]
+
+
+def _ticks_to(end: float) -> list[float]:
+    """Round ticks from 0 up to `end` (1, 2 or 5 times a power of ten apart, five or so)."""
+    raw = end / 5
+    power = 10 ** np.floor(np.log10(raw))
+    step = next(f * power for f in (1, 2, 5, 10) if f * power >= raw)
+    return [round(k * step, 12) for k in range(int(end // step) + 1)]
 
 
 def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> alt.LayerChart | alt.Chart:
@@ -315,9 +329,12 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
     if cut is not None:
         long["start"], long["end"] = long["start"].clip(upper=cut), long["end"].clip(upper=cut)
         top = cut * (1 + CUT_TEXT_ROOM)
+        # No tick past the cut: there the room holds the totals, and a tick read as the bar's length.
+        axis = alt.Axis(title="time (s)", values=_ticks_to(cut))
     else:
         top = AXIS_PAD * _whole_rows(runs, cold_compiles)["reach"].max() or 1.0  # 1 s where nothing took time
-    x = dict(x=alt.X("start:Q", title="time (s)", scale=alt.Scale(domain=[0, top], nice=False)), x2="end:Q")
+        axis = alt.Axis(title="time (s)")
+    x = dict(x=alt.X("start:Q", axis=axis, scale=alt.Scale(domain=[0, top], nice=False)), x2="end:Q")
     hollow = alt.datum.diverged | alt.datum.cold
     # Every run's label, even where a page sets a height of under 24 px a bar: Vega's default
     # drops every other one that touches its neighbour, and a bar without its name says nothing.
@@ -337,9 +354,11 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
                  *[f"{c}:N" for c in extra]],
     )
     layers = [stacked]
-    if cut is not None:  # each cut bar's total after its end: its length is not its time
+    if cut is not None:  # the axis's end, dashed, and each cut bar's total after it: its length is not its time
         over = totals[totals > cut]
         said = pd.DataFrame({"run": over.index, "x": cut, "text": [f"{t:.3g} s, cut" for t in over]})
+        layers.append(alt.Chart(pd.DataFrame({"x": [cut]})).mark_rule(strokeDash=[4, 3], color=REFERENCE_COLOR)
+                      .encode(x="x:Q"))
         layers.append(alt.Chart(said).mark_text(align="left", dx=4).encode(x="x:Q", y=y, text="text:N"))
     ranged = with_spread(df[~df["cold"] & ~df["diverged"]], "run_s")
     ranged = ranged[ranged["spread_known"] & (ranged["high"] > ranged["low"])]

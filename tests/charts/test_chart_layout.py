@@ -77,7 +77,7 @@ def test_timing_bars_stay_linear_and_cut_the_bars_that_dwarf_the_rest(runs):
     assert "type" not in linear["x"].get("scale", {}) and bars.timing_cut(close) is None
     spec = bars.timing_bars(runs).to_dict()  # eager at n = 11600 beside scan at n = 116: decades apart
     encoding = spec["layer"][0]["encoding"]
-    assert "type" not in encoding["x"]["scale"] and encoding["x"]["title"] == "time (s)"
+    assert "type" not in encoding["x"]["scale"] and encoding["x"]["axis"]["title"] == "time (s)"
     assert encoding["y"]["axis"]["labelOverlap"] is False  # every run's name, however short its row
     data = pd.concat(_datasets(spec)).dropna(subset=["phase"])
     cut = bars.timing_cut(runs)

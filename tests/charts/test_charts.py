@@ -346,7 +346,7 @@ def test_a_bar_that_dwarfs_the_rest_is_cut_with_its_total_and_the_page_is_told(e
                          _run(2, "scan", run_s=0.05, compile_s=0.3, trace_lower_s=0.05, first_call_s=0.05)])
     spec = bars.timing_bars(runs).to_dict()
     x = spec["layer"][0]["encoding"]["x"]
-    assert x.get("scale", {}).get("type") != "log" and x["title"] == "time (s)"  # seconds, not ratios
+    assert x.get("scale", {}).get("type") != "log" and x["axis"]["title"] == "time (s)"  # seconds, not ratios
     data = pd.concat(_datasets(spec))
     said = data.dropna(subset=["text"]) if "text" in data else data.iloc[:0]
     if eager_s < 1:  # 0.17 s beside 0.45 s: both whole
@@ -357,10 +357,25 @@ def test_a_bar_that_dwarfs_the_rest_is_cut_with_its_total_and_the_page_is_told(e
     assert cut == pytest.approx(bars.AXIS_PAD * (0.05 + 0.3 + 0.05 + 0.05 * 1.2))
     assert bars.cut_runs(runs) == [("eager", pytest.approx(16.0))]
     assert x["scale"]["domain"] == pytest.approx([0, cut * (1 + bars.CUT_TEXT_ROOM)])
+    # No tick past the cut, where the room holds the totals: a tick there read as the bar's length.
+    assert max(x["axis"]["values"]) <= cut and len(x["axis"]["values"]) >= 3
     phases = data.dropna(subset=["phase"])
     assert phases["end"].max() == pytest.approx(cut) and said["text"].tolist() == ["16 s, cut"]
     scan = phases[phases["run"] == "scan"].sort_values("phase_rank")
     assert list(scan["end"] - scan["start"]) == pytest.approx([0.05, 0.3, 0.05, 0.05])  # every phase its seconds
+
+
+def test_a_dashed_cold_compile_neither_decides_a_cut_nor_reaches_past_its_compile():
+    # scan loaded its program (41 s: a 2,000-iteration fit) beside the dashed 1.4 s compile of
+    # the run that made it: the run was cut at 30 s, its label saying 41.2 s, because the dashed
+    # row took that run's slowest repeat as its own whisker.
+    scan = _run(2, "scan", run_s=20.9, compile_s=0.02, trace_lower_s=0.3, first_call_s=20.0, cache="disk")
+    cold = pd.DataFrame([_run(1, "scan", run_s=20.9, compile_s=1.1, trace_lower_s=0.3, first_call_s=20.0)])
+    runs = pd.DataFrame([scan])
+    assert bars.timing_cut(runs, cold) is None and bars.cut_runs(runs, cold) == []
+    spec = bars.timing_bars(runs, cold_compiles=cold).to_dict()
+    phases = pd.concat(_datasets(spec)).dropna(subset=["phase"])
+    assert phases["end"].max() == pytest.approx(0.3 + 0.02 + 20.0 + 20.9)  # drawn whole
 
 
 def test_only_the_bars_past_the_widest_fall_are_cut():
