@@ -255,7 +255,7 @@ with right:
                   "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
                   "its whisker the fastest to the slowest repeat."
                   + (f" {display.listed([name for name, _ in cut])}: "
-                     f"{'bars' if len(cut) > 1 else 'bar'} cut at the axis's end, with "
+                     f"{'bars' if len(cut) > 1 else 'bar'} cut at the dashed line, with "
                      f"{'each' if len(cut) > 1 else 'its'} total beside it (drawn whole, the others would be a few "
                      "pixels wide)." if (cut := bars.cut_runs(frame, cold_runs)) else "")
                   + (" A (cached) run loaded its compiled program instead of compiling it (strategies that compile "

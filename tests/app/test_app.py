@@ -108,7 +108,7 @@ def test_a_phases_bar_that_dwarfs_the_rest_is_cut_and_the_caption_says_so(store)
     at.pills(key="run_strategies").set_value(["eager", "jit_step", "scan"]).run()
     assert not at.exception, [e.value for e in at.exception]
     said = [c.value for c in at.caption if c.value.startswith("Seconds per run, by phase")]
-    assert said and ("eager: bar cut at the axis's end, with its total beside it (drawn whole, the others would "
+    assert said and ("eager: bar cut at the dashed line, with its total beside it (drawn whole, the others would "
                      "be a few pixels wide).") in said[0], said
 
 
