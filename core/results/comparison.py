@@ -50,23 +50,27 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
     among the runs that have a value of `metric` when some do (an eager run for a fixed
     number of iterations has no time to solution: dividing by it draws nothing).
 
-    A problem whose finished runs all ran one compiled program is passed over for the next
-    newest: where every run of the newest ran one program (the scan strategies of a first Run
-    on an upload), each bar read "same program" and the chart drew none."""
+    A problem is passed over for the next newest where its finished runs all ran one compiled
+    program (the scan strategies of a first Run on an upload: each bar read "same program" and
+    the chart drew none), or where none of them has a value of `metric` that other runs have
+    (fits that did not converge: "Run #9 has no time to solution")."""
     if runs.empty:
         return None
     by_age = runs.sort_values(["created_at", "id"], ascending=False)
     newest = by_age.iloc[0]
+    timed_somewhere = metric is not None and metric in runs and bool(_timed(runs, metric).any())
     for _, run in by_age.iterrows():
         problem = runs[same_problem(runs, int(run["id"]))]
         finished = problem[problem["status"] == "ok"] if "status" in problem else problem
+        if timed_somewhere and not _timed(finished, metric).any():
+            continue  # no run of it has the timing shown: its chart would say so and draw nothing
         if len(finished) < 2 or _programs(finished) > 1:
             newest = run
             break
     mine = runs[same_problem(runs, int(newest["id"]))]
     finished = mine[mine["status"] == "ok"] if "status" in mine else mine
     if metric is not None and metric in finished:
-        timed = finished[pd.to_numeric(finished[metric], errors="coerce") > 0]
+        timed = finished[_timed(finished, metric)]
         finished = timed if not timed.empty else finished
     if finished.empty:
         return int(newest["id"])
@@ -74,6 +78,12 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
     if not eager.empty:
         return int(eager["id"].iloc[0])
     return int(finished.loc[finished["per_iter_ms"].idxmax(), "id"])
+
+
+def _timed(runs: pd.DataFrame, metric: str) -> pd.Series:
+    """Per row of `runs`, whether it has a value of `metric` (a fit of fixed iterations has no
+    time to solution)."""
+    return pd.to_numeric(runs[metric], errors="coerce") > 0
 
 
 def _programs(runs: pd.DataFrame) -> int:

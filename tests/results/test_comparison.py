@@ -41,6 +41,11 @@ def test_the_default_baseline_is_of_the_newest_problem_that_ran_more_than_one_pr
     assert comparison.default_baseline(more) == 8
     # Every problem one program: the newest problem's, as before.
     assert comparison.default_baseline(runs[runs["id"] >= 6]) == 7
+    # The newest problem's fits did not converge (no time to solution) where older ones did: a
+    # baseline there drew "Run #9 has no time to solution". The newest problem that has one.
+    solved = more.assign(time_to_solution_s=[None, 0.01, None, 1.0, None, None, None, None])
+    assert comparison.default_baseline(solved, "time_to_solution_s") == 4
+    assert comparison.default_baseline(solved, "per_iter_ms") == 8  # every run has this one
 
 
 def test_the_default_baseline_has_the_timing_shown():
