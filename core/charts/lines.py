@@ -68,7 +68,12 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
     df = df[np.isfinite(df["log_neg_elbo"]) & ((df[x] > 0) if x in TIME_AXES else True)]
     if df.empty:
         return note_chart("No finite ELBO values to plot.", title)
-    df = df.sort_values(["run_id", x]).assign(strategy=lambda d: d["strategy"].astype(str))
+    # Drawn in the labels' natural order (Vega draws lines in the data's order, the last on top),
+    # so that of curves lying on one another the one seen is the one `coinciding_note` names:
+    # in run-id order a newer jit_step run covered the scans the note said were on top.
+    rank = {label: i for i, label in enumerate(natural_order(df["label"]))}
+    df = (df.assign(_rank=df["label"].map(rank)).sort_values(["_rank", "run_id", x]).drop(columns="_rank")
+          .assign(strategy=lambda d: d["strategy"].astype(str)))
     pos, size = df.groupby("run_id").cumcount(), df.groupby("run_id")["elbo"].transform("size")
     df = df[(pos % np.ceil(size / max_points_per_run).astype(int) == 0) | (pos == size - 1)]
     if x == "iteration":
@@ -137,8 +142,8 @@ def coinciding_note(elbo_long: pd.DataFrame) -> str:
     groups = coinciding_curves(elbo_long)
     if not groups:
         return ""
-    # Vega draws a chart's lines in its colour domain's order (the legend's), so the last of a
-    # group is the one on top: its colour is the one seen.
+    # `elbo_curves` draws the lines in this order, so the last of a group is the one on top: its
+    # colour is the one seen.
     said = "; ".join(", ".join(group[:-1]) + f" and {group[-1]} (in {group[-1]}'s colour)" for group in groups)
     return f" Identical curves, drawn over one another, so one line shows each group: {said}."
 

@@ -480,6 +480,12 @@ def test_coinciding_curves_are_named_and_near_ones_are_not():
     assert lines.coinciding_curves(frame) == [["eager", "jit_step"], ["scan", "scan_namedtuple", "scan_pytree_class"]]
     assert "eager and jit_step (in jit_step's colour); scan, " in lines.coinciding_note(frame)
     assert lines.coinciding_curves(frame.iloc[:0]) == []
+    # And the chart draws each group's named curve last (on top), whatever the runs' ids: scan_pytree_class
+    # is run 1 here, and drawn in id order the scan runs after it covered it.
+    drawn = pd.concat(_datasets(lines.elbo_curves(frame).to_dict()))
+    order = list(dict.fromkeys(drawn["label"]))
+    assert order.index("scan_pytree_class") > max(order.index("scan"), order.index("scan_namedtuple"))
+    assert order.index("jit_step") > order.index("eager")
 
 
 def test_elbo_curves_thin_long_runs_and_reject_bad_axis(elbo_long):
