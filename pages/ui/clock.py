@@ -10,7 +10,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages.ui import state
 from pages.ui.text import md
 
 # By the control's label: the column of `display.elbo_long` the chart's x reads.
@@ -47,9 +46,17 @@ def upright(curves: pd.DataFrame) -> bool:
 
 def choose(curves: pd.DataFrame, key: str) -> str:
     """The clock control (two buttons, one always chosen), drawn here; returns the column it
-    names. Until a visitor picks one, it starts at the fit alone where the cold start's curves
-    would stand upright, else at the cold start."""
-    state.default(key, FIT if upright(curves) else COLD)
+    names. Until a visitor picks the other one, it follows the runs shown: the fit alone where
+    the cold start's curves would stand upright, else the cold start (set once a session, it
+    kept the fit alone for later runs whose compile was only 4 times their fit)."""
+    suggested = FIT if upright(curves) else COLD
+    followed, picked = f"{key}_suggested", f"{key}_picked"
+    shown = st.session_state.get(key)
+    if shown is not None and shown != st.session_state.get(followed):
+        st.session_state[picked] = True  # the visitor's own choice, from now on
+    if not st.session_state.get(picked):
+        st.session_state[key] = suggested
+    st.session_state[followed] = suggested
     label = st.segmented_control("Clock", list(CLOCKS), key=key, required=True, persist_state="session",
                                  help="from a cold start: compile and the first call's extra come first, as a user "
                                       "who starts a fit waits for them; the fit alone: the compiled fit's own time")

@@ -92,6 +92,14 @@ def test_the_time_chart_starts_on_the_fits_own_clock_where_compiling_dwarfs_ever
         key, clock.st.session_state[key]))
     assert clock.choose(curves, key="k") == "fit_s"  # a visitor who picked nothing sees the shape
     assert clock.choose(display.elbo_long([scan, eager]), key="other") == "wall_s"
+    # Until the visitor picks the other clock, it follows the runs shown; then it stays picked.
+    drawn = {}
+    monkeypatch.setattr(clock.st, "segmented_control", lambda label, options, key, **kw: drawn.setdefault(
+        key, clock.st.session_state[key]) and clock.st.session_state[key])
+    assert clock.choose(display.elbo_long([scan, eager]), key="k") == "wall_s"
+    clock.st.session_state["k"] = clock.FIT  # picked while the cold start was suggested
+    assert clock.choose(display.elbo_long([scan, eager]), key="k") == "fit_s"
+    assert clock.choose(curves, key="k") == "fit_s" and clock.choose(display.elbo_long([eager]), key="k") == "fit_s"
     said = clock.caption("fit_s", curves)
     assert said.startswith(clock.FIT_CLOCK_CAPTION) and "at least 70 times as long as a whole fit" in said
     # Picked back to the cold start, its caption says why the curves stand upright and where to look.
