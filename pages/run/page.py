@@ -83,8 +83,8 @@ about, cold_slot = st.columns([5, 2], vertical_alignment="top")
 with about:
     note = problem.label
     if stored and missing:
-        note += (f" · {len(stored)} of these already ran and are shown below; this runs "
-                 f"{', '.join(s.strategy for s in missing)}")
+        note += (f" · {len(stored)} of these already ran and {'is' if len(stored) == 1 else 'are'} shown below; "
+                 f"this runs {', '.join(s.strategy for s in missing)}")
     st.caption(note)
     if skipped:
         # A box, not a caption's tail: ticked and silently left out, a strategy read as run.
