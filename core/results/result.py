@@ -355,10 +355,11 @@ class RunResult:
     @classmethod
     def measured(cls, spec: FitSpec, measurement: Measurement, queue_wait_s: float,
                  timed_window: tuple[float, float], budget_s: float | None = None,
-                 warnings: tuple[str, ...] = ()) -> RunResult:
+                 warnings: tuple[str, ...] = (), together: int = 1) -> RunResult:
         """The result of `spec`: its measurement, the time it queued, its timed window, for
         a run that timed out the budget it passed, and `warnings` (about the data and the
-        precision) before the measurement's own."""
+        precision) before the measurement's own; `together`: how many runs were timed
+        together with it, sharing that budget."""
         ended = outcome.judge(measurement.elbo, spec.tol, spec.iterations, spec.precision,
                               measurement.final_change, measurement.estimated_gap)
         trace = ended.elbo
@@ -370,7 +371,10 @@ class RunResult:
                              measurement.optimizer, measurement.init, measurement.lr)
         if status == "ok" and measurement.timed_out:
             status = "timed_out"
-            error = (f"stopped past this server's time budget of {budget_s or 0:,.0f} s per run "
+            # Timed together, the strategies share one hold of the device and its budget: "per
+            # run" alone read as each one's, beside one that finished alone in a third of it.
+            shared = f", shared by the {together} strategies timed together" if together > 1 else ""
+            error = (f"stopped past this server's time budget of {budget_s or 0:,.0f} s per run{shared} "
                      f"(PLNLAB_MAX_RUN_SECONDS): {len(trace):,} of {spec.iterations:,} iterations in the first "
                      f"call, {len(measurement.times)} of {spec.repeats} timed repeats")
             # How far it got, as a run out of iterations says it: whether a larger budget is worth asking for.

@@ -174,7 +174,8 @@ def run_together(
     for spec, timing, taken in zip(specs, timings, times):
         measurement = certified(timing.measurement(taken), counts)
         _keep_machine_state(measurement, state)
-        result = RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings)
+        result = RunResult.measured(spec, measurement, waited, window, budget_s=allowed.seconds, warnings=warnings,
+                                    together=len(specs))
         result.timed_with = mark
         results.append(result)
     return results

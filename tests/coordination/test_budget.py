@@ -56,6 +56,17 @@ def test_a_run_past_its_budget_is_stored_as_timed_out_with_the_curve_so_far(
     assert store.in_flight() == []
 
 
+def test_runs_timed_together_say_that_they_shared_the_budget(monkeypatch, no_floors):
+    # Four strategies timed together passed 300 s between them, each "past this server's time
+    # budget of 300 s per run", beside one of them that ran alone in 87 s.
+    monkeypatch.setenv("PLNLAB_MAX_RUN_SECONDS", "1")
+    specs = [_spec(strategy=strategy, iterations=1_000_000, repeats=3) for strategy in ("eager", "jit_step")]
+    results = engine.run_together(specs, cache=prepared.ExecutableCache())
+    assert {r.status for r in results} == {"timed_out"}
+    for result in results:
+        assert "time budget of 1 s per run, shared by the 2 strategies timed together (PLNLAB" in result.error
+
+
 def test_the_budget_holds_within_about_one_call(tmp_path, monkeypatch):
     """A compiled loop stops only between calls: its calls are short (about 0.3 s of work on a
     CPU, a second or so on a busy one), so a run ends within about one call of its budget;
