@@ -95,6 +95,12 @@ store = resources.store_or_stop()
 state.default("cmp_version", 0)  # bumped after a delete, so the table's selection starts afresh
 
 
+def clear_filters(columns: list[str]) -> None:
+    """Every filter box of `columns` back to "all" (a callback: before the boxes are drawn again)."""
+    for column in columns:
+        st.session_state[f"cmp_f_{column}"] = []
+
+
 def recently_deleted_section() -> None:
     """Deleted runs, restorable until they are purged (`RunStore.RESTORE_DAYS`)."""
     deleted = store.deleted(limit=200)
@@ -193,9 +199,10 @@ picked = view.iloc[rows] if rows else view
 links.write("compare", "ticked", sorted(int(i) for i in view.iloc[rows]["id"]))
 shown = f"{len(view):,} of {len(frame):,} runs shown" if matching <= TABLE_ROWS else \
     f"The newest {len(view):,} of {matching:,} matching runs ({len(frame):,} stored) shown: filter to reach older ones"
-st.caption(f"{shown}; click a column header to sort. "
-           + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
-              "Tick rows (left edge) to compare just those; until then the charts use every run shown."))
+if matching:
+    st.caption(f"{shown}; click a column header to sort. "
+               + (f"**{len(rows)} ticked**: the charts below compare them." if rows else
+                  "Tick rows (left edge) to compare just those; until then the charts use every run shown."))
 if rows and "warning_count" in picked:
     for run_id in picked.loc[picked["warning_count"] > 0, "id"].head(10):
         for warning in store.get(int(run_id)).warnings:
@@ -208,7 +215,11 @@ if count := int(unfinished.sum()):
                "timings) left out of the charts.")
     picked = picked[~unfinished]
 if picked.empty:
-    st.info("No finished run matches these filters.", icon=":material/filter_alt_off:")
+    st.info("No finished run matches these filters." if matching else
+            f"No run matches these filters ({len(frame):,} stored).", icon=":material/filter_alt_off:")
+    # One click back to every run: a filter's chips come off one at a time otherwise.
+    st.button("Clear the filters", key="cmp_clear_filters", icon=":material/filter_alt_off:",
+              on_click=clear_filters, args=(list(offered),))
     recently_deleted_section()
     st.stop()
 

@@ -283,7 +283,11 @@ def test_compares_filters_travel_in_a_link_apart_from_the_sidebars_settings(stor
     # Filters that match no run: the table empties and the page says so (it raised on int(NaN)).
     at.multiselect(key="cmp_f_dataset").set_value(["oaks x10"]).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any(i.value.startswith("No finished run matches these filters") for i in at.info)
+    assert [i.value for i in at.info] == ["No run matches these filters (2 stored)."]
+    assert not any(c.value.startswith("0 of 2 runs shown") for c in at.caption)
+    at.button(key="cmp_clear_filters").click().run()  # one click back to every run
+    assert at.multiselect(key="cmp_f_dataset").value == [] and at.multiselect(key="cmp_f_optimizer").value == []
+    assert any(c.value.startswith("2 of 2 runs shown") for c in at.caption), [c.value for c in at.caption]
 
 
 def test_compare_names_runs_by_what_sets_them_apart_in_its_curves_and_reach(store):
