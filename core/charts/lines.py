@@ -32,6 +32,8 @@ from core.results.ordering import natural_order
 # fit alone, where a compile long next to the fit would stand every curve upright.
 TIME_AXES = {"wall_s": "wall-clock time from a cold start (s, log scale)",
              "fit_s": "time into the fit, compile left out (s, log scale)"}
+# The dashes of the runs of one strategy on an ELBO chart, in turn: solid, then ever shorter.
+RUN_DASHES = ([1, 0], [8, 4], [2, 3], [12, 3, 2, 3], [5, 5], [1, 5])
 # The factor the scaling charts' log domains extend past their data on each side.
 SCALING_PAD = 1.3
 
@@ -107,7 +109,15 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
         # Colour and dash on one field, with one title: Vega-Lite draws a single legend.
         enc["color"] = alt.Color("label:N", title="run", sort=runs, legend=legend, scale=alt.Scale(
             domain=runs, range=[STRATEGY_COLORS.get(strategy_of[r], UNKNOWN_COLOR) for r in runs]))
-        enc["strokeDash"] = alt.StrokeDash("label:N", title="run", sort=runs, legend=legend)
+        # Each run of a strategy its own dash (the first solid): Vega's default dashes, handed
+        # out over every run, gave two runs of one strategy the same line and legend entry.
+        within = {}
+        dashes = []
+        for run in runs:
+            rank = within[strategy_of[run]] = within.get(strategy_of[run], -1) + 1
+            dashes.append(RUN_DASHES[rank % len(RUN_DASHES)])
+        enc["strokeDash"] = alt.StrokeDash("label:N", title="run", sort=runs, legend=legend,
+                                           scale=alt.Scale(domain=runs, range=dashes))
     else:
         enc["color"] = color_by_strategy(df, legend=legend_for(sorted(set(df["strategy"])), "strategy", height))
     lines = alt.Chart(df).mark_line().encode(**enc)

@@ -443,6 +443,15 @@ def test_elbo_curves_drop_non_finite_and_dash_shared_strategies(elbo_long):
     assert spec["encoding"]["strokeDash"]["field"] == "label"
     single = lines.elbo_curves(elbo_long[elbo_long["run_id"] != 3]).to_dict()
     assert "strokeDash" not in single["encoding"]
+    # Each run of a strategy its own dash, the first solid; another strategy starts solid again
+    # (its colour tells it apart): handed out over every run, Vega's dashes repeated within one.
+    many = pd.concat([elbo_long.assign(run_id=elbo_long["run_id"] + 10 * k,
+                                       label=elbo_long["label"] + f" · {k}") for k in range(3)])
+    dash = lines.elbo_curves(many).to_dict()["encoding"]["strokeDash"]["scale"]
+    by_run = dict(zip(dash["domain"], map(tuple, dash["range"])))
+    scans = [dash_ for label, dash_ in by_run.items() if label.startswith("scan")]
+    eagers = [dash_ for label, dash_ in by_run.items() if label.startswith("eager")]
+    assert len(set(scans)) == len(scans) == 6 and len(set(eagers)) == 3 and tuple(lines.RUN_DASHES[0]) in eagers
 
 
 def test_a_run_with_one_finite_elbo_is_drawn_as_a_dot(elbo_long):
