@@ -26,7 +26,7 @@ from core.charts.style import (
     note_chart,
     with_spread,
 )
-from core.results.ordering import natural_order
+from core.results.ordering import listed, natural_order
 
 # The time axes of `elbo_curves`, by column: from a cold start (compile included) or into the
 # fit alone, where a compile long next to the fit would stand every curve upright.
@@ -154,7 +154,7 @@ def coinciding_note(elbo_long: pd.DataFrame) -> str:
         return ""
     # `elbo_curves` draws the lines in this order, so the last of a group is the one on top: its
     # colour is the one seen.
-    said = "; ".join(", ".join(group[:-1]) + f" and {group[-1]} (in {group[-1]}'s colour)" for group in groups)
+    said = "; ".join(f"{listed(group)} (in {group[-1]}'s colour)" for group in groups)
     return f" Identical curves, drawn over one another, so one line shows each group: {said}."
 
 

@@ -59,16 +59,15 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
     by_age = runs.sort_values(["created_at", "id"], ascending=False)
     newest = by_age.iloc[0]
     timed_somewhere = metric is not None and metric in runs and bool(_timed(runs, metric).any())
-    for _, run in by_age.iterrows():
-        problem = runs[same_problem(runs, int(run["id"]))]
-        finished = problem[problem["status"] == "ok"] if "status" in problem else problem
+    # Each problem once, newest first (by its newest run).
+    for _, run in by_age.drop_duplicates([c for c in PROBLEM if c in runs]).iterrows():
+        finished = _finished(runs[same_problem(runs, int(run["id"]))])
         if timed_somewhere and not _timed(finished, metric).any():
             continue  # no run of it has the timing shown: its chart would say so and draw nothing
         if len(finished) < 2 or _programs(finished) > 1:
             newest = run
             break
-    mine = runs[same_problem(runs, int(newest["id"]))]
-    finished = mine[mine["status"] == "ok"] if "status" in mine else mine
+    finished = _finished(runs[same_problem(runs, int(newest["id"]))])
     if metric is not None and metric in finished:
         timed = finished[_timed(finished, metric)]
         finished = timed if not timed.empty else finished
@@ -78,6 +77,11 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
     if not eager.empty:
         return int(eager["id"].iloc[0])
     return int(finished.loc[finished["per_iter_ms"].idxmax(), "id"])
+
+
+def _finished(runs: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `runs` that finished (status ok), or all where there is no status."""
+    return runs[runs["status"] == "ok"] if "status" in runs else runs
 
 
 def _timed(runs: pd.DataFrame, metric: str) -> pd.Series:

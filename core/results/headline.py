@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from core.results import significance, spread
+from core.results.ordering import listed
 
 if TYPE_CHECKING:
     import pandas
@@ -60,8 +61,7 @@ class Fastest(NamedTuple):
         iterations = f"converged in {int(self.run['iterations_run']):,} iterations"
         if not self.not_told_apart:  # one program, however many strategies asked for it: no winner to name
             runners = sorted([self.run["strategy"], *self.same_program])
-            listed = ", ".join(runners[:-1]) + f" and {runners[-1]}"
-            return f"Fastest to solution: {listed}, one compiled program: one speed, {iterations}."
+            return f"Fastest to solution: {listed(runners)}, one compiled program: one speed, {iterations}."
         said = [f"Fastest to solution: **{self.run['strategy']}**, {iterations}"]
         if self.same_program:
             said.append(f"the same compiled program as {', '.join(self.same_program)}: one speed")

@@ -14,3 +14,9 @@ def natural_key(text: str) -> tuple:
 def natural_order(values) -> list[str]:
     """The distinct values as strings, in `natural_key` order."""
     return sorted({str(v) for v in values}, key=natural_key)
+
+
+def listed(names) -> str:
+    """"eager", "eager and scan", "eager, jit_step and scan": names in a sentence."""
+    names = [str(name) for name in names]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"

@@ -9,6 +9,7 @@ from core import catalog
 from core.charts import bars, lines
 from core.results import compile_cost, headline, outcome, spread
 from core.results.frame import results_frame
+from core.results.ordering import listed
 from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
 from pages.ui import clock, display, resources, running, settings, state
@@ -254,7 +255,7 @@ with right:
     display.chart(bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=max(CHART_HEIGHT, ROW_PX * rows)),
                   "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
                   "its whisker the fastest to the slowest repeat."
-                  + (f" {display.listed([name for name, _ in cut])}: "
+                  + (f" {listed(name for name, _ in cut)}: "
                      f"{'bars' if len(cut) > 1 else 'bar'} cut at the dashed line, with "
                      f"{'each' if len(cut) > 1 else 'its'} total beside it (drawn whole, the others would be a few "
                      "pixels wide)." if (cut := bars.cut_runs(frame, cold_runs)) else "")

@@ -12,6 +12,7 @@ import streamlit as st
 from core.charts import bars
 from core.inspect import pitfall_notes
 from core.results import spread, story
+from core.results.ordering import listed
 from core.spec import SpecError, refusal
 from core.store import cold_compiles
 from pages.story import keys
@@ -157,7 +158,7 @@ if run is not None and run.status == "ok":
                  f"{run.iterations_run:,} iterations; {compiled}")
     if outcome.one_program:
         # Said, so that a figure that moves when a later step of the same program is timed reads as pooling.
-        steps_named = ", ".join(map(str, outcome.one_program[:-1])) + f" and {outcome.one_program[-1]}"
+        steps_named = listed(outcome.one_program)
         notes.append(f"Steps {steps_named} ran one compiled program: their speed-ups pool all their repeats")
     if run.unstable:  # said where the number is read, not only on Compare
         notes.append(f"**{run.unstable[0].upper()}{run.unstable[1:]}**")

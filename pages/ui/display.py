@@ -289,11 +289,6 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
         where.caption(caption)
 
 
-def listed(names: list[str]) -> str:
-    """"eager", "eager and scan", "eager, jit_step and scan": names in a sentence."""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
-
-
 def duration(seconds: float) -> str:
     """Seconds for a metric, short enough not to wrap in a quarter of a projector's column:
     "1.23 s", "45.6 ms", "894 µs"."""
