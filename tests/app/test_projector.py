@@ -238,6 +238,9 @@ def test_the_obvious_addresses_open_their_page_not_page_not_found(app, browser, 
         if path in sidebar.PAGES_WITHOUT_PROBLEM:
             page.get_by_text(sidebar.FOLDED_PROBLEM).click()
         assert page.get_by_role("spinbutton", name="Iterations").input_value() == "77", path
+        # Iterations and Repeats keep their - and + buttons at 1024 px (two abreast, each box lost them).
+        steps = page.locator("[data-testid='stSidebar'] [data-testid='stNumberInputStepUp']")
+        assert steps.count() >= 2, (path, steps.count())
     assert not wrong, wrong
     context.close()
 
