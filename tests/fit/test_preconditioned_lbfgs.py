@@ -215,6 +215,22 @@ def test_a_search_that_finds_no_step_takes_none_and_forgets_its_pairs(problem):
     assert not np.any(np.asarray(after.opt_state.inverse_products))
 
 
+def test_a_step_too_small_to_move_the_point_is_not_taken(problem):
+    # Under the variables' rounding, start + t d is the start: its loss and its slope are the
+    # start's. Such a step once passed the approximate Wolfe test (loss not risen, slope not
+    # above its bound) and the fit took it again at every iteration, stuck where it stood.
+    # The search must turn to -H0 g instead, and go down along it.
+    data, params, precision = problem
+    algorithm = plbfgs.PreconditionedLbfgs()
+    state = jax.jit(algorithm.step)(algorithm.init(params, precision, data), data)[0]
+    own = state.opt_state
+    direction, slope = plbfgs._descent_direction(own, data)
+    vanishing = jax.tree.map(lambda d: d * 1e-300, direction)
+    search = plbfgs._safe_search(state.params.latent_mean, own, vanishing, slope * 1e-300, data)
+    assert int(search.phase) == plbfgs._ALONG_STEEPEST
+    assert float(search.point.loss) < float(own.loss)
+
+
 def test_no_accepted_step_lowers_the_elbo_on_microcosm():
     # The data whose fit once blew up (S to e^55, then NaN): every step keeps a finite ELBO
     # and never lowers the ELBO the fit reads, in float32 and in float64.
