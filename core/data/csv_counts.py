@@ -232,8 +232,9 @@ def _refuse_short_line(data: bytes, label: str, options: dict, fields: int) -> N
     rows = csv.reader(text[options["skiprows"]:], delimiter=options["sep"])
     for row in rows:
         if row and any(cell.strip() for cell in row) and len(row) < fields:
-            raise DataError(f"{label}: {_ragged(options['skiprows'] + rows.line_num, len(row), fields)}; every "
-                            "row needs the same number of cells")
+            first = _first_line(data, options["skiprows"])
+            raise DataError(f"{label}: {_ragged(options['skiprows'] + rows.line_num, len(row), fields, first)}; "
+                            "every row needs the same number of cells")
 
 
 def _fail(label, first_line, first_column, names, mask, cells, rule, line_offset=0) -> None:
@@ -264,26 +265,36 @@ def _read(data: bytes, label: str, **options) -> pd.DataFrame:
             raise
         raise DataError(f"{label} is empty; {csv_layout.ACCEPTED} is needed") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise DataError(f"{label} is not a readable table: {parser_reason(err)}; {csv_layout.ACCEPTED} "
-                        "is needed") from None
+        reason = parser_reason(err, data, options.get("skiprows", 0))
+        raise DataError(f"{label} is not a readable table: {reason}; {csv_layout.ACCEPTED} is needed") from None
 
 
 # pandas' C parser on a ragged row: "Error tokenizing data. C error: Expected 2 fields in line 3, saw 4".
 _RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 
 
-def parser_reason(err: Exception) -> str:
-    """pandas' reason a table cannot be read, said without its parser's jargon where known."""
+def parser_reason(err: Exception, data: bytes, skip: int = 0) -> str:
+    """pandas' reason the table in `data`, read from after its first `skip` lines, cannot be
+    read, said without its parser's jargon where known."""
     ragged = _RAGGED.search(str(err))
     if ragged:
         expected, line, seen = (int(number) for number in ragged.groups())
-        return _ragged(line, seen, expected)
+        return _ragged(line, seen, expected, _first_line(data, skip))
     return str(err).strip()
 
 
-def _ragged(line: int, seen: int, expected: int) -> str:
-    """A line with another number of fields than the lines before it, said once for long and short lines."""
-    return f"line {line} has {seen} field{'s' * (seen != 1)} where the lines before it have {expected}"
+def _first_line(data: bytes, skip: int) -> int:
+    """The 1-based number of the first line after `skip` with anything on it: the line whose
+    fields pandas expects of every other (a header it was told to skip is not that line)."""
+    lines = data.decode("utf-8-sig", errors="replace").splitlines()
+    return next((number for number, line in enumerate(lines[skip:], start=skip + 1) if line.strip()), skip + 1)
+
+
+def _ragged(line: int, seen: int, expected: int, first: int) -> str:
+    """A line with another number of fields than line `first`, said once for long and short
+    lines. Line `first` is named: "the lines before it" read wrong where a header (line 1)
+    had a third number of fields."""
+    return f"line {line} has {seen} field{'s' * (seen != 1)} where line {first} has {expected}"
 
 
 def _cells(frame: pd.DataFrame) -> np.ndarray:

@@ -121,10 +121,12 @@ BAD_CSVS = [
     ("a\n1\n2\n", None, "has 1 column;"),
     ("1 2\n3 4\n", None, "has 1 column; at least 2 variables (columns) are needed, in a table of counts with "
                           "cells separated by commas, semicolons or tabs"),
-    ("a,b\n1,2\n3,4,5\n", None, "not a readable table: line 3 has 3 fields where the lines before it have 2"),
-    ("a,b\n1,2\n3\n", None, "line 3 has 1 field where the lines before it have 2; every row needs the same number"),
-    ("a;b;c\n1;2;3\n\n4;5;6\n7;8\n", None, "line 5 has 2 fields where the lines before it have 3"),
-    ('"",a,b\n"s1",1,2\n"s2",3\n', None, "line 3 has 2 fields where the lines before it have 3"),
+    ("a,b\n1,2\n3,4,5\n", None, "not a readable table: line 3 has 3 fields where line 2 has 2"),
+    ("a,b\n1,2\n3\n", None, "line 3 has 1 field where line 2 has 2; every row needs the same number"),
+    ("a;b;c\n1;2;3\n\n4;5;6\n7;8\n", None, "line 5 has 2 fields where line 2 has 3"),
+    ('"",a,b\n"s1",1,2\n"s2",3\n', None, "line 3 has 2 fields where line 2 has 3"),
+    # A header with a third width: the line the others are held to is named, not "the lines before it".
+    ("a,b,c\n1,2\n4,5,6,7\n", None, "line 3 has 4 fields where line 2 has 2"),
     ("a,b\n1,2\n,3\n", None, "missing value (empty cell or NA); every cell needs a number; line 3, column 1"),
     ('"",a,b\n"s1",1,2\n"s2",3,x\n', None, "line 3, column 3 ('b') holds 'x'"),
     ("1,2\n3,-4\n", None, "negative count; counts must be whole numbers >= 0; line 2, column 2 holds '-4'"),
