@@ -243,6 +243,7 @@ def test_run_page_runs_stores_and_shows_results(store):
     # 6 iterations do not meet the sidebar's tolerance: a fit, not a solution, says so.
     assert [m.label for m in at.metric][:2] == ["Fastest fit", "Per iteration"]
     assert at.metric[0].delta.endswith(" · none converged")
+    assert "more iterations in the sidebar" in at.metric[0].help  # a tolerance was set: not "set a tolerance"
     # With how far the fastest believes it is, from the float64 check of where it stopped.
     assert any(c.value.startswith("None met the tolerance (1e-07) within its iterations, so no strategy has a time "
                                   "to solution") and re.search(r"ran its 6 iterations fastest \(checked in float64, "
