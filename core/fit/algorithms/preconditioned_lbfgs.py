@@ -79,9 +79,9 @@ MAX_HALVINGS = 30
 WOLFE_DELTA = 0.1
 # The test's sigma: a step it accepts has brought the slope up from its start by a tenth at
 # least. Without this bound a step too small to move any variable passed (its point is the
-# start's, its slope the start's): on oaks ~ 1 + tree in float32 a CPU fit, 4e-7 below the
-# optimum, took that null step at every iteration from the 55th on, and no iteration after
-# the first changed anything. (On an H200 that fit stopped "short" 5.9e-5 below the optimum,
+# start's, its slope the start's): on oaks ~ 1 + tree in float32 a CPU fit run without a
+# tolerance took that null step at every iteration from the 55th on, 4e-7 below the optimum,
+# and never moved again. (On an H200 that fit stopped "short" 5.9e-5 below the optimum,
 # after two iterations in a row that changed the ELBO by under its tol: the cause there was
 # not seen, and two such null steps are one way to get it.)
 WOLFE_SIGMA = 0.9
