@@ -204,7 +204,7 @@ if not ok.empty:
                                "tick Compile from scratch to measure it")
 with metrics[3]:
     st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
-    display.agreement_badge(frame)
+    agreement_found = display.agreement_badge(frame)
     # Where the numbers are read, and in this column's spare line: a line of its own under the
     # metrics put the first chart below a projector's fold.
     display.timing_caveat_badge(shown, missing)
@@ -279,8 +279,7 @@ curves = display.elbo_long(shown, curves={**store.curves([r.id for r in shown if
 left, right = st.columns(2)
 with left:
     display.chart(lines.elbo_curves(curves, x="iteration").properties(height=280),
-                  "Every strategy should trace the same curve: only the compilation differs."
-                  + lines.coinciding_note(curves))
+                  display.same_curve_caption(agreement_found) + lines.coinciding_note(curves))
 with right:
     unpaid = [r.strategy for r in shown if r.cache in ("memory", "disk") and r.id not in made_by]
     # The control under the chart, read before it is drawn: the two charts side by side keep one top.

@@ -218,9 +218,9 @@ def timing_caveat_badge(results: list[RunResult], missing: list) -> None:
                  icon=":material/speed:" if busy else ":material/call_split:", help=" ".join(why))
 
 
-def agreement_badge(frame: pd.DataFrame) -> float:
+def agreement_badge(frame: pd.DataFrame) -> agreement.Verdict:
     """A badge with the largest relative difference of the final ELBOs, judged by the
-    criterion that fits the runs' optimizer (`core.results.agreement.verdict`); returns it."""
+    criterion that fits the runs' optimizer (`core.results.agreement.verdict`); returns the verdict."""
     found = agreement.verdict(frame)
     if found.state == "unknown":
         st.badge("needs two finished runs", color="gray", icon=":material/help:")
@@ -239,7 +239,21 @@ def agreement_badge(frame: pd.DataFrame) -> float:
     else:
         st.badge(f"differ: {found.spread:.1e} > {found.limit:.0e}", color="orange", icon=":material/warning:",
                  help=f"largest relative difference between final ELBOs: {found.reason}")
-    return found.spread
+    return found
+
+
+def same_curve_caption(found: agreement.Verdict) -> str:
+    """The ELBO-by-iteration chart's caption: what the curves should do, and where the final
+    ELBOs say they did not (the badge's verdict `found`), so that the caption does not promise
+    identical curves beside a "differ" badge."""
+    expected = "Every strategy should trace the same curve: only the compilation differs."
+    if found.state == "differ":
+        return (f"{expected} Here they end {found.spread:.1e} apart (relative), more than the {found.limit:.0e} "
+                "that rounding explains for this optimizer: see the Final ELBOs badge above.")
+    if found.state == "drift":
+        return (f"{expected} Here they drift apart by {found.spread:.0e} (relative), within what this optimizer's "
+                "rounding explains before it converges: see the Final ELBOs badge above.")
+    return expected
 
 
 def when(created_at: float) -> str:

@@ -132,3 +132,17 @@ def test_the_runs_table_shows_no_blown_up_elbo():
     assert shown["final_elbo"].iloc[0] == -32026.3 and shown["final_elbo"].iloc[1:].isna().all()
     assert pd.isna(shown["program"].iloc[1]) and shown["program"].iloc[2] == "b2"
     assert list(shown["status"]) == ["converged", "diverged", "ok"]
+
+
+@pytest.mark.parametrize("state, says", [
+    ("agree", None),
+    ("differ", "Here they end 2.0e-03 apart (relative), more than the 1e-09 that rounding explains"),
+    ("drift", "Here they drift apart by 2e-03 (relative), within what this optimizer's rounding explains"),
+])
+def test_the_elbo_curves_caption_does_not_promise_one_curve_beside_a_differ_badge(state, says):
+    from core.results.agreement import Verdict
+    from pages.ui import display
+
+    caption = display.same_curve_caption(Verdict(state, 2e-3, 1e-9, "a reason"))
+    assert caption.startswith("Every strategy should trace the same curve: only the compilation differs.")
+    assert (says in caption) if says else caption.endswith("differs.")
