@@ -211,7 +211,7 @@ st.markdown(
     "$S^2 = 1 / (A + \\Omega_{jj})$: fewer iterations on most data sets (44 instead of 97 to within 1e-5 on "
     "pyPLNmodels' microcosm, 400 x 100) for the optimizers on $M, S$ with the closed forms, but the "
     "tutorial's optimizer, whose steps of up to 0.1 take a small $S$ through zero, diverges from it. "
-    "Left to its default (the sidebar's *the optimizer's default*), the start follows the optimizer, as "
+    "Left to its default (the sidebar's *the optimizer's own*), the start follows the optimizer, as "
     "chosen on the corpus of data sets: *log_rates_sd* for lbfgs, diagonal_newton and preconditioned_lbfgs; "
     "the tutorial's *seed* for seed (from *log_rates* its steps ended further from the optimum than they "
     "had been, and diverged on a crossover chromosome); *log_rates* for adam and rprop; *log_counts* for "

@@ -202,7 +202,7 @@ def remedy_pending(remedy: Remedy, optimizer: str) -> bool:
 def apply_remedy(setting: str, value: str | float) -> None:
     """A button's callback: the sidebar holds a diverged run's remedy
     (`core.results.result.Remedy`) when it is drawn next. A start that is the sidebar
-    optimizer's own is set as "the optimizer's default", so that it follows a later switch."""
+    optimizer's own is set as "the optimizer's own" (`OPTIMIZERS_INIT`), so that it follows a later switch."""
     if setting == "init":
         value = OPTIMIZERS_INIT if start_of(current().optimizer, OPTIMIZERS_INIT) == value else value
     st.session_state[key(setting)] = value
