@@ -13,6 +13,7 @@ import streamlit as st
 from core.charts import decimate, theme
 from core.cluster.errors import WorkerDied
 from core.results import agreement
+from core.results.ordering import listed
 from core.results.outcome import short_note, stall_note
 from core.results.result import RunResult
 from core.spec import SpecError
@@ -197,6 +198,24 @@ def show_run_notes(results: list[RunResult]) -> None:
         st.caption(f"{', '.join(md(r.strategy) for r in fixed)} ran every one of "
                    f"{'its' if len(fixed) == 1 else 'their'} iterations, with no stopping test: "
                    "not judged converged or not.")
+
+
+def timed_apart(results: list[RunResult], missing: list) -> str:
+    """Where these runs were timed in separate groups (stored runs of several clicks), a
+    sentence naming each group and when it finished, for the speed-up chart whose ratios then
+    span them; "" where they were timed together. `missing`: strategies the next Run fits
+    (Run again, with none missing, times them all together)."""
+    groups: dict[str, list[RunResult]] = {}
+    for run in results:
+        groups.setdefault(run.timed_with or f"#{run.id}", []).append(run)
+    if len(groups) < 2:
+        return ""
+    finished = [max(run.created_at for run in members) for members in groups.values()]
+    day = len({when(moment)[:10] for moment in finished}) == 1  # the hour alone where one day holds them
+    told = [f"{listed(run.strategy for run in members)} at {when(moment)[11:] if day else when(moment)}"
+            for members, moment in sorted(zip(groups.values(), finished), key=lambda item: item[1])]
+    return (f"Timed apart: {'; '.join(told)}. A ratio across them carries the load of two moments"
+            + ("." if missing else "; Run again times them together."))
 
 
 def timing_caveat_badge(results: list[RunResult], missing: list) -> None:
