@@ -163,6 +163,21 @@ def _problem_inputs() -> None:
     _optimizer_inputs()
 
 
+def _shown(key: str, options=None) -> dict:
+    """A sidebar widget's `value=`, or its `index=` among `options`: what the session holds.
+
+    Its default, in the browser's terms. After a page change with the Optimizer box open the
+    browser drew every sidebar box at the default it was sent (the first option, the least
+    number, 0 for a box without one: float32, seed, Iterations 0) while the session still held
+    the user's settings, and sent those back at the next click, which made them the settings.
+    Sent as the default, the session's value is what such a box shows and sends."""
+    held = st.session_state[key]
+    if options is None:
+        return {"value": held}
+    options = list(options)
+    return {"index": options.index(held)} if held in options else {}
+
+
 def _whole_number_input(container, label: str, low: int, high: int, key: str, step: int = 1, **options) -> None:
     """A box for a whole number that refuses what it cannot take, with a message.
 
@@ -177,7 +192,8 @@ def _whole_number_input(container, label: str, low: int, high: int, key: str, st
     if isinstance(st.session_state.get(key), int):  # set by a test or an older session: the box's own type
         st.session_state[key] = float(st.session_state[key])
     refused = _keep_in_range(label, key, low, high)
-    container.number_input(label, key=key, persist_state="session", step=float(step), format="%.0f", **options)
+    container.number_input(label, key=key, persist_state="session", step=float(step), format="%.0f", **_shown(key),
+                           **options)
     if refused:
         st.warning(refused, icon=":material/block:")
         st.toast(refused, icon=":material/block:")  # in view on a projector, where the sidebar's foot is not
@@ -229,6 +245,7 @@ def refresh_store_caption() -> None:
 
 def _dataset_inputs() -> None:
     st.radio("Dataset", list(DATASETS), format_func=DATASETS.get, key="sb_dataset", persist_state="session",
+             **_shown("sb_dataset", DATASETS),
              horizontal=True,
              help="oaks: 116 tree-leaf samples x 114 amplicons (pyPLNmodels). simulated: PLN draws "
                   "with a known B and Sigma. upload: your own counts.")
@@ -237,11 +254,13 @@ def _dataset_inputs() -> None:
         if st.session_state["sb_replicate"] not in OAKS_REPLICATES:
             st.session_state["sb_replicate"] = DEFAULTS.replicate
         st.selectbox("Size: each row repeated", OAKS_REPLICATES, key="sb_replicate", persist_state="session",
+                     **_shown("sb_replicate", OAKS_REPLICATES),
                      format_func=lambda k: f"x{k:,}  (n = {OAKS_ROWS * k:,} rows)",
                      help="np.repeat(Y, k, axis=0), as the seed tutorial grows the data; p = 114")
         if st.session_state["sb_formula"] not in OAKS_FORMULAS:
             st.session_state["sb_formula"] = DEFAULTS.formula
         st.selectbox("Covariates", OAKS_FORMULAS, key="sb_formula", persist_state="session",
+                     **_shown("sb_formula", OAKS_FORMULAS),
                      format_func=lambda formula: formula or "~ 1 (intercept only)",
                      help="from oaks' samples table, as pyPLNmodels' formulas: tree (3 levels, one-hot, "
                           "'intermediate' the reference), orientation (SW or NE), dist2ground (a number)")
@@ -266,10 +285,12 @@ def _device_inputs() -> None:
     if st.session_state["sb_device"] not in available:
         st.session_state["sb_device"] = available[0]
     st.radio("Device", available, key="sb_device", persist_state="session", horizontal=True,
+             **_shown("sb_device", available),
              captions=[found.kinds.get(p, "") for p in available])
     for platform, why in found.missing.items():
         st.caption(f":material/block: **{platform}** {why}")
     st.radio("Precision", PRECISIONS, key="sb_precision", persist_state="session", horizontal=True,
+             **_shown("sb_precision", PRECISIONS),
              help="every array of the fit has this dtype")
 
 
@@ -280,14 +301,17 @@ def _optimizer_inputs() -> None:
     start = start_of(name, st.session_state["sb_init"])
     with st.expander(f"Optimizer: {name} · init: {start}", key="optimizer_box"):
         st.selectbox("Optimizer", OPTIMIZERS, key="sb_optimizer", persist_state="session",
+                     **_shown("sb_optimizer", OPTIMIZERS),
                      help="\n".join(f"- {o.label}" for o in catalog.OPTIMIZERS.values()))
         if st.session_state["sb_optimizer"] in LEARNING_RATE_OPTIMIZERS:
-            st.number_input("Learning rate", *LR_RANGE, key="sb_lr", persist_state="session", format="%g", step=0.001)
+            st.number_input("Learning rate", *LR_RANGE, key="sb_lr", persist_state="session", format="%g", step=0.001,
+                            **_shown("sb_lr"))
         # The optimizer's own start by default, read when the fit is specified, as the tolerance
         # below is: an optimizer switch moves it with no write to the box. The option's text is
         # fixed: the browser sends back the text shown, and a text naming the last optimizer's
         # start matched no option after a switch, so the box kept showing that start.
         st.selectbox("Initialisation", (OPTIMIZERS_INIT, *INITS), key="sb_init", persist_state="session",
+                     **_shown("sb_init", (OPTIMIZERS_INIT, *INITS)),
                      format_func=lambda v: DEFAULT_INIT_TEXT if v == OPTIMIZERS_INIT else v,
                      help="\n".join(f"- {label}" for label in INIT_LABELS.values()))
         if st.session_state["sb_init"] == OPTIMIZERS_INIT:
@@ -299,7 +323,7 @@ def _optimizer_inputs() -> None:
         # default into it was lost when a quick hand's clicks were merged into one rerun
         # (Streamlit ran no callback), and float64 then ran at float32's tolerance.
         precision = st.session_state["sb_precision"]
-        st.number_input("Tolerance", *TOL_RANGE, value=None, key="sb_tol", persist_state="session", format="%g",
+        st.number_input("Tolerance", *TOL_RANGE, key="sb_tol", persist_state="session", format="%g", **_shown("sb_tol"),
                         step=1e-7, placeholder=f"default: {FRONT_DOOR.tol_for(precision):g}",
                         help="every strategy stops after two iterations in a row whose relative ELBO change is "
                              f"under this; 0 runs every iteration. Empty: the precision's default "

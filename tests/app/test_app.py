@@ -706,6 +706,29 @@ def test_settings_that_streamlit_loses_come_back_as_they_were_not_at_the_default
     assert at.session_state["restored"] == [] and at.selectbox(key="sb_init").value == "default"
 
 
+def test_each_sidebar_box_is_sent_with_the_sessions_value_as_its_default(store):
+    """The browser draws a box at the default it was sent whenever it has lost the box's own
+    state (a page change that moved the box did it): that default is the session's value, not
+    the first option or 0 (which the next click then made the setting)."""
+    at = open_app()
+    at.sidebar.radio(key="sb_precision").set_value("float64").run()
+    at.sidebar.number_input(key="sb_iterations").set_value(300).run()
+    at.sidebar.selectbox(key="sb_optimizer").set_value("adam").run()
+    at.sidebar.selectbox(key="sb_init").set_value("log_counts").run()
+    at.sidebar.number_input(key="sb_tol").set_value(1e-6).run()
+    for page in ("pages/compare/page.py", "pages/run/page.py"):
+        at.switch_page(page).run()
+        assert not at.exception, [e.value for e in at.exception]
+        sent = {key: box.proto for key, box in (("sb_precision", at.sidebar.radio(key="sb_precision")),
+                                                ("sb_optimizer", at.sidebar.selectbox(key="sb_optimizer")),
+                                                ("sb_init", at.sidebar.selectbox(key="sb_init")))}
+        assert {key: proto.options[proto.default] for key, proto in sent.items()} == \
+            {"sb_precision": "float64", "sb_optimizer": "adam", "sb_init": "log_counts"}, page
+        assert at.sidebar.number_input(key="sb_iterations").proto.default == 300.0
+        assert at.sidebar.number_input(key="sb_repeats").proto.default == settings.DEFAULTS.repeats
+        assert at.sidebar.number_input(key="sb_tol").proto.default == 1e-6
+
+
 def test_the_sidebar_keeps_what_its_boxes_hold(store):
     at = open_app()
     at.sidebar.radio(key="sb_precision").set_value("float64").run()

@@ -371,3 +371,61 @@ def test_after_a_click_on_run_the_first_chart_is_whole_on_screen_and_no_notice_c
     assert found["headline"][3] <= height and 0 <= first[1] < first[3] <= height, found
     assert not [(toast, chart) for toast in found["toasts"] for chart in found["charts"] if _overlap(toast, chart)], \
         found
+
+
+# The sidebar's settings as the browser draws them: each checked radio's label, each number
+# box's label and text, each select box's text.
+SIDEBAR_SHOWN_JS = """() => { const bar = document.querySelector("[data-testid='stSidebar']");
+  return {checked: [...bar.querySelectorAll("input[type=radio]:checked")].map(i => i.closest("label").innerText.trim()),
+          numbers: Object.fromEntries([...bar.querySelectorAll("input[type=number]")]
+                                      .map(i => [i.getAttribute("aria-label"), i.value])),
+          selects: [...bar.querySelectorAll('[data-testid="stSelectbox"] input')].map(i => i.value)}; }"""
+
+
+def test_settings_made_in_the_sidebar_survive_page_changes_with_the_optimizer_box_open(app, browser):
+    """Set by hand (not by a link), with the Optimizer box left open: after page changes the
+    browser drew every box at a blank default (float32, seed, Iterations 0) while the session
+    still held the settings, and the next click made those blanks the settings."""
+    context = browser.new_context(viewport=PROJECTOR)
+    page = context.new_page()
+    page.goto(app)
+    wait_painted(page)
+    bar = page.locator("[data-testid='stSidebar']")
+    bar.get_by_text("float64", exact=True).click()
+    wait_painted(page)
+    for label, value in (("Iterations", "300"), ("Repeats", "4")):
+        box = bar.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Enter")
+        wait_painted(page)
+    page.get_by_text(re.compile(r"^Optimizer: ")).click()
+    for box, choice in (("Optimizer", "adam"), ("Initialisation", "log_counts")):
+        bar.get_by_role("combobox", name=re.compile(f"^{box}")).click()
+        option = page.get_by_role("option", name=choice, exact=True)
+        if not option.count():  # the list can miss the first click after a rerun
+            bar.get_by_role("combobox", name=re.compile(f"^{box}")).click()
+        option.click()
+        wait_painted(page)
+    time.sleep(1.0)
+
+    def shown() -> dict:
+        found = page.evaluate(SIDEBAR_SHOWN_JS)
+        return {"precision": found["checked"][-1], "iterations": found["numbers"].get("Iterations"),
+                "repeats": found["numbers"].get("Repeats"), "optimizer": found["selects"][-2],
+                "init": found["selects"][-1]}
+
+    chosen = {"precision": "float64", "iterations": "300", "repeats": "4", "optimizer": "adam", "init": "log_counts"}
+    assert shown() == chosen
+    # The browser lost the boxes' values after the second to seventh round trip to Compare, in
+    # about half of the sessions (`test_each_sidebar_box_is_sent_with_the_sessions_value_as_its_default`
+    # checks the cure on every run).
+    for trip in range(8):
+        _open(page, "Compare")
+        time.sleep(2.0)
+        _open(page, "Run")
+        time.sleep(2.0)
+        assert shown() == chosen, trip
+    # What the session holds, not only what is drawn: the address carries it.
+    assert all(part in page.url for part in ("precision=float64", "iterations=300", "optimizer=adam",
+                                             "init=log_counts")), page.url
+    context.close()
