@@ -8,6 +8,7 @@ import time
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
 
 from core.charts import lines
 from core.cluster import stored
@@ -116,8 +117,24 @@ def queue_notice(slot):
     return report
 
 
+# The session-state key of a dict holding the title of the last run cancelled or stopped, for
+# `show_cancelled`.
+_CANCELLED = "cancelled_run"
+
+
+def _cancel_notes() -> dict:
+    """This session's dict of `_CANCELLED`, made on first use. A run stopped by a click elsewhere
+    writes into it, read beforehand: once a script is being stopped every read of session state
+    raises the stop again, and Streamlit drops what a stopped run assigned there."""
+    notes = st.session_state.get(_CANCELLED)
+    if not isinstance(notes, dict):
+        st.session_state[_CANCELLED] = notes = {}
+    return notes
+
+
 def _note_cancelled(title: str) -> None:
-    st.session_state["cancelled_run"] = title
+    """A Cancel button's callback: the work titled `title` was cancelled, for `show_cancelled`."""
+    _cancel_notes()["title"] = title
 
 
 def cancel_button(title: str):
@@ -180,8 +197,8 @@ def _where(notes: list[dict]) -> dict[str, str]:
 
 
 def show_cancelled() -> None:
-    """After a Cancel click: say what happened (once)."""
-    title = st.session_state.pop("cancelled_run", None)
+    """After a Cancel click, or a run stopped by a click elsewhere: say what happened (once)."""
+    title = _cancel_notes().pop("title", None)
     if title:
         st.info(f"{md(title)}: cancelled. Runs that had finished are stored; the one running was not.",
                 icon=":material/stop_circle:")
@@ -230,12 +247,30 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
         store, cluster = _ready(specs)
     except (SpecError, StoreError) as exc:
         return [], public(exc)
-    results: list[RunResult] = []
-    error = None
-    live_points: list[dict] = []
     # The sidebar's device line was read as this script began, before the run was queued: the
     # first progress report redraws it (throttled, it said "free" for a second more).
     queue_caption_is_stale()
+    notes = _cancel_notes()
+    try:
+        results, error = _run_in_status(store, cluster, specs, labels, title, counts, cold, together)
+    except ScriptControlException:
+        # A click elsewhere (another page, a new setting) stops this script, and the run with it:
+        # nothing of the unfinished batch is stored. Said where Cancel's notice is said, or the
+        # run vanished without a word; a Cancel click's own notice, written after this, wins.
+        notes["title"] = f"{title} (stopped by leaving the page or changing a setting while it ran)"
+        raise
+    st.session_state[_SESSION_RUNS] = [*st.session_state.get(_SESSION_RUNS, []), *(r.id for r in results)]
+    refresh_store_caption()
+    refresh_queue_caption(now=True)
+    return results, error
+
+
+def _run_in_status(store, cluster, specs: list[FitSpec], labels: list[str], title: str, counts, cold: bool,
+                   together: bool) -> tuple[list[RunResult], str | None]:
+    """`run`'s status box and its batches: (the stored results, an error message or None)."""
+    results: list[RunResult] = []
+    error = None
+    live_points: list[dict] = []
     with st.status(f"{title}…", expanded=True) as status:
         cancel_slot, bars, live = _progress_slots(title, labels)
         reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy)
@@ -259,9 +294,6 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
             if error:
                 break
         close_status(status, cancel_slot, len(results), error)
-    st.session_state[_SESSION_RUNS] = [*st.session_state.get(_SESSION_RUNS, []), *(r.id for r in results)]
-    refresh_store_caption()
-    refresh_queue_caption(now=True)
     return results, error
 
 

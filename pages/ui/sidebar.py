@@ -323,7 +323,9 @@ def _optimizer_inputs() -> None:
         # default into it was lost when a quick hand's clicks were merged into one rerun
         # (Streamlit ran no callback), and float64 then ran at float32's tolerance.
         precision = st.session_state["sb_precision"]
-        st.number_input("Tolerance", *TOL_RANGE, key="sb_tol", persist_state="session", format="%g", **_shown("sb_tol"),
+        # Sent empty (value=None) whatever it holds, unlike the other boxes (`_shown`): with a
+        # number as its default the box could no longer be emptied back to the precision's default.
+        st.number_input("Tolerance", *TOL_RANGE, value=None, key="sb_tol", persist_state="session", format="%g",
                         step=1e-7, placeholder=f"default: {FRONT_DOOR.tol_for(precision):g}",
                         help="every strategy stops after two iterations in a row whose relative ELBO change is "
                              f"under this; 0 runs every iteration. Empty: the precision's default "

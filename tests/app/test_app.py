@@ -715,7 +715,6 @@ def test_each_sidebar_box_is_sent_with_the_sessions_value_as_its_default(store):
     at.sidebar.number_input(key="sb_iterations").set_value(300).run()
     at.sidebar.selectbox(key="sb_optimizer").set_value("adam").run()
     at.sidebar.selectbox(key="sb_init").set_value("log_counts").run()
-    at.sidebar.number_input(key="sb_tol").set_value(1e-6).run()
     for page in ("pages/compare/page.py", "pages/run/page.py"):
         at.switch_page(page).run()
         assert not at.exception, [e.value for e in at.exception]
@@ -726,7 +725,6 @@ def test_each_sidebar_box_is_sent_with_the_sessions_value_as_its_default(store):
             {"sb_precision": "float64", "sb_optimizer": "adam", "sb_init": "log_counts"}, page
         assert at.sidebar.number_input(key="sb_iterations").proto.default == 300.0
         assert at.sidebar.number_input(key="sb_repeats").proto.default == settings.DEFAULTS.repeats
-        assert at.sidebar.number_input(key="sb_tol").proto.default == 1e-6
 
 
 def test_the_sidebar_keeps_what_its_boxes_hold(store):

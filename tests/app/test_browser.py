@@ -81,6 +81,31 @@ def test_a_run_renders_its_charts_and_appears_on_compare(app, page):
     page.get_by_text(re.compile(rf"\b{strategies} of {strategies} runs shown")).wait_for(timeout=60_000)
 
 
+def test_a_run_left_for_another_page_is_said_stopped_on_return(served, page):
+    """Leaving the Run page mid-run stops the run (Streamlit stops the page's script, and the
+    run with it): the page says so on return, rather than offering Run as if nothing had run."""
+    from core.store.run_store import RunStore
+
+    base, env = served
+    store = RunStore(env["PLNLAB_DB"])
+    before = len(store.list())
+    page.goto(f"{base}/?strategies=eager,scan&tol=0&iterations=50000")
+    wait_painted(page)
+    page.get_by_role("button", name=re.compile(r"^Run \d+ strateg")).click()
+    page.get_by_text(re.compile(r"first call: iteration")).first.wait_for(timeout=RUN_TIMEOUT_MS)
+    for title in ("Compare", "Run"):
+        page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
+        page.wait_for_url(re.compile(rf"/{PAGES[title]}(\?|$)"))
+        wait_painted(page)
+    page.get_by_text(re.compile(r"^Running 2 strategies \(stopped by leaving the page or changing a setting while it "
+                                r"ran\): cancelled\.")).wait_for(timeout=30_000)
+    _no_exception(page)
+    stopped = time.perf_counter()
+    while store.in_flight() and time.perf_counter() - stopped < 30:
+        time.sleep(0.1)
+    assert len(store.list()) == before and store.in_flight() == []
+
+
 def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page):
     from core.store.run_store import RunStore
 
@@ -110,7 +135,8 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
     watcher_line.get_by_text(re.compile(r"cpu\W+busy: 2 strategies timed together")).wait_for(timeout=10_000)
     page.get_by_role("button", name="Cancel").click()
     clicked = time.perf_counter()
-    page.get_by_text(re.compile(r"cancelled\. Runs that had finished are stored")).wait_for(timeout=30_000)
+    page.get_by_text(re.compile(r"^Running 2 strategies: cancelled\. Runs that had finished are stored")).wait_for(
+        timeout=30_000)  # the click's own notice, not the one of a run stopped by a click elsewhere
     wait_painted(page)
     _no_exception(page)
     # The page redraws at once; the stopped run's thread ends at its next progress report
