@@ -43,6 +43,12 @@ class Fastest(NamedTuple):
         """The tied strategies that ran another program, no significant difference apart."""
         return [tie.strategy for tie in self.ties if tie.why != SAME_PROGRAM]
 
+    @property
+    def untested(self) -> list[str]:
+        """Of `not_told_apart`, those judged by their ranges alone (too few repeats for a test:
+        `significance.Test.describe`'s words), which no test found alike."""
+        return [tie.strategy for tie in self.ties if tie.why.startswith(significance.RANGES_SAID)]
+
     def brief(self) -> str:
         """Under the headline number, a few words (a narrow column at 1024 px): who, or the tie."""
         if not self.ties:
@@ -65,9 +71,13 @@ class Fastest(NamedTuple):
         said = [f"Fastest to solution: **{self.run['strategy']}**, {iterations}"]
         if self.same_program:
             said.append(f"the same compiled program as {', '.join(self.same_program)}: one speed")
-        if self.not_told_apart:
-            said.append(f"tied with {', '.join(self.not_told_apart)}: no significant difference, so the order "
-                        "among them is noise")
+        tested = [name for name in self.not_told_apart if name not in self.untested]
+        if tested:
+            said.append(f"tied with {', '.join(tested)}: no significant difference, so the order among them is noise")
+        if self.untested:
+            # Said as what it is: overlapping ranges of a few repeats are no finding that the two are alike.
+            said.append(f"not told apart from {', '.join(self.untested)}: too few repeats for a test, and their "
+                        "ranges overlap (more Repeats in the sidebar can tell them apart)")
         return "; ".join(said) + "."
 
 

@@ -134,6 +134,13 @@ def test_the_headline_says_one_program_apart_from_a_tie_of_two_programs():
     found = headline.fastest(both)
     assert found.brief() == "tied with 2 others"
     assert "one speed; tied with" in found.sentence() and found.sentence().endswith("is noise.")
+    # Three repeats a side: no test, and overlapping ranges are said as such, not as "no difference".
+    found = headline.fastest(pd.DataFrame([_run(1, "scan", [0.069, 0.068, 0.134], "abc"),
+                                           _run(5, "jit_step", [0.113, 0.112, 0.114], "ghi")]))
+    assert found.untested == ["jit_step"] and found.brief() == "tied with 1 other"
+    assert found.sentence() == ("Fastest to solution: **scan**, converged in 40 iterations; not told apart from "
+                                "jit_step: too few repeats for a test, and their ranges overlap (more Repeats in the "
+                                "sidebar can tell them apart).")
     alone = headline.fastest(one.iloc[:1])
     assert alone.brief() == "scan · converged in 40 it" and alone.sentence() == ""
 
