@@ -56,15 +56,16 @@ WHOLE_NUMBERS = ("replicate", "sim_n", "sim_p", "sim_d", "sim_seed", "iterations
 # sidebar reading "oaks x1" beside Compare's table of every run read as a filter of it.
 PAGES_WITHOUT_PROBLEM = ("compare", "about")
 FOLDED_PROBLEM = "Problem: for Run, Story, Scaling and Under the hood"
-# The plain session key holding what the sidebar's widgets held when it was last drawn
-# (`state.kept_or_default`).
-KEPT = "sb_kept"
 
 
 def sidebar(page: str = "run") -> None:
     """The problem settings shared by Run, Story, Scaling and Under the hood; on `page`s that
     read none (`PAGES_WITHOUT_PROBLEM`) they are drawn folded, so that they keep their values."""
-    state.kept_or_default(_widget_defaults(), KEPT)
+    for field in dataclasses.fields(DEFAULTS):
+        if field.name in WHOLE_NUMBERS and field.name != "replicate":
+            state.default(key(field.name), float(getattr(DEFAULTS, field.name)))
+        elif field.name != "upload":
+            state.default(key(field.name), getattr(DEFAULTS, field.name))
     with st.sidebar:
         if page in PAGES_WITHOUT_PROBLEM:
             with st.expander(FOLDED_PROBLEM, icon=":material/tune:"):
@@ -82,15 +83,6 @@ def sidebar(page: str = "run") -> None:
         st.fragment(_device_line, run_every=BUSY_REFRESH_S if line.busy else None)(line)
         st.session_state["sb_store_slot"] = st.empty()
         refresh_store_caption()
-    state.keep(_widget_defaults(), KEPT)
-
-
-def _widget_defaults() -> dict[str, object]:
-    """Each setting's widget key and its default, as its box holds it (the whole numbers but
-    oaks' replicate, a select box's, as floats: see `_whole_number_input`)."""
-    return {key(field.name): float(getattr(DEFAULTS, field.name))
-            if field.name in WHOLE_NUMBERS and field.name != "replicate" else getattr(DEFAULTS, field.name)
-            for field in dataclasses.fields(DEFAULTS) if field.name not in ("upload", "upload_error")}
 
 
 class _Line(NamedTuple):

@@ -24,7 +24,7 @@ from core.results import result as result_module
 from core.results.result import RunResult
 from core.spec import DatasetSpec, FitSpec, OptimizerSpec, cap
 from core.store.run_store import RunStore
-from pages.ui import settings, sidebar
+from pages.ui import settings
 from pages.ui.text import plain
 
 from project import APP
@@ -677,37 +677,6 @@ def test_the_start_left_to_its_default_follows_the_optimizer(store):
     assert not any("starts from" in c.value for c in at.sidebar.caption)
 
 
-def _sidebar_that_loses_its_values() -> None:
-    """A box under `state.kept_or_default`, whose value is gone when a run begins with "drop"
-    set, as Streamlit lost the sidebar's."""
-    import streamlit as st
-
-    from pages.ui import state
-
-    if st.session_state.pop("drop", False):
-        del st.session_state["sb_init"]
-    st.session_state["restored"] = state.kept_or_default({"sb_init": "default"}, "kept")
-    st.selectbox("Initialisation", ("default", "seed", "log_counts"), key="sb_init", persist_state="session")
-    state.keep(["sb_init"], "kept")
-
-
-def test_settings_that_streamlit_loses_come_back_as_they_were_not_at_the_defaults():
-    """Streamlit once dropped a loaded session's sidebar values, `persist_state` notwithstanding,
-    while its plain keys stayed: the sidebar gives back the values it last drew."""
-    at = AppTest.from_function(_sidebar_that_loses_its_values).run()
-    at.selectbox(key="sb_init").set_value("log_counts").run()
-    assert at.session_state["restored"] == []
-    at.session_state["drop"] = True
-    at.run()
-    assert at.session_state["restored"] == ["sb_init"]
-    assert at.selectbox(key="sb_init").value == "log_counts" and at.session_state["sb_init"] == "log_counts"
-    # Where nothing was kept, the default.
-    at.session_state["kept"] = {}
-    at.session_state["drop"] = True
-    at.run()
-    assert at.session_state["restored"] == [] and at.selectbox(key="sb_init").value == "default"
-
-
 def test_each_sidebar_box_is_sent_with_the_sessions_value_as_its_default(store):
     """The browser draws a box at the default it was sent whenever it has lost the box's own
     state (a page change that moved the box did it): that default is the session's value, not
@@ -727,17 +696,6 @@ def test_each_sidebar_box_is_sent_with_the_sessions_value_as_its_default(store):
             {"sb_precision": "float64", "sb_optimizer": "adam", "sb_init": "log_counts"}, page
         assert at.sidebar.number_input(key="sb_iterations").proto.default == 300.0
         assert at.sidebar.number_input(key="sb_repeats").proto.default == settings.DEFAULTS.repeats
-
-
-def test_the_sidebar_keeps_what_its_boxes_hold(store):
-    at = open_app()
-    at.sidebar.radio(key="sb_precision").set_value("float64").run()
-    at.sidebar.selectbox(key="sb_init").set_value("log_counts")
-    at.sidebar.number_input(key="sb_iterations").set_value(77).run()
-    kept = at.session_state[sidebar.KEPT]
-    assert (kept["sb_precision"], kept["sb_init"], kept["sb_iterations"]) == ("float64", "log_counts", 77.0)
-    assert set(kept) == {settings.key(f.name) for f in dataclasses.fields(settings.Settings)} - {"sb_upload",
-                                                                                                  "sb_upload_error"}
 
 
 def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):
