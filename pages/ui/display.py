@@ -214,7 +214,7 @@ def timed_apart(results: list[RunResult], missing: list) -> str:
     day = len({when(moment)[:10] for moment in finished}) == 1  # the hour alone where one day holds them
     told = [f"{listed(run.strategy for run in members)} at {when(moment)[11:] if day else when(moment)}"
             for members, moment in sorted(zip(groups.values(), finished), key=lambda item: item[1])]
-    return (f"Timed apart: {'; '.join(told)}. A ratio across them carries the load of two moments"
+    return (f"Timed apart: {'; '.join(told)}. A ratio across them carries each moment's load"
             + ("." if missing else "; Run again times them together."))
 
 

@@ -899,7 +899,7 @@ def test_runs_of_separate_timings_say_so_beside_the_headline(store):
     # And under the speed-up chart, whose ratios span the groups: which strategy was timed when.
     (said,) = [plain(c.value) for c in at.caption if "Timed apart" in c.value]
     assert re.search(r"Timed apart: scan and scan_namedtuple at \d\d:\d\d; scan_pytree_class at \d\d:\d\d\. A ratio "
-                     r"across them carries the load of two moments; Run again times them together\.$", said), said
+                     r"across them carries each moment's load; Run again times them together\.$", said), said
 
 
 def test_runs_timed_on_a_busy_machine_say_so_beside_the_headline(store):
