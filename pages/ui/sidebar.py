@@ -315,11 +315,21 @@ def _optimizer_inputs() -> None:
         # default into it was lost when a quick hand's clicks were merged into one rerun
         # (Streamlit ran no callback), and float64 then ran at float32's tolerance.
         precision = st.session_state["sb_precision"]
-        # Sent empty (value=None) whatever it holds, unlike the other boxes (`_shown`): with a
-        # number as its default the box could no longer be emptied back to the precision's default.
-        st.number_input("Tolerance", *TOL_RANGE, value=None, key="sb_tol", persist_state="session", format="%g",
-                        step=1e-7, placeholder=f"default: {FRONT_DOOR.tol_for(precision):g}",
+        # Sent with what it holds, as every box (`_shown`): sent empty, a redrawn box came back
+        # empty and a link's tol=0 became the default. A box sent a number cannot be emptied, so a
+        # button empties it.
+        st.number_input("Tolerance", *TOL_RANGE, key="sb_tol", persist_state="session", format="%g",
+                        **_shown("sb_tol"), step=1e-7, placeholder=f"default: {FRONT_DOOR.tol_for(precision):g}",
                         help="every strategy stops after two iterations in a row whose relative ELBO change is "
                              f"under this; 0 runs every iteration. Empty: the precision's default "
                              f"({FRONT_DOOR.tol_for('float32'):g} in float32, {FRONT_DOOR.tol_for('float64'):g} in "
                              "float64, whose sums resolve a smaller change), as on the command line")
+        if st.session_state["sb_tol"] is not None:
+            st.button(f"Use {precision}'s default ({FRONT_DOOR.tol_for(precision):g})", key="sb_tol_default",
+                      icon=":material/restart_alt:", on_click=_empty_tolerance,
+                      help="empties the Tolerance box: the precision's default, which follows a precision switch")
+
+
+def _empty_tolerance() -> None:
+    """The Tolerance box's button: the box empty (the precision's default) when drawn next."""
+    st.session_state["sb_tol"] = None

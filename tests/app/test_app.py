@@ -686,6 +686,7 @@ def test_each_sidebar_box_is_sent_with_the_sessions_value_as_its_default(store):
     at.sidebar.number_input(key="sb_iterations").set_value(300).run()
     at.sidebar.selectbox(key="sb_optimizer").set_value("adam").run()
     at.sidebar.selectbox(key="sb_init").set_value("log_counts").run()
+    at.sidebar.number_input(key="sb_tol").set_value(0.0).run()  # a link's tol=0: once lost to the default
     for page in ("pages/compare/page.py", "pages/run/page.py"):
         at.switch_page(page).run()
         assert not at.exception, [e.value for e in at.exception]
@@ -696,6 +697,8 @@ def test_each_sidebar_box_is_sent_with_the_sessions_value_as_its_default(store):
             {"sb_precision": "float64", "sb_optimizer": "adam", "sb_init": "log_counts"}, page
         assert at.sidebar.number_input(key="sb_iterations").proto.default == 300.0
         assert at.sidebar.number_input(key="sb_repeats").proto.default == settings.DEFAULTS.repeats
+        assert at.sidebar.number_input(key="sb_tol").proto.default == 0.0 and at.sidebar.number_input(
+            key="sb_tol").value == 0.0
 
 
 def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):

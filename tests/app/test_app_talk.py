@@ -219,7 +219,9 @@ def test_switching_precision_moves_a_default_tolerance_and_keeps_a_chosen_one(st
     at.sidebar.radio(key="sb_precision").set_value("float64").run()
     assert at.sidebar.number_input(key="sb_tol").value == 1e-5 and _run_line_tolerance(at) == "1e-05"
     assert at.query_params["tol"] == "1e-05" and not at.exception
-    at.sidebar.number_input(key="sb_tol").set_value(None).run()  # emptied: the default again
+    at.sidebar.button(key="sb_tol_default").click().run()  # emptied: the default again
+    assert at.sidebar.number_input(key="sb_tol").value is None
+    assert "sb_tol_default" not in [button.key for button in at.sidebar.button]
     assert _run_line_tolerance(at) == f"{DEFAULTS.tol_float64:g}" and "tol" not in at.query_params
 
 
