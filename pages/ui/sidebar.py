@@ -325,9 +325,11 @@ def _optimizer_inputs() -> None:
                              f"({FRONT_DOOR.tol_for('float32'):g} in float32, {FRONT_DOOR.tol_for('float64'):g} in "
                              "float64, whose sums resolve a smaller change), as on the command line")
         if st.session_state["sb_tol"] is not None:
-            st.button(f"Use {precision}'s default ({FRONT_DOOR.tol_for(precision):g})", key="sb_tol_default",
+            # Short: "Use float64's default (1e-09)" broke inside the number at 1024 px.
+            st.button(f"Default: {FRONT_DOOR.tol_for(precision):g}", key="sb_tol_default",
                       icon=":material/restart_alt:", on_click=_empty_tolerance,
-                      help="empties the Tolerance box: the precision's default, which follows a precision switch")
+                      help="empties the Tolerance box: the precision's default (this one's shown), which follows a "
+                           "precision switch")
 
 
 def _empty_tolerance() -> None:
