@@ -20,11 +20,13 @@ SAME_PROGRAM = "same program"
 
 
 class Tie(NamedTuple):
-    """A run the fastest cannot be told from: its strategy, and why ("same program", or the
-    test's verdict with its p-value)."""
+    """A run the fastest cannot be told from: its strategy, why ("same program", or the
+    test's verdict with its p-value), and whether only its repeats' ranges judged it (too few
+    repeats for a test)."""
 
     strategy: str
     why: str
+    by_ranges: bool = False
 
 
 class Fastest(NamedTuple):
@@ -45,9 +47,8 @@ class Fastest(NamedTuple):
 
     @property
     def untested(self) -> list[str]:
-        """Of `not_told_apart`, those judged by their ranges alone (too few repeats for a test:
-        `significance.Test.describe`'s words), which no test found alike."""
-        return [tie.strategy for tie in self.ties if tie.why.startswith(significance.RANGES_SAID)]
+        """Of `not_told_apart`, those judged by their ranges alone, which no test found alike."""
+        return [tie.strategy for tie in self.ties if tie.by_ranges]
 
     def brief(self) -> str:
         """Under the headline number, a few words (a narrow column at 1024 px): who, or the tie."""
@@ -71,12 +72,13 @@ class Fastest(NamedTuple):
         said = [f"Fastest to solution: **{self.run['strategy']}**, {iterations}"]
         if self.same_program:
             said.append(f"the same compiled program as {', '.join(self.same_program)}: one speed")
-        tested = [name for name in self.not_told_apart if name not in self.untested]
+        untested = self.untested
+        tested = [name for name in self.not_told_apart if name not in untested]
         if tested:
             said.append(f"tied with {', '.join(tested)}: no significant difference, so the order among them is noise")
-        if self.untested:
+        if untested:
             # Said as what it is: overlapping ranges of a few repeats are no finding that the two are alike.
-            said.append(f"not told apart from {', '.join(self.untested)}: too few repeats for a test, and their "
+            said.append(f"not told apart from {', '.join(untested)}: too few repeats for a test, and their "
                         "ranges overlap (more Repeats in the sidebar can tell them apart)")
         return "; ".join(said) + "."
 
@@ -94,7 +96,8 @@ def fastest(runs: "pandas.DataFrame", metric: str = "time_to_solution_s") -> Fas
             continue
         ratio = spread.speedup(spread.Spread.of_run(row, metric), spread.Spread.of_run(best, metric))
         if ratio.significant is False:
-            ties.append(Tie(str(row["strategy"]), SAME_PROGRAM if ratio.same_program else ratio.why))
+            ties.append(Tie(str(row["strategy"]), SAME_PROGRAM if ratio.same_program else ratio.why,
+                            by_ranges=ratio.test is not None and ratio.test.method == significance.RANGES))
     return Fastest(best, ties)
 
 

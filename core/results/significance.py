@@ -27,8 +27,6 @@ ALPHA = 0.05
 CLEAR_OF_ONE = 0.01
 MANN_WHITNEY = "Mann–Whitney U, two-sided"
 RANGES = "the repeats' ranges"
-# How `Test.describe` begins for a judgement by ranges (the headline tells such a tie apart).
-RANGES_SAID = "the ranges of"
 SAME_PROGRAM = "same program"
 # What a run computed besides its program: one program fed other data, another start or
 # another count of iterations does other work, and its time is another time.
@@ -67,7 +65,7 @@ class Test:
         if self.method == MANN_WHITNEY:
             return f"{MANN_WHITNEY}, {self.sizes[0]} and {self.sizes[1]} repeats: p = {p_text(self.p_value)}"
         if self.method == RANGES:
-            return (f"{RANGES_SAID} {self.sizes[0]} and {self.sizes[1]} repeats, "
+            return (f"the ranges of {self.sizes[0]} and {self.sizes[1]} repeats, "
                     + ("apart" if self.differs else
                        f"apart by under {CLEAR_OF_ONE:.0%}, too little to count" if self.near else "overlapping")
                     + f" (too few repeats kept for a test at p < {ALPHA:g})")

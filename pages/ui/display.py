@@ -200,14 +200,20 @@ def show_run_notes(results: list[RunResult]) -> None:
                    "not judged converged or not.")
 
 
+def _timing_groups(results: list[RunResult]) -> dict[str, list[RunResult]]:
+    """`results` by the group they were timed in (`timed_with`; a run timed alone is its own)."""
+    groups: dict[str, list[RunResult]] = {}
+    for run in results:
+        groups.setdefault(run.timed_with or f"#{run.id}", []).append(run)
+    return groups
+
+
 def timed_apart(results: list[RunResult], missing: list) -> str:
     """Where these runs were timed in separate groups (stored runs of several clicks), a
     sentence naming each group and when it finished, for the speed-up chart whose ratios then
     span them; "" where they were timed together. `missing`: strategies the next Run fits
     (Run again, with none missing, times them all together)."""
-    groups: dict[str, list[RunResult]] = {}
-    for run in results:
-        groups.setdefault(run.timed_with or f"#{run.id}", []).append(run)
+    groups = _timing_groups(results)
     if len(groups) < 2:
         return ""
     finished = [max(run.created_at for run in members) for members in groups.values()]
@@ -223,7 +229,7 @@ def timing_caveat_badge(results: list[RunResult], missing: list) -> None:
     more than a quarter of the cores), or in separate groups (a page opened on stored runs of
     several clicks), the machine's load then differing between them. Its help says which."""
     busy = [r for r in results if r.unstable]
-    groups = {r.timed_with or f"#{r.id}" for r in results}
+    groups = _timing_groups(results)
     why = []
     if busy:
         share = max(r.versions.get("others_cpu_share", 0.0) for r in busy)
