@@ -163,6 +163,8 @@ def retest(run: pd.Series, baseline: pd.Series, metric: str) -> str:
         verdict = "**the same program**: one speed, differences are noise"
     elif found.significant is None:
         verdict = "**unknown** (a single repeat)"
+    elif found.untested:
+        verdict = f"**{spread.NOT_TOLD_APART}**: {spread.TOO_FEW_REPEATS}"
     elif not found.significant:
         verdict = f"**{spread.NOT_SIGNIFICANT}**"
     elif found.value < 1:  # said as a speed-up too: a talk's slides (Story, Run) say speed-ups

@@ -78,8 +78,8 @@ class Fastest(NamedTuple):
             said.append(f"tied with {', '.join(tested)}: no significant difference, so the order among them is noise")
         if untested:
             # Said as what it is: overlapping ranges of a few repeats are no finding that the two are alike.
-            said.append(f"not told apart from {', '.join(untested)}: too few repeats for a test, and their "
-                        "ranges overlap (more Repeats in the sidebar can tell them apart)")
+            said.append(f"{spread.NOT_TOLD_APART} from {', '.join(untested)}: {spread.TOO_FEW_REPEATS} (more "
+                        "Repeats in the sidebar can tell them apart)")
         return "; ".join(said) + "."
 
 
@@ -97,7 +97,7 @@ def fastest(runs: "pandas.DataFrame", metric: str = "time_to_solution_s") -> Fas
         ratio = spread.speedup(spread.Spread.of_run(row, metric), spread.Spread.of_run(best, metric))
         if ratio.significant is False:
             ties.append(Tie(str(row["strategy"]), SAME_PROGRAM if ratio.same_program else ratio.why,
-                            by_ranges=ratio.test is not None and ratio.test.method == significance.RANGES))
+                            by_ranges=ratio.untested))
     return Fastest(best, ties)
 
 

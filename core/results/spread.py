@@ -22,6 +22,9 @@ from core.results.significance import CLEAR_OF_ONE
 
 NOT_SIGNIFICANT = "no significant difference"
 WITHIN_NOISE = "within noise"  # the same verdict, where a chart has little room
+# Overlapping ranges of a few repeats, no test run: no finding that the two are alike either.
+NOT_TOLD_APART = "not told apart"
+TOO_FEW_REPEATS = "too few repeats for a test, and their ranges overlap"
 SAME_PROGRAM = "same program"
 
 
@@ -119,6 +122,13 @@ class Ratio:
         return self.test is not None and self.test.same_program
 
     @property
+    def untested(self) -> bool:
+        """Not significant because the repeats' ranges overlap, with too few repeats for a
+        test: said "not told apart", not "no significant difference", which no test found."""
+        return (self.significant is False and self.test is not None and self.test.method == significance.RANGES
+                and not self.test.near)
+
+    @property
     def why(self) -> str:
         """How the verdict was reached, for a help text or a tooltip."""
         return self.test.describe() if self.test is not None else ""
@@ -136,7 +146,8 @@ class Ratio:
 
     @property
     def label(self) -> str:
-        """"×23.5 (×21–×26)", "no significant difference (×0.97–×1.1)", "same program: differences
+        """"×23.5 (×21–×26)", "no significant difference (×0.97–×1.1)", "not told apart: too few
+        repeats for a test, and their ranges overlap (×0.9–×1.2)", "same program: differences
         are noise" or "×23.5 (1 repeat: no range)"."""
         if not math.isfinite(self.value):
             return "n/a"
@@ -144,20 +155,24 @@ class Ratio:
             return f"{SAME_PROGRAM}: differences are noise"
         if self.significant is None:
             return f"{times(self.value)} (1 repeat: no range)"
+        if self.untested:
+            return f"{NOT_TOLD_APART}: {TOO_FEW_REPEATS} ({self.span})"
         if not self.significant:
             return f"{NOT_SIGNIFICANT} ({self.span})"
         return f"{times(self.value)} ({self.span})"
 
     @property
     def brief(self) -> str:
-        """For a chart's narrow margin: "×23.5 (×21–×26)", "within noise", "same program" or
-        "×23.5 (1 repeat)"."""
+        """For a chart's narrow margin: "×23.5 (×21–×26)", "within noise", "not told apart",
+        "same program" or "×23.5 (1 repeat)"."""
         if not math.isfinite(self.value):
             return ""
         if self.same_program:
             return SAME_PROGRAM
         if self.significant is None:
             return f"{times(self.value)} (1 repeat)"
+        if self.untested:
+            return NOT_TOLD_APART
         if not self.significant:
             return WITHIN_NOISE
         return f"{times(self.value)} ({self.span})"

@@ -385,7 +385,8 @@ else:
                                          ratio_metric),
                   f"Each run's {METRICS[ratio_metric]} divided by the baseline's: below ×1 is faster; whisker: a 95% "
                   "bootstrap interval of the ratio (the repeats' range for runs stored without each repeat); within "
-                  "noise: no significant difference by a Mann–Whitney U test on the stored repeats; same program: "
+                  "noise: no significant difference by a Mann–Whitney U test on the stored repeats; not told apart: "
+                  "too few repeats for that test, and their ranges overlap; same program: "
                   "XLA compiled one program for both, so they run at one speed."
                   + (f" {others} run{'s' * (others != 1)} of other problem sizes left out: pin one of theirs to "
                      "compare them." if others else "")

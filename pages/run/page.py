@@ -250,7 +250,8 @@ with left:
                   if len(frame) == 1 else
                   f"How many times faster than {baseline} one full fit runs once compiled (median of repeats, "
                   "whisker: a 95% bootstrap interval of the ratio; within noise: no significant difference, by a "
-                  "Mann–Whitney U test on the repeats; same program: XLA compiled one program for both, whose "
+                  "Mann–Whitney U test on the repeats; not told apart: too few repeats for that test, and their "
+                  "ranges overlap; same program: XLA compiled one program for both, whose "
                   "repeats are pooled into one speed-up, so a bar can differ from its own run's time in Numbers)."
                   # Said where the ratios are read: the badge's help alone went unseen.
                   + (f" {apart}" if (apart := display.timed_apart(shown, missing)) else ""),

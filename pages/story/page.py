@@ -111,7 +111,10 @@ with words:
             before, here = outcomes[current - 1].since_start, outcome.since_start
             both = (f" ({spread.times(here.value)} here, {spread.times(before.value)} there, within the timings' "
                     "noise)" if before is not None and here is not None else "")
-            st.markdown(f"The same speed as step {current}: {spread.NOT_SIGNIFICANT}{both}.", help=over.why)
+            if over.untested:  # overlapping ranges of a few repeats: no finding of one speed
+                st.markdown(f"Not told apart from step {current}: {spread.TOO_FEW_REPEATS}{both}.", help=over.why)
+            else:
+                st.markdown(f"The same speed as step {current}: {spread.NOT_SIGNIFICANT}{both}.", help=over.why)
         else:
             st.markdown(f"Over step {current}: {over.label}.", help=over.why)
 with number:

@@ -106,6 +106,21 @@ def test_a_step_within_noise_of_the_last_names_both_speed_ups(store):
     assert any(f">{figures[0]}<" in html.proto.body for html in at.get("html"))  # the big number is "here"
 
 
+def test_a_step_judged_by_ranges_alone_is_not_said_the_same_speed_as_the_last(store):
+    # Runs stored without each repeat (as before they were kept) have only their ranges: too
+    # little for a test, and overlapping ranges are no finding of one speed.
+    specs = story.specs(settings.DEFAULTS.fit_spec("eager"))
+    shapes = [(2.0, 1.9, 2.1), (0.10, 0.06, 0.16), (0.13, 0.07, 0.17)]
+    for index, (median, low, high) in enumerate(shapes):
+        run = fake_run(story.STEPS[index].strategy, run_s=median, spec=specs[index])
+        store.add(dataclasses.replace(run, run_s_min=low, run_s_max=high, repeat_times=[], program=f"program-{index}"))
+    at = open_app("pages/story/page.py")
+    at.button(key="story_next").click().run()
+    at.button(key="story_next").click().run()
+    said = next(m.value for m in at.markdown if "step 2" in m.value)
+    assert said.startswith("Not told apart from step 2: too few repeats for a test, and their ranges overlap"), said
+
+
 def test_the_last_step_leads_back_to_the_first(store):
     at = open_app("pages/story/page.py")
     at.session_state["story_step"] = len(story.STEPS) - 1

@@ -170,6 +170,13 @@ def test_compare_retests_two_stored_runs_in_one_sentence():
     rows["status"] = ["diverged", "ok"]
     assert comparison.retest(rows.iloc[1], rows.iloc[0], "run_s") == (
         "Run #1 diverged: its times are of a fit that stopped early, not a speed to test. Pin or pick a finished run.")
+    # Three repeats a side, ranges overlapping: no test decided, so nothing is said alike.
+    few = pd.DataFrame([_run(1, "scan", [0.069, 0.068, 0.134], "abc"),
+                        _run(5, "jit_step", [0.113, 0.112, 0.114], "ghi")])
+    few["repeat_times_json"] = [json.dumps(t) for t in few["repeat_times"]]
+    untested = comparison.retest(few.iloc[1], few.iloc[0], "time_to_solution_s")
+    assert ("**not told apart**: too few repeats for a test, and their ranges overlap" in untested
+            and "significant" not in untested), untested
 
 
 @pytest.mark.parametrize("p_value, text", [(0.032, "0.032"), (0.5, "0.5"), (0.00031, "0.00031"), (1e-8, "< 1e-6"),

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from core.results.spread import NOT_SIGNIFICANT, Ratio, Spread, ratio, speedup, times, value_range
+from core.results.spread import NOT_SIGNIFICANT, NOT_TOLD_APART, Ratio, Spread, ratio, speedup, times, value_range
 
 
 def test_a_speedup_spans_the_extremes_of_both_ranges():
@@ -20,7 +20,17 @@ def test_overlapping_ranges_are_labelled_as_noise_not_as_a_speedup():
     first, second = Spread(0.100, 0.095, 0.110, 5), Spread(0.104, 0.099, 0.112, 5)
     found = speedup(first, second)
     assert found.significant is False
-    assert found.label.startswith(NOT_SIGNIFICANT) and "×0.96" not in found.label.split("(")[0]
+    # Their ranges alone judged them (no repeats kept for a test): not told apart, which is no
+    # finding that they are alike.
+    assert found.untested and found.brief == NOT_TOLD_APART
+    assert found.label.startswith(f"{NOT_TOLD_APART}: too few repeats") and "×0.96" not in found.label.split("(")[0]
+    # With the repeats kept, a test decides: no significant difference.
+    samples = dict(first=(0.095, 0.098, 0.100, 0.104, 0.110, 0.097, 0.101, 0.103),
+                   second=(0.099, 0.100, 0.104, 0.106, 0.112, 0.096, 0.102, 0.105))
+    tested = speedup(Spread(0.1005, 0.095, 0.110, 8, samples["first"]),
+                     Spread(0.1035, 0.096, 0.112, 8, samples["second"]))
+    assert tested.significant is False and not tested.untested
+    assert tested.label.startswith(NOT_SIGNIFICANT) and tested.brief == "within noise"
     # Ranges that only touch still overlap: the difference could be nothing at all.
     assert Spread(1.0, 0.9, 1.0).overlaps(Spread(1.1, 1.0, 1.2))
     assert not Spread(1.0, 0.9, 0.99).overlaps(Spread(1.1, 1.0, 1.2))
