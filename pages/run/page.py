@@ -21,6 +21,9 @@ CHART_HEIGHT = 120
 # The phases chart (right, beside the speed-up) grows past that by its rows, its cold compiles
 # included: at 20 px a row Vega dropped every other run's name.
 ROW_PX = 24
+# A run still changing its ELBO by this many times its tolerance when its iterations ran out is
+# offered the optimizer that converges beside more iterations (adam on oaks: 2.7e-3 at 500).
+SWITCH_FACTOR = 1000
 
 st.title("Which JIT strategy is fastest?", anchor=False)
 
@@ -151,8 +154,16 @@ remedies = {(r.remedy, r.optimizer) for r in shown
 capped = [r for r in display.still_moving(shown) if r.status == "ok"]
 more = min(4 * max((r.iterations for r in capped), default=0), settings.iterations_cap())
 more_iterations = bool(capped) and more > settings.current().iterations
+# A run whose ELBO still changed by over SWITCH_FACTOR times its tolerance is far from it: four
+# times the iterations of a gradient optimizer rarely get there, the default optimizer in tens.
+converging = settings.FRONT_DOOR.optimizer
+far = sorted({r.optimizer for r in capped if r.optimizer != converging and r.final_change is not None
+              and r.final_change > SWITCH_FACTOR * r.tol})
+switch = bool(far) and settings.current().optimizer != converging
 # Said where the trouble is said, at the top: the buttons sit under Numbers, past the charts.
 button_hint = (" A button under Numbers applies the advice, for the next Run." if remedies
+               else f" Buttons under Numbers set Iterations to {more:,} or switch to {converging}, for the next "
+                    "Run." if more_iterations and switch
                else f" The button under Numbers sets Iterations to {more:,}, for the next Run." if more_iterations
                else "")
 # For each run loaded from a cache, the latest run that compiled its program: what compiling it cost.
@@ -311,3 +322,9 @@ if more_iterations:
     st.button(f"Set Iterations to {more:,}", key="run_more_iterations", icon=":material/add:",
               on_click=settings.set_iterations, args=(more,),
               help="the sidebar's Iterations, for the next Run: it fits again from the start")
+if switch:
+    st.button(f"Switch to {converging}", key="run_switch_optimizer", icon=":material/swap_horiz:",
+              on_click=settings.set_optimizer, args=(converging,),
+              help=f"{listed(far)} still changed the ELBO by over {SWITCH_FACTOR:,} times the tolerance: far from "
+                   f"converged. {converging} (L-BFGS with a model of the curvature) converges in tens of iterations "
+                   "on oaks; the sidebar's optimizer, for the next Run")

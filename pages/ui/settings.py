@@ -175,6 +175,12 @@ def set_iterations(value: int) -> None:
     st.session_state[key("iterations")] = float(value)
 
 
+def set_optimizer(name: str) -> None:
+    """A button's callback: the sidebar's Optimizer box holds `name` when it is drawn next (its
+    start and tolerance follow, as after a switch in the box)."""
+    st.session_state[key("optimizer")] = name
+
+
 def remedy_label(remedy: Remedy, optimizer: str) -> str:
     """The text of a button that applies `remedy` to a run of `optimizer`."""
     if remedy.setting == "init":

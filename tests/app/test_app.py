@@ -284,6 +284,27 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert [b.label for b in at.button] == ["Run 2 strategies"]
 
 
+def test_a_gradient_optimizer_far_from_its_tolerance_is_offered_the_one_that_converges(store):
+    # adam after 6 iterations still changes the ELBO by far more than 1,000 times its tolerance:
+    # four times the iterations rarely get such a fit there, so the converging optimizer is one
+    # click away beside them.
+    at = open_app()
+    at.session_state["sb_optimizer"] = "adam"
+    at = tiny_problem(at.run(), strategies=("scan",))
+    at.button(key="run_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = store.list()[0]
+    assert run.optimizer == "adam" and run.final_change > 1000 * run.tol
+    assert [b.label for b in at.button] == ["Run again", "Set Iterations to 24", "Switch to preconditioned_lbfgs"]
+    assert any("switch to preconditioned_lbfgs, for the next Run" in c.value for c in at.caption)
+    at.button(key="run_switch_optimizer").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.selectbox(key="sb_optimizer").value == "preconditioned_lbfgs"
+    # Run now offers the new fit, and no second switch.
+    assert at.button(key="run_go").label == "Run 1 strategy"
+    assert "run_switch_optimizer" not in [b.key for b in at.button]
+
+
 def test_the_run_page_draws_the_runs_a_click_fitted_without_reading_them_back(store, monkeypatch):
     at = tiny_problem(open_app())
     looked_up, curves_read = [], []
