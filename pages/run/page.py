@@ -22,7 +22,7 @@ CHART_HEIGHT = 120
 # included: at 20 px a row Vega dropped every other run's name.
 ROW_PX = 24
 # A run still changing its ELBO by this many times its tolerance when its iterations ran out is
-# offered the optimizer that converges beside more iterations (adam on oaks: 2.7e-3 at 500).
+# offered the optimizer that converges beside more iterations.
 SWITCH_FACTOR = 1000
 
 st.title("Which JIT strategy is fastest?", anchor=False)
