@@ -324,7 +324,7 @@ if more_iterations:
               help="the sidebar's Iterations, for the next Run: it fits again from the start")
 if switch:
     st.button(f"Switch to {converging}", key="run_switch_optimizer", icon=":material/swap_horiz:",
-              on_click=settings.set_optimizer, args=(converging,),
+              on_click=settings.apply_remedy, args=("optimizer", converging),
               help=f"{listed(far)} still changed the ELBO by over {SWITCH_FACTOR:,} times the tolerance: far from "
                    f"converged. {converging} (L-BFGS with a model of the curvature) converges in tens of iterations "
                    "on oaks; the sidebar's optimizer, for the next Run")

@@ -175,12 +175,6 @@ def set_iterations(value: int) -> None:
     st.session_state[key("iterations")] = float(value)
 
 
-def set_optimizer(name: str) -> None:
-    """A button's callback: the sidebar's Optimizer box holds `name` when it is drawn next (its
-    start and tolerance follow, as after a switch in the box)."""
-    st.session_state[key("optimizer")] = name
-
-
 def remedy_label(remedy: Remedy, optimizer: str) -> str:
     """The text of a button that applies `remedy` to a run of `optimizer`."""
     if remedy.setting == "init":
@@ -206,9 +200,10 @@ def remedy_pending(remedy: Remedy, optimizer: str) -> bool:
 
 
 def apply_remedy(setting: str, value: str | float) -> None:
-    """A button's callback: the sidebar holds a diverged run's remedy
-    (`core.results.result.Remedy`) when it is drawn next. A start that is the sidebar
-    optimizer's own is set as "the optimizer's own" (`OPTIMIZERS_INIT`), so that it follows a later switch."""
+    """A button's callback: the sidebar's box for `setting` holds `value` when it is drawn next
+    (a run's `core.results.result.Remedy`, or the Run page's switch of optimizer). A start that
+    is the sidebar optimizer's own is set as "the optimizer's own" (`OPTIMIZERS_INIT`), so that
+    it follows a later switch."""
     if setting == "init":
         value = OPTIMIZERS_INIT if start_of(current().optimizer, OPTIMIZERS_INIT) == value else value
     st.session_state[key(setting)] = value
