@@ -201,7 +201,7 @@ def read_table(data: bytes, label: str):
         frame = pd.read_csv(io.StringIO(text), sep=separator, dtype=str, keep_default_na=False)
     except (ValueError, pd.errors.ParserError) as err:
         raise DataError(f"{label} cannot be read as a table with a header line: "
-                        f"{csv_counts.parser_reason(err, data)}") from None
+                        f"{csv_counts.parser_reason(err, data, sep=separator)}") from None
     if frame.shape[1] == 0:
         raise DataError(f"{label} has no columns")
     frame.columns = [str(name).strip() for name in frame.columns]

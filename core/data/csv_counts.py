@@ -265,7 +265,7 @@ def _read(data: bytes, label: str, **options) -> pd.DataFrame:
             raise
         raise DataError(f"{label} is empty; {csv_layout.ACCEPTED} is needed") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        reason = parser_reason(err, data, options.get("skiprows", 0))
+        reason = parser_reason(err, data, options.get("skiprows", 0), options.get("sep"))
         raise DataError(f"{label} is not a readable table: {reason}; {csv_layout.ACCEPTED} is needed") from None
 
 
@@ -273,14 +273,29 @@ def _read(data: bytes, label: str, **options) -> pd.DataFrame:
 _RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 
 
-def parser_reason(err: Exception, data: bytes, skip: int = 0) -> str:
-    """pandas' reason the table in `data`, read from after its first `skip` lines, cannot be
-    read, said without its parser's jargon where known."""
+def parser_reason(err: Exception, data: bytes, skip: int = 0, sep: str | None = None) -> str:
+    """pandas' reason the table in `data`, read from after its first `skip` lines with the
+    separator `sep`, cannot be read, said without its parser's jargon where known."""
     ragged = _RAGGED.search(str(err))
     if ragged:
         expected, line, seen = (int(number) for number in ragged.groups())
-        return _ragged(line, seen, expected, _first_line(data, skip))
+        first = _first_line(data, skip)
+        if sep is not None:
+            line, seen = _first_ragged(data, first, line, expected, sep) or (line, seen)
+        return _ragged(line, seen, expected, first)
     return str(err).strip()
+
+
+def _first_ragged(data: bytes, first: int, line: int, expected: int, sep: str) -> tuple[int, int] | None:
+    """(line number, fields) of the first line from line `first` up to line `line` without
+    `expected` fields, or None. pandas names the first long line, having filled the short
+    ones before it with empty cells: the file's first ragged line is the one to fix first."""
+    text = data.decode("utf-8-sig", errors="replace").splitlines()[first - 1:line - 1]
+    rows = csv.reader(text, delimiter=sep)
+    for row in rows:
+        if row and any(cell.strip() for cell in row) and len(row) != expected:
+            return first - 1 + rows.line_num, len(row)
+    return None
 
 
 def _first_line(data: bytes, skip: int) -> int:

@@ -277,8 +277,8 @@ with right:
                      f"{'bars' if len(cut) > 1 else 'bar'} cut at the dashed line, with "
                      f"{'each' if len(cut) > 1 else 'its'} total beside it (drawn whole, the others would be a few "
                      "pixels wide)." if (cut := bars.cut_runs(frame, cold_runs)) else "")
-                  + (" A (cached) run loaded its compiled program instead of compiling it (strategies that compile "
-                     "to the same program load the first one's)"
+                  + (" A (cached) run loaded its compiled program instead of compiling it (one already in a "
+                     "cache, whichever strategy made it)"
                      + ("; the dashed bar under it is what compiling that program cost the stored run it "
                         "names, which made it here" if not dashed.empty else "") + "."
                      if frame["cache"].isin(["memory", "disk"]).any() else ""))

@@ -59,7 +59,9 @@ previous.button("Previous", key="story_prev", icon=":material/arrow_back:", on_c
                 disabled=current == 0, width="stretch")
 if current < len(steps) - 1:
     following.button("Next", key="story_next", icon=":material/arrow_forward:", on_click=move, args=(1,),
-                     type="primary", width="stretch")
+                     type="primary", width="stretch",
+                     help="the next step, timed on arrival with any step before it not timed yet (step 1, "
+                          "eager, takes several seconds); Warm up times them all before a talk")
 else:  # the talk's end: a way back to its start rather than a greyed-out Next (→ stays put here)
     following.button("Step 1", key="story_restart", icon=":material/first_page:", on_click=move,
                      args=(-len(steps),), width="stretch", help="back to the first step")
@@ -73,15 +75,22 @@ warm_up = warm.button(warm_label, key="story_warm", icon=":material/local_fire_d
 keys.bind({"ArrowRight": "story_next", "PageDown": "story_next", "ArrowLeft": "story_prev", "PageUp": "story_prev"})
 
 arrived_by_next = st.session_state.pop(PENDING, False)
+# Before any timing: a step reached by Next while an earlier one was still being timed names
+# itself at once, rather than over the last step's body until its timing ends.
+with st.container(key="story_heading"):  # one line at 1024 px (projector.css)
+    st.subheader(f"Step {current + 1} of {len(steps)}: {steps[current].title}", anchor=False)
 if warm_up:
     todo = list(range(len(steps)))
 else:  # a step reached with Next runs on arrival, with the steps before it that have not run
     # (its speed-up is since step 1); one reached by a link waits for a click
     todo = [i for i in range(current + 1) if runs[i] is None] if arrived_by_next else []
 if todo:
+    if arrived_by_next:  # a Next click during a timing stopped it: this run times those steps again
+        running.forget_cancelled()
     _, error = running.run([specs[i] for i in todo], counts=problem.counts,
                            labels=[story.step_label(i, steps[i]) for i in todo],
-                           title="Timing every step together" if warm_up else f"Step {current + 1}")
+                           title="Timing every step together" if warm_up else
+                           f"Timing step{'s' * (len(todo) > 1)} {listed(i + 1 for i in todo)}")
     if error:
         st.error(error, icon=":material/error:")
         runs = stored_runs()
@@ -95,8 +104,6 @@ if flash := st.session_state.pop("story_flash", None):
 step, run = steps[current], runs[current]
 outcomes = story.outcomes(runs)
 outcome = outcomes[current]
-with st.container(key="story_heading"):  # one line at 1024 px (projector.css)
-    st.subheader(f"Step {current + 1} of {len(steps)}: {step.title}", anchor=False)
 words, number = st.columns([3, 2], vertical_alignment="center")
 with words:
     st.caption(f"{step.origin} · strategy `{step.strategy}`")

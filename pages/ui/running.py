@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 
 import pandas as pd
 import streamlit as st
@@ -118,7 +119,11 @@ def queue_notice(slot):
 
 
 # The session-state key of a dict holding the title of the last run cancelled or stopped, for
-# `show_cancelled`.
+# `show_cancelled` ("title"), the token of the session's latest run ("run") and of the last one
+# whose ending is already accounted for ("said"). A click that stops a run starts the next
+# script at once, in another thread, while the stopped one is still unwinding (under load,
+# for a second or more): the stopped run's own note comes last, and must not replace what the
+# click said of it.
 _CANCELLED = "cancelled_run"
 
 
@@ -134,7 +139,35 @@ def _cancel_notes() -> dict:
 
 def _note_cancelled(title: str) -> None:
     """A Cancel button's callback: the work titled `title` was cancelled, for `show_cancelled`."""
-    _cancel_notes()["title"] = title
+    note_cancelled(_cancel_notes(), title)
+
+
+def note_cancelled(notes: dict, title: str) -> None:
+    """In `notes` (`_CANCELLED`'s dict): the session's latest run, titled `title`, was cancelled."""
+    notes["title"], notes["said"] = title, notes.get("run")
+
+
+def note_stopped(notes: dict, token: str, title: str) -> None:
+    """In `notes`: the run `token`, titled `title`, was stopped by a click elsewhere, unless that
+    click's script, already running, said so (`note_cancelled`) or does the work again
+    (`note_redone`)."""
+    if notes.get("said") != token:
+        notes["title"] = f"{title} (stopped by leaving the page or changing a setting while it ran)"
+        notes["said"] = token
+
+
+def forget_cancelled() -> None:
+    """Drops the notice of a run stopped or cancelled before this script, for a page whose new
+    run redoes its work (Story's Next, which times again every step the stopped run left
+    unstored): said after the new run, "cancelled" read as that run's end."""
+    note_redone(_cancel_notes())
+
+
+def note_redone(notes: dict) -> None:
+    """In `notes`: the session's latest run, stopped or cancelled, is being done again; nothing
+    to say of it."""
+    notes.pop("title", None)
+    notes["said"] = notes.get("run")
 
 
 def cancel_button(title: str):
@@ -251,13 +284,15 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
     # first progress report redraws it (throttled, it said "free" for a second more).
     queue_caption_is_stale()
     notes = _cancel_notes()
+    notes["run"] = token = uuid.uuid4().hex
     try:
         results, error = _run_in_status(store, cluster, specs, labels, title, counts, cold, together)
     except ScriptControlException:
         # A click elsewhere (another page, a new setting) stops this script, and the run with it:
         # nothing of the unfinished batch is stored. Said where Cancel's notice is said, or the
-        # run vanished without a word; a Cancel click's own notice, written after this, wins.
-        notes["title"] = f"{title} (stopped by leaving the page or changing a setting while it ran)"
+        # run vanished without a word; unless the click's script, already running, said it
+        # (Cancel) or runs the same work again (`forget_cancelled`).
+        note_stopped(notes, token, title)
         raise
     st.session_state[_SESSION_RUNS] = [*st.session_state.get(_SESSION_RUNS, []), *(r.id for r in results)]
     refresh_store_caption()

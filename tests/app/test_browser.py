@@ -135,8 +135,12 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
     watcher_line.get_by_text(re.compile(r"cpu\W+busy: 2 strategies timed together")).wait_for(timeout=10_000)
     page.get_by_role("button", name="Cancel").click()
     clicked = time.perf_counter()
-    page.get_by_text(re.compile(r"^Running 2 strategies: cancelled\. Runs that had finished are stored")).wait_for(
-        timeout=30_000)  # the click's own notice, not the one of a run stopped by a click elsewhere
+    notice = page.get_by_text(re.compile(r"^Running 2 strategies: cancelled\. Runs that had finished are stored"))
+    try:  # the click's own notice, not the one of a run stopped by a click elsewhere
+        notice.wait_for(timeout=30_000)
+    except sync_api.TimeoutError:
+        raise AssertionError("no Cancel notice; the page's main part read:\n"
+                             + page.locator("[data-testid='stMain']").inner_text()) from None
     wait_painted(page)
     _no_exception(page)
     # The page redraws at once; the stopped run's thread ends at its next progress report

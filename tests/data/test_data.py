@@ -127,6 +127,8 @@ BAD_CSVS = [
     ('"",a,b\n"s1",1,2\n"s2",3\n', None, "line 3 has 2 fields where line 2 has 3"),
     # A header with a third width: the line the others are held to is named, not "the lines before it".
     ("a,b,c\n1,2\n4,5,6,7\n", None, "line 3 has 4 fields where line 2 has 2"),
+    # A short line before a long one: the first to fix is named, not the long one pandas stops at.
+    ("a,b,c\n1,2,3\n4,5\n\n6,7,8,9\n", None, "line 3 has 2 fields where line 2 has 3"),
     ("a,b\n1,2\n,3\n", None, "missing value (empty cell or NA); every cell needs a number; line 3, column 1"),
     ('"",a,b\n"s1",1,2\n"s2",3,x\n', None, "line 3, column 3 ('b') holds 'x'"),
     ("1,2\n3,-4\n", None, "negative count; counts must be whole numbers >= 0; line 2, column 2 holds '-4'"),
