@@ -318,6 +318,12 @@ def test_the_presenter_sees_the_chart_and_its_number_without_scrolling(after_a_r
         charts_at.add(tuple(found["chart"]))
         assert not page.evaluate(TRUNCATED_TEXT_JS), step - 1
         page.keyboard.press("ArrowRight")
+        if step > 3:  # not stored by the run: timed on arrival, under its own heading from the start
+            timing = page.get_by_text(re.compile(rf"^Timing step {step}\b"))
+            timing.wait_for(timeout=RUN_TIMEOUT_MS)
+            heading = page.locator("[data-testid='stMain'] h3").first.inner_text()
+            assert heading.startswith(f"Step {step} of"), heading
+            timing.wait_for(state="detached", timeout=RUN_TIMEOUT_MS)
         page.get_by_text(re.compile(rf"Step {step} of \d+")).wait_for(timeout=RUN_TIMEOUT_MS)
         wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)
     page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=60_000)
