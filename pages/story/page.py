@@ -85,8 +85,8 @@ else:  # a step reached with Next runs on arrival, with the steps before it that
     # (its speed-up is since step 1); one reached by a link waits for a click
     todo = [i for i in range(current + 1) if runs[i] is None] if arrived_by_next else []
 if todo:
-    if arrived_by_next:  # a Next click during a timing stopped it: this run times those steps again
-        running.forget_cancelled()
+    # A Next or Warm up click during a timing stopped it: this run times those steps again.
+    running.forget_cancelled()
     _, error = running.run([specs[i] for i in todo], counts=problem.counts,
                            labels=[story.step_label(i, steps[i]) for i in todo],
                            title="Timing every step together" if warm_up else

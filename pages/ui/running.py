@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 
 import pandas as pd
 import streamlit as st
@@ -21,6 +20,7 @@ from core.run.progress import PHASES, Cancelled
 from core.spec import FitSpec, SpecError
 from core.store.run_store import StoreError
 from pages.ui import display, resources, sign_in
+from pages.ui.run_notices import RunNotices
 from pages.ui.sidebar import queue_caption_is_stale, refresh_queue_caption, refresh_store_caption
 from pages.ui.text import md, public
 
@@ -118,56 +118,30 @@ def queue_notice(slot):
     return report
 
 
-# The session-state key of a dict holding the title of the last run cancelled or stopped, for
-# `show_cancelled` ("title"), the token of the session's latest run ("run") and of the last one
-# whose ending is already accounted for ("said"). A click that stops a run starts the next
-# script at once, in another thread, while the stopped one is still unwinding (under load,
-# for a second or more): the stopped run's own note comes last, and must not replace what the
-# click said of it.
-_CANCELLED = "cancelled_run"
+# The session-state key of this session's `run_notices.RunNotices`.
+_NOTICES = "run_notices"
 
 
-def _cancel_notes() -> dict:
-    """This session's dict of `_CANCELLED`, made on first use. A run stopped by a click elsewhere
-    writes into it, read beforehand: once a script is being stopped every read of session state
-    raises the stop again, and Streamlit drops what a stopped run assigned there."""
-    notes = st.session_state.get(_CANCELLED)
-    if not isinstance(notes, dict):
-        st.session_state[_CANCELLED] = notes = {}
-    return notes
+def _notices() -> RunNotices:
+    """This session's `RunNotices`, made on first use. A run reads it before it starts: once a
+    script is being stopped every read of session state raises the stop again, and Streamlit
+    drops what a stopped run assigned there."""
+    notices = st.session_state.get(_NOTICES)
+    if not isinstance(notices, RunNotices):
+        st.session_state[_NOTICES] = notices = RunNotices()
+    return notices
 
 
 def _note_cancelled(title: str) -> None:
     """A Cancel button's callback: the work titled `title` was cancelled, for `show_cancelled`."""
-    note_cancelled(_cancel_notes(), title)
-
-
-def note_cancelled(notes: dict, title: str) -> None:
-    """In `notes` (`_CANCELLED`'s dict): the session's latest run, titled `title`, was cancelled."""
-    notes["title"], notes["said"] = title, notes.get("run")
-
-
-def note_stopped(notes: dict, token: str, title: str) -> None:
-    """In `notes`: the run `token`, titled `title`, was stopped by a click elsewhere, unless that
-    click's script, already running, said so (`note_cancelled`) or does the work again
-    (`note_redone`)."""
-    if notes.get("said") != token:
-        notes["title"] = f"{title} (stopped by leaving the page or changing a setting while it ran)"
-        notes["said"] = token
+    _notices().cancelled(md(title))
 
 
 def forget_cancelled() -> None:
     """Drops the notice of a run stopped or cancelled before this script, for a page whose new
-    run redoes its work (Story's Next, which times again every step the stopped run left
-    unstored): said after the new run, "cancelled" read as that run's end."""
-    note_redone(_cancel_notes())
-
-
-def note_redone(notes: dict) -> None:
-    """In `notes`: the session's latest run, stopped or cancelled, is being done again; nothing
-    to say of it."""
-    notes.pop("title", None)
-    notes["said"] = notes.get("run")
+    run redoes its work (Story, which times again every step the stopped run left unstored):
+    said after the new run, "cancelled" read as that run's end."""
+    _notices().redone()
 
 
 def cancel_button(title: str):
@@ -231,10 +205,8 @@ def _where(notes: list[dict]) -> dict[str, str]:
 
 def show_cancelled() -> None:
     """After a Cancel click, or a run stopped by a click elsewhere: say what happened (once)."""
-    title = _cancel_notes().pop("title", None)
-    if title:
-        st.info(f"{md(title)}: cancelled. Runs that had finished are stored; the one running was not.",
-                icon=":material/stop_circle:")
+    if notice := _notices().take():
+        st.info(notice, icon=":material/stop_circle:")
 
 
 def _ready(specs: list[FitSpec]):
@@ -283,17 +255,20 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
     # The sidebar's device line was read as this script began, before the run was queued: the
     # first progress report redraws it (throttled, it said "free" for a second more).
     queue_caption_is_stale()
-    notes = _cancel_notes()
-    notes["run"] = token = uuid.uuid4().hex
+    notices = _notices()
+    token = notices.started(md(title))
     try:
-        results, error = _run_in_status(store, cluster, specs, labels, title, counts, cold, together)
+        results, error = _run_in_status(store, cluster, specs, labels, title, counts, cold, together,
+                                        lambda stored: notices.progressed(token, stored))
     except ScriptControlException:
-        # A click elsewhere (another page, a new setting) stops this script, and the run with it:
-        # nothing of the unfinished batch is stored. Said where Cancel's notice is said, or the
-        # run vanished without a word; unless the click's script, already running, said it
-        # (Cancel) or runs the same work again (`forget_cancelled`).
-        note_stopped(notes, token, title)
+        # A click elsewhere (Previous, another page, a new setting) stops this script, and the run
+        # with it: nothing of the unfinished batch is stored. Said where Cancel's notice is said,
+        # or the run vanished without a word; unless the click's script, already running, said
+        # it (`RunNotices.stopped`).
+        notices.stopped(token, md(title))
         raise
+    finally:
+        notices.ended(token)
     st.session_state[_SESSION_RUNS] = [*st.session_state.get(_SESSION_RUNS, []), *(r.id for r in results)]
     refresh_store_caption()
     refresh_queue_caption(now=True)
@@ -301,8 +276,9 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
 
 
 def _run_in_status(store, cluster, specs: list[FitSpec], labels: list[str], title: str, counts, cold: bool,
-                   together: bool) -> tuple[list[RunResult], str | None]:
-    """`run`'s status box and its batches: (the stored results, an error message or None)."""
+                   together: bool, on_stored) -> tuple[list[RunResult], str | None]:
+    """`run`'s status box and its batches: (the stored results, an error message or None).
+    `on_stored(count)` hears how many runs are stored after each batch."""
     results: list[RunResult] = []
     error = None
     live_points: list[dict] = []
@@ -326,6 +302,7 @@ def _run_in_status(store, cluster, specs: list[FitSpec], labels: list[str], titl
                                  f"{md(title)}: {mine[0].shown_label} ({first} of {len(specs)})…"), expanded=True)
             done, error = _run_batch(cluster, store, members, mine, batch.together, counts, cold)
             results += done
+            on_stored(len(results))
             if error:
                 break
         close_status(status, cancel_slot, len(results), error)

@@ -97,8 +97,8 @@ def test_a_run_left_for_another_page_is_said_stopped_on_return(served, page):
         page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
         page.wait_for_url(re.compile(rf"/{PAGES[title]}(\?|$)"))
         wait_painted(page)
-    page.get_by_text(re.compile(r"^Running 2 strategies \(stopped by leaving the page or changing a setting while it "
-                                r"ran\): cancelled\.")).wait_for(timeout=30_000)
+    page.get_by_text(re.compile(r"^Running 2 strategies: stopped by another click while it ran, before any run "
+                                r"finished; nothing was stored\.")).wait_for(timeout=30_000)
     _no_exception(page)
     stopped = time.perf_counter()
     while store.in_flight() and time.perf_counter() - stopped < 30:
@@ -135,7 +135,8 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
     watcher_line.get_by_text(re.compile(r"cpu\W+busy: 2 strategies timed together")).wait_for(timeout=10_000)
     page.get_by_role("button", name="Cancel").click()
     clicked = time.perf_counter()
-    notice = page.get_by_text(re.compile(r"^Running 2 strategies: cancelled\. Runs that had finished are stored"))
+    notice = page.get_by_text(re.compile(r"^Running 2 strategies: cancelled, before any run finished; nothing was "
+                                         r"stored\."))
     try:  # the click's own notice, not the one of a run stopped by a click elsewhere
         notice.wait_for(timeout=30_000)
     except sync_api.TimeoutError:

@@ -1,51 +1,81 @@
-"""The notice of a cancelled or stopped run, whichever order its two threads write it in.
+"""The notice of a cancelled or stopped run, whichever order its two threads say it in.
 
 A click that stops a run starts the next script at once in another thread, while the stopped
-script is still unwinding: the stopped run's own note (`note_stopped`) may come before or
-after the click's (`note_cancelled`), or after the new script has begun the same work again.
+script is still unwinding: the stopped run's own note (`RunNotices.stopped`) may come before
+or after the click's (`cancelled`), after the new script has shown the page, or after it has
+begun the same work again.
 """
 
-from pages.ui.running import note_cancelled, note_redone, note_stopped
+from pages.ui.run_notices import RunNotices
 
-STOPPED = "(stopped by leaving the page or changing a setting while it ran)"
+NOTHING = "before any run finished; nothing was stored."
 
 
 def test_a_cancel_click_is_said_whether_the_stopped_run_unwinds_before_or_after_it():
-    before = {"run": "a"}
-    note_stopped(before, "a", "Running 2 strategies")
-    note_cancelled(before, "Running 2 strategies")
-    late = {"run": "a"}  # under load: the click's script runs first
-    note_cancelled(late, "Running 2 strategies")
-    note_stopped(late, "a", "Running 2 strategies")
-    assert before["title"] == late["title"] == "Running 2 strategies"
+    said = []
+    for stopped_first in (True, False):
+        notices = RunNotices()
+        token = notices.started("Running 2 strategies")
+        if stopped_first:
+            notices.stopped(token, "Running 2 strategies")
+            notices.ended(token)
+        notices.cancelled("Running 2 strategies")  # the click's callback, in the next script
+        said.append(notices.take())
+        notices.stopped(token, "Running 2 strategies")  # late, under load
+        notices.ended(token)
+        assert notices.take() is None
+    assert said == [f"Running 2 strategies: cancelled, {NOTHING}"] * 2
 
 
-def test_a_run_stopped_by_another_click_is_said_once():
-    notes = {"run": "a"}
-    note_stopped(notes, "a", "Running 2 strategies")
-    assert notes["title"] == f"Running 2 strategies {STOPPED}"
-    notes.pop("title")  # shown
-    note_stopped(notes, "a", "Running 2 strategies")  # the same stop, seen again
-    assert "title" not in notes
+def test_a_run_stopped_by_another_click_is_said_by_the_next_script_once():
+    notices = RunNotices()
+    token = notices.started("Timing steps 1 and 2")
+    # Previous clicked: the next script shows the page before the stopped run has unwound.
+    assert notices.take() == f"Timing steps 1 and 2: stopped by another click while it ran, {NOTHING}"
+    notices.stopped(token, "Timing steps 1 and 2")
+    notices.ended(token)
+    assert notices.take() is None  # not again, on whatever page comes next
 
 
-def test_a_later_run_stopped_in_turn_is_said_again():
-    notes = {"run": "a"}
-    note_cancelled(notes, "Step 2")
-    notes.pop("title")
-    notes["run"] = "b"
-    note_stopped(notes, "b", "Step 3")
-    assert notes["title"] == f"Step 3 {STOPPED}"
+def test_a_stopped_run_that_unwound_first_is_said_once():
+    notices = RunNotices()
+    token = notices.started("Running 2 strategies")
+    notices.stopped(token, "Running 2 strategies")
+    notices.ended(token)
+    assert notices.take().startswith("Running 2 strategies: stopped by another click")
+    assert notices.take() is None
+
+
+def test_a_stopped_run_counts_what_it_had_stored():
+    notices = RunNotices()
+    token = notices.started("Sweeping 4 sizes")
+    notices.progressed(token, 2)
+    notices.stopped(token, "Sweeping 4 sizes")
+    assert notices.take() == ("Sweeping 4 sizes: stopped by another click while it ran; the 2 runs that had "
+                              "finished are stored, what was under way was not.")
 
 
 def test_work_done_again_by_the_next_script_is_not_said_stopped():
-    # Story's Next during a timing: the new script times the steps again before the stopped
-    # one has unwound, or after.
-    early = {"run": "a"}
-    note_stopped(early, "a", "Timing steps 1 and 2")
-    note_redone(early)
-    assert "title" not in early
-    notes = {"run": "a"}
-    note_redone(notes)
-    note_stopped(notes, "a", "Timing steps 1 and 2")
-    assert "title" not in notes
+    # Story's Next during a timing: the new script times the steps again, before the stopped
+    # one has unwound or after.
+    for stopped_first in (True, False):
+        notices = RunNotices()
+        token = notices.started("Timing steps 1 and 2")
+        if stopped_first:
+            notices.stopped(token, "Timing steps 1 and 2")
+        notices.redone()
+        again = notices.started("Timing steps 1, 2 and 3")
+        notices.stopped(token, "Timing steps 1 and 2")
+        notices.ended(token)
+        notices.progressed(token, 5)  # the old run's count does not reach the new one's
+        notices.progressed(again, 3)
+        notices.ended(again)
+        assert notices.take() is None and notices.stored == 3
+
+
+def test_a_run_that_finished_leaves_nothing_to_say():
+    notices = RunNotices()
+    token = notices.started("Running 3 strategies")
+    notices.progressed(token, 3)
+    notices.ended(token)
+    assert notices.take() is None
