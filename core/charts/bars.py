@@ -35,7 +35,7 @@ from core.charts.style import (
 from core.results import headline, spread
 
 # Chronological, which is also the stack order; the colours are `style.PHASE_COLORS`.
-PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile",
+PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile or load",
           "first_call_s": "first call", "run_s": "steady state"}
 # Where the bars' totals, longest first, fall by more than this factor from one to the next
 # (eager's beside compiled loops), the longer ones are cut at the time axis's end, each total

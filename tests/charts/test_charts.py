@@ -310,7 +310,7 @@ def test_timing_bars_stack_in_chronological_order_with_a_whisker_over_the_steady
     spec = bars.timing_bars(runs).to_dict()
     stacked = spec["layer"][0]
     assert stacked["encoding"]["color"]["scale"]["domain"] == [
-        "trace+lower", "compile", "first call", "steady state"]
+        "trace+lower", "compile or load", "first call", "steady state"]
     assert stacked["encoding"]["color"]["scale"]["range"] == list(style.PHASE_COLORS)
     assert stacked["encoding"]["order"]["field"] == "phase_rank"
     data = pd.concat(_datasets(spec))
@@ -334,7 +334,7 @@ def test_cached_runs_say_so_and_show_the_cold_compile_beside_them():
     assert labels.index("scan: compiled by run #3") == labels.index("scan (cached)") + 1
     assert not any("jit_step: cold" in label for label in labels)
     reference = data[data["run"] == "scan: compiled by run #3"].set_index("phase")["seconds"]
-    assert dict(reference) == pytest.approx({"trace+lower": 0.1, "compile": 0.8})
+    assert dict(reference) == pytest.approx({"trace+lower": 0.1, "compile or load": 0.8})
     # What the page's caption reads to say whether there is a dashed bar to explain.
     assert list(bars.cold_compile_rows(cold, runs)["strategy"]) == ["scan"]
     assert bars.cold_compile_rows(cold, runs.assign(cache="compiled")).empty
