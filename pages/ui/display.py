@@ -12,7 +12,7 @@ import streamlit as st
 
 from core.charts import decimate, theme
 from core.cluster.errors import WorkerDied
-from core.results import agreement
+from core.results import agreement, stability
 from core.results.ordering import listed
 from core.results.outcome import short_note, stall_note
 from core.results.result import RunResult
@@ -183,9 +183,8 @@ def show_run_notes(results: list[RunResult]) -> None:
     # One box for runs timed together on one busy machine, not one per strategy.
     busy = [r for r in results if r.unstable]
     if busy:
-        st.warning(f"{', '.join(md(r.strategy) for r in busy)}: {md(busy[0].unstable)}"
-                   + (f" (the share measured while {md(busy[0].strategy)} was timed)" if len(busy) > 1 else ""),
-                   icon=":material/speed:")
+        st.warning(f"{', '.join(md(r.strategy) for r in busy)}: "
+                   f"{md(stability.unstable_together([r.versions for r in busy]))}", icon=":material/speed:")
     unsettled = still_moving(results)
     if unsettled:
         st.info("Not converged: the last relative ELBO change is above the tolerance for "

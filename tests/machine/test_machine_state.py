@@ -35,6 +35,14 @@ def test_other_processes_busy_while_a_run_is_timed_make_it_unstable():
     assert reason.startswith("unstable: other processes used") and f"of the {cores} usable cores" in reason
 
 
+def test_runs_timed_together_on_a_busy_machine_are_said_unstable_by_the_busiest_share():
+    reason = stability.unstable_together([{"others_cpu_share": 0.3, "usable_cores": 2}, None,
+                                          {"others_cpu_share": 0.49, "usable_cores": 2}])
+    assert reason.startswith("unstable: other processes used up to 49% of the 2 usable cores while these runs "
+                             "were timed, so their timings"), reason
+    assert stability.unstable_together([{"others_cpu_share": 0.1}, {}]) == ""
+
+
 def test_runs_without_a_machine_state_or_on_a_quiet_machine_are_not_unstable():
     assert stability.unstable({}) == "" and stability.unstable(None) == ""
     assert stability.unstable({"others_cpu_share": 0.1, "usable_cores": 2}) == ""
