@@ -182,7 +182,8 @@ if not ok.empty:
                           delta_color="off", delta_arrow="off",
                           help="steady-state time from the first iteration to the stop at the tolerance: the median "
                                "of the repeats; they ranged over "
-                               + display.duration_range(spread.Spread.of_run(fastest)))
+                               + display.duration_range(spread.Spread.of_run(fastest),
+                                                        like=fastest["time_to_solution_s"]))
     else:
         fastest = ok.loc[ok["run_s"].idxmin()]
         # Said of every run: "scan: no solution" read as that strategy's failure.
@@ -196,7 +197,8 @@ if not ok.empty:
     # The range alone under it (the help names the strategy): with the name it wrapped at 1024 px.
     metrics[1].metric("Per iteration", display.duration(fastest["per_iter_ms"] / 1e3),
                       "repeats " + display.duration_range(spread.Spread.of_run(fastest, "run_s"),
-                                                          scale=1 / max(1, fastest["iterations_run"])),
+                                                          scale=1 / max(1, fastest["iterations_run"]),
+                                                          like=fastest["per_iter_ms"] / 1e3),
                       delta_color="off", delta_arrow="off",
                       help=f"{fastest['strategy']}'s steady-state time per iteration: the median of the repeats, and "
                            "the fastest to the slowest repeat")

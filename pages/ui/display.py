@@ -330,21 +330,28 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
 def duration(seconds: float) -> str:
     """Seconds for a metric, short enough not to wrap in a quarter of a projector's column:
     "1.23 s", "45.6 ms", "894 µs"."""
-    if seconds >= 1:
-        return f"{seconds:.3g} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} µs"
+    factor, unit = _unit(seconds)
+    return f"{_figure(seconds * factor)} {unit}"
 
 
-def duration_range(spread, scale: float = 1.0) -> str:
-    """The fastest to the slowest repeat of `spread` (seconds, times `scale`), in one unit:
-    "39.1–41.2 ms", or "1 repeat"."""
+def duration_range(spread, scale: float = 1.0, like: float | None = None) -> str:
+    """The fastest to the slowest repeat of `spread` (seconds, times `scale`), in one unit, that
+    of `like` (seconds: the figure above the range) or else of the slowest: "39.1–41.2 ms",
+    "527–1,030 µs" under "581 µs" (not "0.527–1.03 ms"), or "1 repeat"."""
     if not spread.known:
         return "1 repeat"
     low, high = spread.low * scale, spread.high * scale
-    factor, unit = (1, "s") if high >= 1 else (1e3, "ms") if high >= 1e-3 else (1e6, "µs")
-    return f"{low * factor:.3g}–{high * factor:.3g} {unit}"
+    factor, unit = _unit(high if like is None else like)
+    return f"{_figure(low * factor)}–{_figure(high * factor)} {unit}"
+
+
+def _unit(seconds: float) -> tuple[float, str]:
+    return (1, "s") if seconds >= 1 else (1e3, "ms") if seconds >= 1e-3 else (1e6, "µs")
+
+
+def _figure(value: float) -> str:
+    """Three significant digits, and whole numbers from 1,000 on ("1.03e+03" read as code)."""
+    return f"{value:,.0f}" if value >= 999.5 else f"{value:.3g}"
 
 
 def si(value: float | None, unit: str = "") -> str:

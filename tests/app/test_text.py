@@ -146,3 +146,15 @@ def test_the_elbo_curves_caption_does_not_promise_one_curve_beside_a_differ_badg
     caption = display.same_curve_caption(Verdict(state, 2e-3, 1e-9, "a reason"))
     assert caption.startswith("Every strategy should trace the same curve: only the compilation differs.")
     assert (says in caption) if says else caption.endswith("differs.")
+
+
+def test_a_range_under_a_figure_is_in_the_figures_unit():
+    from core.results.spread import Spread
+    from pages.ui import display
+
+    repeats = Spread(median=0.000581, low=0.000527, high=0.00103)
+    assert display.duration(0.000581) == "581 µs"
+    # Under "581 µs": "0.527–1.03 ms" read as another unit and wrapped at 1024 px.
+    assert display.duration_range(repeats, like=0.000581) == "527–1,030 µs"
+    assert display.duration_range(repeats) == "0.527–1.03 ms"
+    assert display.duration(1234.0) == "1,234 s"
