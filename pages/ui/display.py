@@ -53,7 +53,9 @@ COMPILE_COLUMNS = {
                                                      help="trace + lower + XLA compile: what a new shape costs once; "
                                                           "for a program from a cache (see cache), trace + lower + "
                                                           "load, and the Longest compile card above gives what "
-                                                          "compiling it cost"),
+                                                          "compiling it cost; eager compiles nothing ahead (0): "
+                                                          "its operations compile one by one in its first call, "
+                                                          "counted under compiles"),
     "first_call_s": st.column_config.NumberColumn("first call (s)", format="%.3f", help="the first execution"),
     "cache": st.column_config.TextColumn("cache", help="compiled now, reused from memory or loaded from disk, none "
                                                        "(eager), or how many executables from each, e.g. "
