@@ -106,7 +106,11 @@ outcomes = story.outcomes(runs)
 outcome = outcomes[current]
 words, number = st.columns([3, 2], vertical_alignment="center")
 with words:
-    st.caption(f"{step.origin} · strategy `{step.strategy}`")
+    # The optimizer named where the speed-up is read when it is not the sidebar's: step 1 against
+    # the Run page's eager (another optimizer, another cost per iteration) read as one figure off.
+    tutorial = specs[0].optimizer.name
+    st.caption(f"{step.origin} · strategy `{step.strategy}`"
+               + (f" · optimizer `{tutorial}` (see below)" if tutorial != problem.optimizer else ""))
     if run is not None and run.status == "ok" and current > 0 and outcome.over_previous is not None:
         over = outcome.over_previous
         if over.same_program:  # e.g. only the carry's type changed: XLA is handed the same program

@@ -44,6 +44,9 @@ def test_the_story_walks_stored_steps_one_click_at_a_time(store):
     # The optimizer and its start are both the tutorial's, and the page says so, beside the sidebar's.
     assert any("optimizer, `seed` from its start `seed`, not the sidebar's `preconditioned_lbfgs` from "
                "`log_rates_sd`" in c.value for c in at.caption), [c.value for c in at.caption]
+    # Named beside the step too, where the speed-up is read.
+    captions = [c.value for c in at.caption]
+    assert "from the tutorial, level 0 · strategy `eager` · optimizer `seed` (see below)" in captions
     assert [b.key for b in at.button] == ["story_prev", "story_next", "story_warm"]
     assert at.button(key="story_prev").disabled
     at.button(key="story_next").click().run()
