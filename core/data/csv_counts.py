@@ -228,13 +228,11 @@ def _refuse_short_line(data: bytes, label: str, options: dict, fields: int) -> N
     """Raises naming the first line with fewer than `fields` fields, as a long line is named
     (`parser_reason`); does nothing where every line has them all. Read only on the way to an
     error, so a whole pass over the text costs nothing a good file pays."""
-    text = data.decode("utf-8-sig", errors="replace").splitlines()
-    rows = csv.reader(text[options["skiprows"]:], delimiter=options["sep"])
-    for row in rows:
-        if row and any(cell.strip() for cell in row) and len(row) < fields:
-            first = _first_line(data, options["skiprows"])
-            raise DataError(f"{label}: {_ragged(options['skiprows'] + rows.line_num, len(row), fields, first)}; "
-                            "every row needs the same number of cells")
+    first = _first_line(data, options["skiprows"])
+    # pandas read the table: no line is longer, so the first without `fields` fields is short.
+    short = _first_ragged(data, first, None, fields, options["sep"])
+    if short is not None:
+        raise DataError(f"{label}: {_ragged(*short, fields, first)}; every row needs the same number of cells")
 
 
 def _fail(label, first_line, first_column, names, mask, cells, rule, line_offset=0) -> None:
@@ -286,11 +284,12 @@ def parser_reason(err: Exception, data: bytes, skip: int = 0, sep: str | None = 
     return str(err).strip()
 
 
-def _first_ragged(data: bytes, first: int, line: int, expected: int, sep: str) -> tuple[int, int] | None:
-    """(line number, fields) of the first line from line `first` up to line `line` without
-    `expected` fields, or None. pandas names the first long line, having filled the short
-    ones before it with empty cells: the file's first ragged line is the one to fix first."""
-    text = data.decode("utf-8-sig", errors="replace").splitlines()[first - 1:line - 1]
+def _first_ragged(data: bytes, first: int, before: int | None, expected: int, sep: str) -> tuple[int, int] | None:
+    """(line number, fields) of the first line from line `first` on (up to line `before`, or
+    to the end) without `expected` fields, or None. pandas names the first long line, having
+    filled the short ones before it with empty cells: the file's first ragged line is the one
+    to fix first."""
+    text = data.decode("utf-8-sig", errors="replace").splitlines()[first - 1:None if before is None else before - 1]
     rows = csv.reader(text, delimiter=sep)
     for row in rows:
         if row and any(cell.strip() for cell in row) and len(row) != expected:

@@ -198,9 +198,9 @@ st.caption(
     "**Next** (→, Page Down) adds a step and times it, with any step before it not timed yet; **Previous** "
     "(←, Page Up) goes back.")
 st.caption(settings.spec_summary(specs[1]))
-if specs[0].optimizer.name != problem.optimizer:  # names from the catalog: code spans need no escaping
+if tutorial != problem.optimizer:  # names from the catalog: code spans need no escaping
     refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))
-    st.caption(f":material/info: Every step runs the tutorial's optimizer, `{specs[0].optimizer.name}` from its "
+    st.caption(f":material/info: Every step runs the tutorial's optimizer, `{tutorial}` from its "
                f"start `{specs[0].init}`, not the sidebar's `{problem.optimizer}` from `{problem.start}`: "
                f"`{refusing}` cannot run it, and one algorithm for every step keeps the bars about compilation "
                "alone.")
