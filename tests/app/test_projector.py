@@ -388,6 +388,24 @@ SIDEBAR_SHOWN_JS = """() => { const bar = document.querySelector("[data-testid='
           selects: [...bar.querySelectorAll('[data-testid="stSelectbox"] input')].map(i => i.value)}; }"""
 
 
+def _choose(page, box, choice: str, tries: int = 5) -> None:
+    """Pick `choice` in the select `box`. A rerun that redraws the box (one started by the last
+    setting may begin after `wait_painted` saw the page idle) closes its list under the click,
+    so open it until the option shows, with Escape between tries: a second click on a list that
+    opened late would close it."""
+    option = page.get_by_role("option", name=choice, exact=True)
+    for _ in range(tries):
+        wait_painted(page)
+        box.click()
+        try:
+            option.wait_for(state="visible", timeout=3_000)
+            option.click(timeout=3_000)
+            return
+        except sync_api.TimeoutError:
+            page.keyboard.press("Escape")
+    raise AssertionError(f"the list never showed {choice!r} in {tries} clicks")
+
+
 def test_settings_made_in_the_sidebar_survive_page_changes_with_the_optimizer_box_open(app, browser):
     """Set by hand (not by a link), with the Optimizer box left open: after page changes the
     browser drew every box at a blank default (float32, seed, Iterations 0) while the session
@@ -406,11 +424,7 @@ def test_settings_made_in_the_sidebar_survive_page_changes_with_the_optimizer_bo
         wait_painted(page)
     page.get_by_text(re.compile(r"^Optimizer: ")).click()
     for box, choice in (("Optimizer", "adam"), ("Initialisation", "log_counts")):
-        bar.get_by_role("combobox", name=re.compile(f"^{box}")).click()
-        option = page.get_by_role("option", name=choice, exact=True)
-        if not option.count():  # the list can miss the first click after a rerun
-            bar.get_by_role("combobox", name=re.compile(f"^{box}")).click()
-        option.click()
+        _choose(page, bar.get_by_role("combobox", name=re.compile(f"^{box}")), choice)
         wait_painted(page)
     time.sleep(1.0)
 
