@@ -39,7 +39,7 @@ SCALING_PAD = 1.3
 
 
 def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
-                max_points_per_run: int = 2000, height: int = 340) -> alt.Chart:
+                max_points_per_run: int = 2000, height: int = 340, name_runs: bool = False) -> alt.Chart:
     """log(-ELBO) against iteration or wall-clock time, one line per run.
 
     Args:
@@ -51,6 +51,8 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
             1e6-iteration run does not ship megabytes of JSON to the browser.
         height: the plot's height in px; the legend goes below it when it would not fit
             beside it (`style.legend_for`).
+        name_runs: the legend names each run by its label even where no two runs share a
+            strategy (a page whose runs are its own steps, "1 · No JIT", beside bars so named).
 
     Returns:
         Lines coloured by strategy. When several runs share a strategy, each run is also
@@ -102,7 +104,7 @@ def elbo_curves(elbo_long: pd.DataFrame, x: str = "iteration",
     enc = dict(x=x_enc, y=alt.Y("log_neg_elbo:Q", scale=alt.Scale(zero=False, domain=[ticks[0], ticks[-1]], nice=False),
                                 axis=alt.Axis(title="log(-ELBO)", values=ticks)),
                detail="run_id:N", tooltip=tips)
-    if df.groupby("strategy")["run_id"].nunique().gt(1).any():
+    if name_runs or df.groupby("strategy")["run_id"].nunique().gt(1).any():
         runs = natural_order(df["label"])
         strategy_of = dict(zip(df["label"].astype(str), df["strategy"]))
         legend = legend_for(runs, "run", height)

@@ -84,123 +84,135 @@ if warm_up:
 else:  # a step reached with Next runs on arrival, with the steps before it that have not run
     # (its speed-up is since step 1); one reached by a link waits for a click
     todo = [i for i in range(current + 1) if runs[i] is None] if arrived_by_next else []
+# The timing's place, then the page's. During a timing the page's place holds an empty element:
+# Streamlit keeps the last script's elements until the new one replaces them, and a container
+# drawn there, even a new one, kept the last step's body under the status box, faded, until
+# the timing ended (step 1's text under "Step 2" for 25 s). Other scripts draw the page in a
+# container, which replaces the last one's elements in place, with no blank between them.
+timing = st.empty()
+page = st.empty() if todo else st.container()
+error = None
 if todo:
-    # A Next or Warm up click during a timing stopped it: this run times those steps again.
-    running.forget_cancelled()
-    _, error = running.run([specs[i] for i in todo], counts=problem.counts,
-                           labels=[story.step_label(i, steps[i]) for i in todo],
-                           title="Timing every step together" if warm_up else
-                           f"Timing step{'s' * (len(todo) > 1)} {listed(i + 1 for i in todo)}")
+    with timing.container():
+        # A Next or Warm up click during a timing stopped it: this run times those steps again.
+        running.forget_cancelled()
+        _, error = running.run([specs[i] for i in todo], counts=problem.counts,
+                               labels=[story.step_label(i, steps[i]) for i in todo],
+                               title="Timing every step together" if warm_up else
+                               f"Timing step{'s' * (len(todo) > 1)} {listed(i + 1 for i in todo)}")
     if error:
-        st.error(error, icon=":material/error:")
         runs = stored_runs()
+        page = page.container()
     else:  # redraw, so that the buttons count what is left to run
         st.session_state["story_flash"] = f"{len(todo)} step{'s' * (len(todo) != 1)} timed and stored."
         st.rerun()
-running.show_cancelled()
-if flash := st.session_state.pop("story_flash", None):
-    st.toast(flash, icon=":material/check_circle:")
+with page:
+    if error:
+        st.error(error, icon=":material/error:")
+    running.show_cancelled()
+    if flash := st.session_state.pop("story_flash", None):
+        st.toast(flash, icon=":material/check_circle:")
 
-step, run = steps[current], runs[current]
-outcomes = story.outcomes(runs)
-outcome = outcomes[current]
-words, number = st.columns([3, 2], vertical_alignment="center")
-with words:
-    # The optimizer named where the speed-up is read when it is not the sidebar's: step 1 against
-    # the Run page's eager (another optimizer, another cost per iteration) read as one figure off.
-    tutorial = specs[0].optimizer.name
-    st.caption(f"{step.origin} · strategy `{step.strategy}`"
-               + (f" · optimizer `{tutorial}` (see below)" if tutorial != problem.optimizer else ""))
-    if run is not None and run.status == "ok" and current > 0 and outcome.over_previous is not None:
-        over = outcome.over_previous
-        if over.same_program:  # e.g. only the carry's type changed: XLA is handed the same program
-            st.markdown(f"XLA sees **one program**, as at step {current} (fingerprint `{run.program}`): the same "
-                        "speed, whatever the timings' noise.", help=over.why)
-        elif over.significant is False:
-            # The two since-step-1 figures may differ (×71.5 here, ×98.9 there): say they do and why
-            # that is still one speed, rather than leave the reader to square them.
-            before, here = outcomes[current - 1].since_start, outcome.since_start
-            both = (f" ({spread.times(here.value)} here, {spread.times(before.value)} there, within the timings' "
-                    "noise)" if before is not None and here is not None else "")
-            if over.untested:  # overlapping ranges of a few repeats: no finding of one speed
-                st.markdown(f"Not told apart from step {current}: {spread.TOO_FEW_REPEATS}{both}.", help=over.why)
+    step, run = steps[current], runs[current]
+    outcomes = story.outcomes(runs)
+    outcome = outcomes[current]
+    words, number = st.columns([3, 2], vertical_alignment="center")
+    with words:
+        # The optimizer named where the speed-up is read when it is not the sidebar's: step 1 against
+        # the Run page's eager (another optimizer, another cost per iteration) read as one figure off.
+        tutorial = specs[0].optimizer.name
+        st.caption(f"{step.origin} · strategy `{step.strategy}`"
+                   + (f" · optimizer `{tutorial}` (see below)" if tutorial != problem.optimizer else ""))
+        if run is not None and run.status == "ok" and current > 0 and outcome.over_previous is not None:
+            over = outcome.over_previous
+            if over.same_program:  # e.g. only the carry's type changed: XLA is handed the same program
+                st.markdown(f"XLA sees **one program**, as at step {current} (fingerprint `{run.program}`): the same "
+                            "speed, whatever the timings' noise.", help=over.why)
+            elif over.significant is False:
+                # The two since-step-1 figures may differ (×71.5 here, ×98.9 there): say they do and why
+                # that is still one speed, rather than leave the reader to square them.
+                before, here = outcomes[current - 1].since_start, outcome.since_start
+                both = (f" ({spread.times(here.value)} here, {spread.times(before.value)} there, within the timings' "
+                        "noise)" if before is not None and here is not None else "")
+                if over.untested:  # overlapping ranges of a few repeats: no finding of one speed
+                    st.markdown(f"Not told apart from step {current}: {spread.TOO_FEW_REPEATS}{both}.", help=over.why)
+                else:
+                    st.markdown(f"The same speed as step {current}: {spread.NOT_SIGNIFICANT}{both}.", help=over.why)
             else:
-                st.markdown(f"The same speed as step {current}: {spread.NOT_SIGNIFICANT}{both}.", help=over.why)
+                st.markdown(f"Over step {current}: {over.label}.", help=over.why)
+    with number:
+        if run is None:
+            # Short: this column is a third of the page at 1024 px; the caption below says what Next does.
+            st.info("Not timed yet: **Warm up** times every step.", icon=":material/hourglass_empty:")
+        elif run.status != "ok":
+            st.warning(f"{step.strategy} {run.status}: {md(run.error or '')}", icon=":material/warning:")
+        elif outcome.since_start is None:  # timed, but step 1 has no finished run to compare with
+            st.info("Its speed-up since step 1 shows once step 1 has run: **Warm up**.",
+                    icon=":material/hourglass_empty:")
         else:
-            st.markdown(f"Over step {current}: {over.label}.", help=over.why)
-with number:
-    if run is None:
-        # Short: this column is a third of the page at 1024 px; the caption below says what Next does.
-        st.info("Not timed yet: **Warm up** times every step.", icon=":material/hourglass_empty:")
-    elif run.status != "ok":
-        st.warning(f"{step.strategy} {run.status}: {md(run.error or '')}", icon=":material/warning:")
-    elif outcome.since_start is None:  # timed, but step 1 has no finished run to compare with
-        st.info("Its speed-up since step 1 shows once step 1 has run: **Warm up**.",
-                icon=":material/hourglass_empty:")
-    else:
-        ratio = outcome.since_start
-        big = spread.times(ratio.value) if current == 0 or ratio.significant is not False else spread.WITHIN_NOISE
-        st.html(f'<p class="story-speedup">{big}</p>')
-        since = "the starting point" if current == 0 else f"{ratio.span} since step 1"
-        st.html(f'<p class="story-range">{since}</p>')
+            ratio = outcome.since_start
+            big = spread.times(ratio.value) if current == 0 or ratio.significant is not False else spread.WITHIN_NOISE
+            st.html(f'<p class="story-speedup">{big}</p>')
+            since = "the starting point" if current == 0 else f"{ratio.span} since step 1"
+            st.html(f'<p class="story-range">{since}</p>')
 
-rows = pd.DataFrame(story.chart_rows(runs, current))
-done = [r for r in runs if r is not None and r.status == "ok"]
-ms = (min(spread.Spread.of_run(r, "per_iter_ms").low for r in done),
-      max(spread.Spread.of_run(r, "per_iter_ms").high for r in done)) if done else None
-# No title above the chart: its axis says what it shows, and the room is the chart's.
-display.chart(bars.story_bars(rows, [story.step_label(i, s) for i, s in enumerate(steps)], ms, CHART_HEIGHT)
-              .properties(title=""), legend=None)
+    rows = pd.DataFrame(story.chart_rows(runs, current))
+    done = [r for r in runs if r is not None and r.status == "ok"]
+    ms = (min(spread.Spread.of_run(r, "per_iter_ms").low for r in done),
+          max(spread.Spread.of_run(r, "per_iter_ms").high for r in done)) if done else None
+    # No title above the chart: its axis says what it shows, and the room is the chart's.
+    display.chart(bars.story_bars(rows, [story.step_label(i, s) for i, s in enumerate(steps)], ms, CHART_HEIGHT)
+                  .properties(title=""), legend=None)
 
-if run is not None and run.status == "ok":
-    notes = []
-    if current > 0 and outcome.since_start is not None and not outcome.timed_with_start:
-        notes.append("Timed apart from step 1, so the machine's load may differ between them: **Warm up** "
-                     "times every step together")
-    # Eager compiles nothing ahead: "compile 0.00 s (none), paid once" read as a free compile; and
-    # a program loaded from a cache says what compiling it cost when it was made, not "0.00 s".
-    made = cold_compiles.latest_for(store, run)
-    if run.cache == "none":
-        compiled = "nothing compiled ahead"
-    elif run.cache in cold_compiles.CACHED:
-        compiled = (f"loaded from {run.cache}; compiling it took {made.trace_lower_s + made.compile_s:.2f} s when "
-                    f"it was made (run #{made.id}), paid once" if made is not None else
-                    f"loaded from {run.cache}, compiled before any stored run")
-    else:
-        compiled = f"compile {run.trace_lower_s + run.compile_s:.2f} s, paid once"
-    notes.append(f"One iteration {spread.value_range(spread.Spread.of_run(run, 'per_iter_ms'), 'ms')} over "
-                 f"{run.iterations_run:,} iterations; {compiled}")
-    if outcome.one_program:
-        # Said, so that a figure that moves when a later step of the same program is timed reads as pooling.
-        steps_named = listed(outcome.one_program)
-        notes.append(f"Steps {steps_named} ran one compiled program: their speed-ups pool all their repeats")
-    if run.unstable:  # said where the number is read, not only on Compare
-        notes.append(f"**{run.unstable[0].upper()}{run.unstable[1:]}**")
-    st.caption(". ".join(notes) + ".")
-st.markdown(step.fixes)
-for key in step.pitfalls:
-    st.markdown(f":material/bug_report: **{pitfall_notes.TITLES[key]}.** {pitfall_notes.SUMMARIES[key]}")
-if step.pitfalls:
-    st.page_link("pages/under_the_hood/page.py", label="Run the pitfalls live: Under the hood",
-                 icon=":material/bug_report:")
-if step.traced:
-    st.markdown(":material/timeline: **See it happen.** Traced with JAX's profiler, one iteration of eager launches "
-                "dozens of small programs with gaps between them while Python dispatches the next; scan launches "
-                "one program for the whole loop, and its ops follow each other with few gaps.")
-    st.page_link("pages/under_the_hood/page.py", label="One iteration traced: Under the hood, Inside one iteration",
-                 icon=":material/timeline:")
+    if run is not None and run.status == "ok":
+        notes = []
+        if current > 0 and outcome.since_start is not None and not outcome.timed_with_start:
+            notes.append("Timed apart from step 1, so the machine's load may differ between them: **Warm up** "
+                         "times every step together")
+        # Eager compiles nothing ahead: "compile 0.00 s (none), paid once" read as a free compile; and
+        # a program loaded from a cache says what compiling it cost when it was made, not "0.00 s".
+        made = cold_compiles.latest_for(store, run)
+        if run.cache == "none":
+            compiled = "nothing compiled ahead"
+        elif run.cache in cold_compiles.CACHED:
+            compiled = (f"loaded from {run.cache}; compiling it took {made.trace_lower_s + made.compile_s:.2f} s when "
+                        f"it was made (run #{made.id}), paid once" if made is not None else
+                        f"loaded from {run.cache}, compiled before any stored run")
+        else:
+            compiled = f"compile {run.trace_lower_s + run.compile_s:.2f} s, paid once"
+        notes.append(f"One iteration {spread.value_range(spread.Spread.of_run(run, 'per_iter_ms'), 'ms')} over "
+                     f"{run.iterations_run:,} iterations; {compiled}")
+        if outcome.one_program:
+            # Said, so that a figure that moves when a later step of the same program is timed reads as pooling.
+            steps_named = listed(outcome.one_program)
+            notes.append(f"Steps {steps_named} ran one compiled program: their speed-ups pool all their repeats")
+        if run.unstable:  # said where the number is read, not only on Compare
+            notes.append(f"**{run.unstable[0].upper()}{run.unstable[1:]}**")
+        st.caption(". ".join(notes) + ".")
+    st.markdown(step.fixes)
+    for key in step.pitfalls:
+        st.markdown(f":material/bug_report: **{pitfall_notes.TITLES[key]}.** {pitfall_notes.SUMMARIES[key]}")
+    if step.pitfalls:
+        st.page_link("pages/under_the_hood/page.py", label="Run the pitfalls live: Under the hood",
+                     icon=":material/bug_report:")
+    if step.traced:
+        st.markdown(":material/timeline: **See it happen.** Traced with JAX's profiler, one iteration of eager "
+                    "launches dozens of small programs with gaps between them while Python dispatches the next; scan "
+                    "launches one program for the whole loop, and its ops follow each other with few gaps.")
+        st.page_link("pages/under_the_hood/page.py", label="One iteration traced: Under the hood, Inside one iteration",
+                     icon=":material/timeline:")
 
-st.divider()
-st.caption(
-    "The tutorial's levels one at a time, then this lab's faster ones, on the sidebar's problem. Every "
-    f"step runs one algorithm and is compared by its time per iteration; step 1 runs at most "
-    f"{story.SLOW_STEP_ITERATIONS} iterations, which show its cost per iteration as well as more would. "
-    "**Next** (→, Page Down) adds a step and times it, with any step before it not timed yet; **Previous** "
-    "(←, Page Up) goes back.")
-st.caption(settings.spec_summary(specs[1]))
-if tutorial != problem.optimizer:  # names from the catalog: code spans need no escaping
-    refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))
-    st.caption(f":material/info: Every step runs the tutorial's optimizer, `{tutorial}` from its "
-               f"start `{specs[0].init}`, not the sidebar's `{problem.optimizer}` from `{problem.start}`: "
-               f"`{refusing}` cannot run it, and one algorithm for every step keeps the bars about compilation "
-               "alone.")
+    st.divider()
+    st.caption(
+        "The tutorial's levels one at a time, then this lab's faster ones, on the sidebar's problem. Every "
+        f"step runs one algorithm and is compared by its time per iteration; step 1 runs at most "
+        f"{story.SLOW_STEP_ITERATIONS} iterations, which show its cost per iteration as well as more would. "
+        "**Next** (→, Page Down) adds a step and times it, with any step before it not timed yet; **Previous** "
+        "(←, Page Up) goes back.")
+    st.caption(settings.spec_summary(specs[1]))
+    if tutorial != problem.optimizer:  # names from the catalog: code spans need no escaping
+        refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))
+        st.caption(f":material/info: Every step runs the tutorial's optimizer, `{tutorial}` from its "
+                   f"start `{specs[0].init}`, not the sidebar's `{problem.optimizer}` from `{problem.start}`: "
+                   f"`{refusing}` cannot run it, and one algorithm for every step keeps the bars about compilation "
+                   "alone.")

@@ -297,6 +297,11 @@ def test_no_select_box_or_legend_is_cut_at_1024(after_a_run):
     assert not cut, cut
 
 
+# While a step is timed, whether the last step's chart is still drawn below the status box.
+LAST_STEP_UNDER_TIMING_JS = """() => { const text = document.querySelector("[data-testid='stMain']").innerText;
+  return text.includes("Timing step") && text.includes("ms per iteration, steady state"); }"""
+
+
 def test_the_presenter_sees_the_chart_and_its_number_without_scrolling(after_a_run):
     page = after_a_run.page
     _open(page, "Run")
@@ -323,6 +328,8 @@ def test_the_presenter_sees_the_chart_and_its_number_without_scrolling(after_a_r
             timing.wait_for(timeout=RUN_TIMEOUT_MS)
             heading = page.locator("[data-testid='stMain'] h3").first.inner_text()
             assert heading.startswith(f"Step {step} of"), heading
+            # Nor the last step's chart under the status box, read at one instant with it.
+            assert not page.evaluate(LAST_STEP_UNDER_TIMING_JS), step
             timing.wait_for(state="detached", timeout=RUN_TIMEOUT_MS)
         page.get_by_text(re.compile(rf"Step {step} of \d+")).wait_for(timeout=RUN_TIMEOUT_MS)
         wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)

@@ -455,6 +455,16 @@ def test_elbo_curves_drop_non_finite_and_dash_shared_strategies(elbo_long):
     assert len(set(scans)) == len(scans) == 6 and len(set(eagers)) == 3 and tuple(lines.RUN_DASHES[0]) in eagers
 
 
+def test_elbo_curves_can_name_runs_by_their_labels_in_their_strategies_colours(elbo_long):
+    # A story's live chart: one run a strategy, named as its progress bar and its bar are.
+    steps = elbo_long[elbo_long["run_id"] != 3].assign(label=lambda d: d["strategy"].map(
+        {"eager": "1 · No JIT", "scan": "3 · lax.scan"}))
+    assert "strokeDash" not in lines.elbo_curves(steps).to_dict()["encoding"]  # by strategy, as before
+    color = lines.elbo_curves(steps, name_runs=True).to_dict()["encoding"]["color"]
+    assert color["field"] == "label" and color["scale"]["domain"] == ["1 · No JIT", "3 · lax.scan"]
+    assert color["scale"]["range"] == [style.STRATEGY_COLORS["eager"], style.STRATEGY_COLORS["scan"]]
+
+
 def test_a_run_with_one_finite_elbo_is_drawn_as_a_dot(elbo_long):
     # A fit that diverged after its first iteration: one finite ELBO, which a line alone leaves undrawn.
     diverged = elbo_long["run_id"] == 3
