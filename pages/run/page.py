@@ -287,7 +287,8 @@ with right:
 for group in groups:
     # Said in words too: a chart's "same program" label is easy to miss from the back of a room.
     st.caption(f"**Same program**: {', '.join(group.strategies)} lower to one XLA program (fingerprint "
-               f"`{group.program}`), so they run at one speed: the differences between their timings are noise.")
+               f"`{display.short_program(group.program)}`), so they run at one speed: the differences between their "
+               "timings are noise.")
 
 # The curves of runs in hand (just fitted) as they came; the others' from the store.
 in_hand = {r.id: np.asarray(r.elbo, float) for r in shown if len(r.elbo)}

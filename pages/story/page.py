@@ -126,8 +126,9 @@ with page:
         if run is not None and run.status == "ok" and current > 0 and outcome.over_previous is not None:
             over = outcome.over_previous
             if over.same_program:  # e.g. only the carry's type changed: XLA is handed the same program
-                st.markdown(f"XLA sees **one program**, as at step {current} (fingerprint `{run.program}`): the same "
-                            "speed, whatever the timings' noise.", help=over.why)
+                st.markdown(f"XLA sees **one program**, as at step {current} (fingerprint "
+                            f"`{display.short_program(run.program)}`): the same speed, whatever the timings' noise.",
+                            help=over.why)
             elif over.significant is False:
                 # The two since-step-1 figures may differ (×71.5 here, ×98.9 there): say they do and why
                 # that is still one speed, rather than leave the reader to square them.

@@ -118,19 +118,21 @@ def test_a_finished_runs_status_says_how_it_ended():
     assert finished_as("diverged", False, False, False) == "diverged"
 
 
-def test_the_runs_table_shows_no_blown_up_elbo():
+def test_the_runs_table_shows_no_blown_up_elbo_and_a_short_fingerprint():
     # A blow-up's -2.7e+31 came out 31 digits wide and pushed the fit table past the page at
     # 1024 px; the run's note gives it.
     import pandas as pd
 
     from pages.ui.display import table_view
 
-    frame = pd.DataFrame({"final_elbo": [-32026.3, -2.72e31, float("nan")], "program": ["a1", "", "b2"],
+    frame = pd.DataFrame({"final_elbo": [-32026.3, -2.72e31, float("nan")], "program": ["96b9b619bec94d1c", "", "b2"],
                           "status": ["ok", "diverged", "ok"], "converged": [True, False, None],
                           "stalled": [False] * 3, "short": [False] * 3})
     shown = table_view(frame)
     assert shown["final_elbo"].iloc[0] == -32026.3 and shown["final_elbo"].iloc[1:].isna().all()
     assert pd.isna(shown["program"].iloc[1]) and shown["program"].iloc[2] == "b2"
+    # 12 digits: all 16 took the fit table past its column at 1024 px, the last one cut.
+    assert shown["program"].iloc[0] == "96b9b619bec9"
     assert list(shown["status"]) == ["converged", "diverged", "ok"]
 
 
