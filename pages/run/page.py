@@ -98,236 +98,252 @@ with cold_slot:
                      help="compile from scratch: skip the in-memory and on-disk compilation caches for this run, so "
                           "the compile time is measured again; the new executables are cached afterwards")
 
+# The run's place, then the results'. During a run the results' place holds an empty element:
+# Streamlit keeps the last script's elements until the new one replaces them, so the last
+# results stood faded under the status box until the run ended. Other scripts draw the results
+# in a container, which replaces the last one's in place, with no blank between them.
+progress = st.empty()
+body = st.empty() if clicked else st.container()
+error = None
 if clicked:
     todo = missing or specs
-    # Timed together, their repeats in turn: a moment of load lands on each strategy alike.
-    results, error = running.run(todo, counts=problem.counts, cold=cold,
-                                 title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
+    with progress.container():
+        # Timed together, their repeats in turn: a moment of load lands on each strategy alike.
+        results, error = running.run(todo, counts=problem.counts, cold=cold,
+                                     title=f"Running {len(todo)} strateg{'y' if len(todo) == 1 else 'ies'}")
     if results:
         stored.update({r.strategy: r for r in results})
         # What the page shows after this run, those stored before it included: kept whole for when the
         # sidebar moves to other settings (the new runs alone named another fastest).
         st.session_state["run_last_ids"] = [stored[name].id for name in chosen if name in stored]
     if error:
-        st.error(error, icon=":material/error:")
+        body = body.container()
     else:  # redraw, so that the button offers "Run again" rather than a finished run
         st.session_state["run_flash"] = running.stored_flash(results)
         st.session_state["run_handed"] = results
         st.rerun()
-running.show_cancelled()
-if flash := st.session_state.pop("run_flash", None):
-    text, icon = flash
-    st.toast(text, icon=icon)
+with body:
+    if error:
+        st.error(error, icon=":material/error:")
+    running.show_cancelled()
+    if flash := st.session_state.pop("run_flash", None):
+        text, icon = flash
+        st.toast(text, icon=icon)
 
-shown = [stored[name] for name in chosen if name in stored]
-note = ""
-if not shown and st.session_state.get("run_last_ids"):
-    shown = []
-    for run_id in st.session_state["run_last_ids"]:
-        try:
-            shown.append(store.get(run_id))
-        except KeyError:  # deleted on the Compare page since
-            pass
-    last = FitSpec.from_dict(shown[0].spec) if shown else None
-    differ = settings.differences(last, shown[0].strategy) if shown else []
-    note = ("Your last runs, with settings that differ from the sidebar's now"
-            + (f" ({'; '.join(differ)})" if differ else "") + ": "
-            + (settings.spec_summary(last, (shown[0].n, shown[0].p)) if shown else ""))
-if not shown:
-    st.info("Press **Run** to fit and time the chosen strategies. Each run is stored, so anyone can "
-            "compare it later.", icon=":material/play_circle:")
-    st.stop()
+    shown = [stored[name] for name in chosen if name in stored]
+    note = ""
+    if not shown and st.session_state.get("run_last_ids"):
+        shown = []
+        for run_id in st.session_state["run_last_ids"]:
+            try:
+                shown.append(store.get(run_id))
+            except KeyError:  # deleted on the Compare page since
+                pass
+        last = FitSpec.from_dict(shown[0].spec) if shown else None
+        differ = settings.differences(last, shown[0].strategy) if shown else []
+        note = ("Your last runs, with settings that differ from the sidebar's now"
+                + (f" ({'; '.join(differ)})" if differ else "") + ": "
+                + (settings.spec_summary(last, (shown[0].n, shown[0].p)) if shown else ""))
+    if not shown:
+        st.info("Press **Run** to fit and time the chosen strategies. Each run is stored, so anyone can "
+                "compare it later.", icon=":material/play_circle:")
+        st.stop()
 
-# --- results -----------------------------------------------------------------------------
-if note:
-    st.caption(note)
+    # --- results -----------------------------------------------------------------------------
+    if note:
+        st.caption(note)
 
-frame = results_frame(shown)
-ok = frame[frame["status"] == "ok"]
-# A diverged fit, or a float32 fit that stopped short, is no dead end: its advice, one click away
-# under Numbers, for the next Run. Offered while the sidebar does not already hold it (a start:
-# for the optimizer that diverged).
-remedies = {(r.remedy, r.optimizer) for r in shown
-            if r.remedy is not None and settings.remedy_pending(r.remedy, r.optimizer)}
-# A fit that ran out of iterations is no dead end either: one click puts four times as many in
-# the sidebar, and Run then fits again from the start under the larger cap.
-capped = [r for r in display.still_moving(shown) if r.status == "ok"]
-more = min(4 * max((r.iterations for r in capped), default=0), settings.iterations_cap())
-more_iterations = bool(capped) and more > settings.current().iterations
-# A run whose ELBO still changed by over SWITCH_FACTOR times its tolerance is far from it: four
-# times the iterations of a gradient optimizer rarely get there, the default optimizer in tens.
-converging = settings.FRONT_DOOR.optimizer
-far = sorted({r.optimizer for r in capped if r.optimizer != converging and r.final_change is not None
-              and r.final_change > SWITCH_FACTOR * r.tol})
-switch = bool(far) and settings.current().optimizer != converging
-# Said where the trouble is said, at the top: the buttons sit under Numbers, past the charts.
-button_hint = (" A button under Numbers applies the advice, for the next Run." if remedies
-               else f" Buttons under Numbers set Iterations to {more:,} or switch to {converging}, for the next "
-                    "Run." if more_iterations and switch
-               else f" The button under Numbers sets Iterations to {more:,}, for the next Run." if more_iterations
-               else "")
-# For each run loaded from a cache, the latest run that compiled its program: what compiling it cost.
-made_by = cold_compiles.makers(store, shown)
-cold_runs = results_frame(list(made_by.values()))
-metrics = st.columns(4)
-if not ok.empty:
-    # The headline is what a user waits for: the time until the fit stopped at its tolerance,
-    # with the range of its repeats. Time per iteration, beside it, ranks strategies of one
-    # algorithm; the speed-up chart below gives their ratios with ranges.
-    winner = headline.fastest(ok)
-    if winner is not None:
-        fastest = winner.run
-        # Short, as the metric's column is narrow at 1024 px: a line under the metrics names a tie.
-        metrics[0].metric("Fastest to solution", display.duration(fastest["time_to_solution_s"]), winner.brief(),
+    frame = results_frame(shown)
+    ok = frame[frame["status"] == "ok"]
+    # A diverged fit, or a float32 fit that stopped short, is no dead end: its advice, one click away
+    # under Numbers, for the next Run. Offered while the sidebar does not already hold it (a start:
+    # for the optimizer that diverged).
+    remedies = {(r.remedy, r.optimizer) for r in shown
+                if r.remedy is not None and settings.remedy_pending(r.remedy, r.optimizer)}
+    # A fit that ran out of iterations is no dead end either: one click puts four times as many in
+    # the sidebar, and Run then fits again from the start under the larger cap.
+    capped = [r for r in display.still_moving(shown) if r.status == "ok"]
+    more = min(4 * max((r.iterations for r in capped), default=0), settings.iterations_cap())
+    more_iterations = bool(capped) and more > settings.current().iterations
+    # A run whose ELBO still changed by over SWITCH_FACTOR times its tolerance is far from it: four
+    # times the iterations of a gradient optimizer rarely get there, the default optimizer in tens.
+    converging = settings.FRONT_DOOR.optimizer
+    far = sorted({r.optimizer for r in capped if r.optimizer != converging and r.final_change is not None
+                  and r.final_change > SWITCH_FACTOR * r.tol})
+    switch = bool(far) and settings.current().optimizer != converging
+    # Said where the trouble is said, at the top: the buttons sit under Numbers, past the charts.
+    button_hint = (" A button under Numbers applies the advice, for the next Run." if remedies
+                   else f" Buttons under Numbers set Iterations to {more:,} or switch to {converging}, for the next "
+                        "Run." if more_iterations and switch
+                   else f" The button under Numbers sets Iterations to {more:,}, for the next Run." if more_iterations
+                   else "")
+    # For each run loaded from a cache, the latest run that compiled its program: what compiling it cost.
+    made_by = cold_compiles.makers(store, shown)
+    cold_runs = results_frame(list(made_by.values()))
+    metrics = st.columns(4)
+    if not ok.empty:
+        # The headline is what a user waits for: the time until the fit stopped at its tolerance,
+        # with the range of its repeats. Time per iteration, beside it, ranks strategies of one
+        # algorithm; the speed-up chart below gives their ratios with ranges.
+        winner = headline.fastest(ok)
+        if winner is not None:
+            fastest = winner.run
+            # Short, as the metric's column is narrow at 1024 px: a line under the metrics names a tie.
+            metrics[0].metric("Fastest to solution", display.duration(fastest["time_to_solution_s"]), winner.brief(),
+                              delta_color="off", delta_arrow="off",
+                              help="steady-state time from the first iteration to the stop at the tolerance: the "
+                                   "median of the repeats; they ranged over "
+                                   + display.duration_range(spread.Spread.of_run(fastest),
+                                                            like=fastest["time_to_solution_s"]))
+        else:
+            fastest = ok.loc[ok["run_s"].idxmin()]
+            # Said of every run: "scan: no solution" read as that strategy's failure.
+            metrics[0].metric("Fastest fit", display.duration(fastest["run_s"]),
+                              f"{fastest['strategy']} · none converged", delta_color="off", delta_arrow="off",
+                              # Said as the runs were set: "set a tolerance" misled where one was set and not met.
+                              help="steady-state time of the fit; "
+                                   + ("none met its tolerance within its iterations: more iterations in the sidebar "
+                                      "let a fit stop there and time the solution" if fastest.get("tol", 0) > 0 else
+                                      "set a tolerance in the sidebar to stop at convergence and time the solution"))
+        # The range alone under it (the help names the strategy): with the name it wrapped at 1024 px.
+        metrics[1].metric("Per iteration", display.duration(fastest["per_iter_ms"] / 1e3),
+                          "repeats " + display.duration_range(spread.Spread.of_run(fastest, "run_s"),
+                                                              scale=1 / max(1, fastest["iterations_run"]),
+                                                              like=fastest["per_iter_ms"] / 1e3),
                           delta_color="off", delta_arrow="off",
-                          help="steady-state time from the first iteration to the stop at the tolerance: the median "
-                               "of the repeats; they ranged over "
-                               + display.duration_range(spread.Spread.of_run(fastest),
-                                                        like=fastest["time_to_solution_s"]))
-    else:
-        fastest = ok.loc[ok["run_s"].idxmin()]
-        # Said of every run: "scan: no solution" read as that strategy's failure.
-        metrics[0].metric("Fastest fit", display.duration(fastest["run_s"]), f"{fastest['strategy']} · none converged",
-                          delta_color="off", delta_arrow="off",
-                          # Said as the runs were set: "set a tolerance" misled where one was set and not met.
-                          help="steady-state time of the fit; "
-                               + ("none met its tolerance within its iterations: more iterations in the sidebar let "
-                                  "a fit stop there and time the solution" if fastest.get("tol", 0) > 0 else
-                                  "set a tolerance in the sidebar to stop at convergence and time the solution"))
-    # The range alone under it (the help names the strategy): with the name it wrapped at 1024 px.
-    metrics[1].metric("Per iteration", display.duration(fastest["per_iter_ms"] / 1e3),
-                      "repeats " + display.duration_range(spread.Spread.of_run(fastest, "run_s"),
-                                                          scale=1 / max(1, fastest["iterations_run"]),
-                                                          like=fastest["per_iter_ms"] / 1e3),
-                      delta_color="off", delta_arrow="off",
-                      help=f"{fastest['strategy']}'s steady-state time per iteration: the median of the repeats, and "
-                           "the fastest to the slowest repeat")
-    cost = compile_cost.longest(ok, cold_runs)
-    if cost is not None and cost.seconds is not None:
-        metrics[2].metric(cost.label, display.duration(cost.seconds),
-                          f"{cost.loaded} loaded from {cost.places}" if cost.loaded else None,
-                          delta_color="off", delta_arrow="off",
-                          help="trace + lower + XLA compile of these strategies' programs, as it was paid: by this "
-                               "run, or for a program loaded from a cache, by the run on this machine that made it "
-                               "(the same program, whichever strategy asked for it)")
-    elif cost is not None:
-        metrics[2].metric(cost.label, "not measured", f"loaded from {cost.places}", delta_color="off",
-                          delta_arrow="off",
-                          help="every program came from a cache made before any stored run compiled it: "
-                               "tick Compile from scratch to measure it")
-with metrics[3]:
-    st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
-    agreement_found = display.agreement_badge(frame)
-    # Where the numbers are read, and in this column's spare line: a line of its own under the
-    # metrics put the first chart below a projector's fold.
-    display.timing_caveat_badge(shown, missing)
-if not ok.empty and winner is not None and winner.ties:
-    # The tie's names, across the page: the metric's column is too narrow for them at 1024 px.
-    st.caption(winner.sentence(), help="; ".join(f"{tie.strategy}: {tie.why}" for tie in winner.ties))
-elif ok.empty:
-    # Nothing finished: why, at the top, not only in each run's notes further down.
-    failed = frame.iloc[0]
-    others = f" ({len(frame) - 1} more, in the notes below)" if len(frame) > 1 else ""
-    st.error(f"No run finished. **{failed['strategy']}** {failed['status']}: {public(failed.get('error') or '')}"
-             f"{others}{'.' + button_hint if button_hint else ''}", icon=":material/error:")
-elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
-    why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
-           else "No tolerance is set (the sidebar's Tolerance)")
-    gap = fastest.get("estimated_gap")
-    # How far it believes it is: what a user needs to choose more iterations or another optimizer.
-    how_far = (f" (checked in float64, {outcome.how_far(gap)})"
-               if fastest["tol"] > 0 and gap is not None and np.isfinite(gap) else "")
-    st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
-               f"{int(fastest['iterations_run']):,} iterations fastest{how_far}, and the charts below compare the "
-               f"fits as run.{button_hint}")
+                          help=f"{fastest['strategy']}'s steady-state time per iteration: the median of the repeats, "
+                               "and the fastest to the slowest repeat")
+        cost = compile_cost.longest(ok, cold_runs)
+        if cost is not None and cost.seconds is not None:
+            metrics[2].metric(cost.label, display.duration(cost.seconds),
+                              f"{cost.loaded} loaded from {cost.places}" if cost.loaded else None,
+                              delta_color="off", delta_arrow="off",
+                              help="trace + lower + XLA compile of these strategies' programs, as it was paid: by this "
+                                   "run, or for a program loaded from a cache, by the run on this machine that made it "
+                                   "(the same program, whichever strategy asked for it)")
+        elif cost is not None:
+            metrics[2].metric(cost.label, "not measured", f"loaded from {cost.places}", delta_color="off",
+                              delta_arrow="off",
+                              help="every program came from a cache made before any stored run compiled it: "
+                                   "tick Compile from scratch to measure it")
+    with metrics[3]:
+        st.markdown("Final ELBOs", help="largest relative difference between the strategies' final ELBOs")
+        agreement_found = display.agreement_badge(frame)
+        # Where the numbers are read, and in this column's spare line: a line of its own under the
+        # metrics put the first chart below a projector's fold.
+        display.timing_caveat_badge(shown, missing)
+    if not ok.empty and winner is not None and winner.ties:
+        # The tie's names, across the page: the metric's column is too narrow for them at 1024 px.
+        st.caption(winner.sentence(), help="; ".join(f"{tie.strategy}: {tie.why}" for tie in winner.ties))
+    elif ok.empty:
+        # Nothing finished: why, at the top, not only in each run's notes further down.
+        failed = frame.iloc[0]
+        others = f" ({len(frame) - 1} more, in the notes below)" if len(frame) > 1 else ""
+        st.error(f"No run finished. **{failed['strategy']}** {failed['status']}: {public(failed.get('error') or '')}"
+                 f"{others}{'.' + button_hint if button_hint else ''}", icon=":material/error:")
+    elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
+        why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
+               else "No tolerance is set (the sidebar's Tolerance)")
+        gap = fastest.get("estimated_gap")
+        # How far it believes it is: what a user needs to choose more iterations or another optimizer.
+        how_far = (f" (checked in float64, {outcome.how_far(gap)})"
+                   if fastest["tol"] > 0 and gap is not None and np.isfinite(gap) else "")
+        st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
+                   f"{int(fastest['iterations_run']):,} iterations fastest{how_far}, and the charts below compare the "
+                   f"fits as run.{button_hint}")
 
-# The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
-# at a fixed height, so that a run of many strategies still keeps its chart in the first screen.
-left, right = st.columns(2)
-with left:
-    # The least compiled strategy run: the same baseline at every click (the slowest run's,
-    # noise among near-equal strategies, changed from one run to the next).
-    baseline = catalog.least_compiled(frame["strategy"])
-    groups = headline.one_program_groups(ok)
-    one_program = len(ok) == len(frame) and len(groups) == 1 and len(groups[0].strategies) == len(ok)
-    display.chart(bars.speedup_bars(frame, baseline=baseline).properties(height=CHART_HEIGHT),
-                  # No finished run of the baseline: the chart's own note says so, and a caption on
-                  # how to read bars that are not there read as a missing chart.
-                  None if baseline not in set(ok["strategy"]) else
-                  # Every run one program (the first Run's scan strategies): no bar or whisker to explain.
-                  f"{', '.join(groups[0].strategies)} compiled to one XLA program, so they run at one speed and no "
-                  "bar is drawn: add jit_step or eager to Strategies to see what compiling the whole loop buys."
-                  if one_program and len(ok) > 1 else
-                  # One run: nothing to divide by; its ratios and tests have nothing to explain.
-                  f"{baseline} alone: add another strategy (eager or jit_step) to Strategies to see a speed-up."
-                  if len(frame) == 1 else
-                  f"How many times faster than {baseline} one full fit runs once compiled (median of repeats, "
-                  "whisker: a 95% bootstrap interval of the ratio; within noise: no significant difference, by a "
-                  "Mann–Whitney U test on the repeats; not told apart: too few repeats for that test, and their "
-                  "ranges overlap; same program: XLA compiled one program for both, whose "
-                  "repeats are pooled into one speed-up, so a bar can differ from its own run's time in Numbers)."
-                  # Said where the ratios are read: the badge's help alone went unseen.
-                  + (f" {apart}" if (apart := display.timed_apart(shown, missing)) else ""),
-                  legend=None)
-with right:
-    dashed = bars.cold_compile_rows(cold_runs, frame)
-    rows = len(frame) + len(dashed)
-    display.chart(bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=max(CHART_HEIGHT, ROW_PX * rows)),
-                  "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
-                  "its whisker the fastest to the slowest repeat."
-                  + (f" {listed(name for name, _ in cut)}: "
-                     f"{'bars' if len(cut) > 1 else 'bar'} cut at the dashed line, with "
-                     f"{'each' if len(cut) > 1 else 'its'} total beside it (drawn whole, the others would be a few "
-                     "pixels wide)." if (cut := bars.cut_runs(frame, cold_runs)) else "")
-                  + (" A (cached) run loaded its compiled program instead of compiling it (one already in a "
-                     "cache, whichever strategy made it)"
-                     + ("; the dashed bar under it is what compiling that program cost the stored run it "
-                        "names, which made it here" if not dashed.empty else "") + "."
-                     if frame["cache"].isin(["memory", "disk"]).any() else ""))
-for group in groups:
-    # Said in words too: a chart's "same program" label is easy to miss from the back of a room.
-    st.caption(f"**Same program**: {', '.join(group.strategies)} lower to one XLA program (fingerprint "
-               f"`{display.short_program(group.program)}`), so they run at one speed: the differences between their "
-               "timings are noise.")
+    # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
+    # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.
+    left, right = st.columns(2)
+    with left:
+        # The least compiled strategy run: the same baseline at every click (the slowest run's,
+        # noise among near-equal strategies, changed from one run to the next).
+        baseline = catalog.least_compiled(frame["strategy"])
+        groups = headline.one_program_groups(ok)
+        one_program = len(ok) == len(frame) and len(groups) == 1 and len(groups[0].strategies) == len(ok)
+        display.chart(bars.speedup_bars(frame, baseline=baseline).properties(height=CHART_HEIGHT),
+                      # No finished run of the baseline: the chart's own note says so, and a caption on
+                      # how to read bars that are not there read as a missing chart.
+                      None if baseline not in set(ok["strategy"]) else
+                      # Every run one program (the first Run's scan strategies): no bar or whisker to explain.
+                      f"{', '.join(groups[0].strategies)} compiled to one XLA program, so they run at one speed and no "
+                      "bar is drawn: add jit_step or eager to Strategies to see what compiling the whole loop buys."
+                      if one_program and len(ok) > 1 else
+                      # One run: nothing to divide by; its ratios and tests have nothing to explain.
+                      f"{baseline} alone: add another strategy (eager or jit_step) to Strategies to see a speed-up."
+                      if len(frame) == 1 else
+                      f"How many times faster than {baseline} one full fit runs once compiled: the median of "
+                      "repeats, its whisker a 95% interval; the ? says what a bar's label means."
+                      # Said where the ratios are read: the badge's help alone went unseen.
+                      + (f" {apart}" if (apart := display.timed_apart(shown, missing)) else ""),
+                      legend=None,
+                      # Looked up, not read: in the caption these made 90 words under a half-width chart.
+                      caption_help="- **whisker**: a 95% bootstrap interval of the ratio\n"
+                                   "- **within noise**: no significant difference, by a Mann–Whitney U test on "
+                                   "the repeats\n"
+                                   "- **not told apart**: too few repeats for that test, and their ranges overlap\n"
+                                   "- **same program**: XLA compiled one program for both, whose repeats are pooled "
+                                   "into one speed-up, so a bar can differ from its own run's time in Numbers")
+    with right:
+        dashed = bars.cold_compile_rows(cold_runs, frame)
+        rows = len(frame) + len(dashed)
+        timing = bars.timing_bars(frame, cold_compiles=cold_runs).properties(height=max(CHART_HEIGHT, ROW_PX * rows))
+        display.chart(timing,
+                      "Seconds per run, by phase: tracing and compiling are paid once; steady state is one full fit, "
+                      "its whisker the fastest to the slowest repeat."
+                      + (f" {listed(name for name, _ in cut)}: "
+                         f"{'bars' if len(cut) > 1 else 'bar'} cut at the dashed line, with "
+                         f"{'each' if len(cut) > 1 else 'its'} total beside it (drawn whole, the others would be a few "
+                         "pixels wide)." if (cut := bars.cut_runs(frame, cold_runs)) else "")
+                      + (" A (cached) run loaded its compiled program instead of compiling it (one already in a "
+                         "cache, whichever strategy made it)"
+                         + ("; the dashed bar under it is what compiling that program cost the stored run it "
+                            "names, which made it here" if not dashed.empty else "") + "."
+                         if frame["cache"].isin(["memory", "disk"]).any() else ""))
+    for group in groups:
+        # Said in words too: a chart's "same program" label is easy to miss from the back of a room.
+        st.caption(f"**Same program**: {', '.join(group.strategies)} lower to one XLA program (fingerprint "
+                   f"`{display.short_program(group.program)}`), so they run at one speed: the differences between "
+                   "their timings are noise.")
 
-# The curves of runs in hand (just fitted) as they came; the others' from the store.
-in_hand = {r.id: np.asarray(r.elbo, float) for r in shown if len(r.elbo)}
-curves = display.elbo_long(shown, curves={**store.curves([r.id for r in shown if r.id not in in_hand]), **in_hand},
-                           compiled_when_made=cold_compiles.paid_when_made(made_by))
-left, right = st.columns(2)
-with left:
-    display.chart(lines.elbo_curves(curves, x="iteration").properties(height=280),
-                  display.same_curve_caption(agreement_found) + lines.coinciding_note(curves))
-with right:
-    unpaid = [r.strategy for r in shown if r.cache in ("memory", "disk") and r.id not in made_by]
-    # The control under the chart, read before it is drawn: the two charts side by side keep one top.
-    drawn = st.container()
-    x = clock.choose(curves, key="run_clock")
-    with drawn:
-        display.chart(lines.elbo_curves(curves, x=x).properties(height=280), clock.caption(x, curves, unpaid))
+    # The curves of runs in hand (just fitted) as they came; the others' from the store.
+    in_hand = {r.id: np.asarray(r.elbo, float) for r in shown if len(r.elbo)}
+    curves = display.elbo_long(shown, curves={**store.curves([r.id for r in shown if r.id not in in_hand]), **in_hand},
+                               compiled_when_made=cold_compiles.paid_when_made(made_by))
+    left, right = st.columns(2)
+    with left:
+        display.chart(lines.elbo_curves(curves, x="iteration").properties(height=280),
+                      display.same_curve_caption(agreement_found) + lines.coinciding_note(curves))
+    with right:
+        unpaid = [r.strategy for r in shown if r.cache in ("memory", "disk") and r.id not in made_by]
+        # The control under the chart, read before it is drawn: the two charts side by side keep one top.
+        drawn = st.container()
+        x = clock.choose(curves, key="run_clock")
+        with drawn:
+            display.chart(lines.elbo_curves(curves, x=x).properties(height=280), clock.caption(x, curves, unpaid))
 
-st.subheader("Numbers")
-dates = sorted({display.when(r.created_at) for r in shown})
-# The store is shared: a visitor who has run nothing sees the newest runs of these settings,
-# made by anyone on any page, and should be told so.
-theirs = sum(not running.ran_here(r.id) for r in shown)
-st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
-           + (f" to {dates[-1]}" if len(dates) > 1 else "") + f" · device: {md(shown[0].device_kind)}"
-           + ("" if not theirs else
-              f" · {'all' if theirs == len(shown) else theirs} from the shared store, not run in this session"))
-display.show_runs_table(frame)
-display.show_run_notes(shown)
-for remedy, optimizer in sorted(remedies, key=str):
-    st.button(settings.remedy_label(remedy, optimizer), key=f"run_remedy_{remedy.setting}_{remedy.value}",
-              icon=":material/healing:", on_click=settings.apply_remedy, args=(remedy.setting, remedy.value),
-              help="what the run's note above advises, in the sidebar for the next Run")
-if more_iterations:
-    st.button(f"Set Iterations to {more:,}", key="run_more_iterations", icon=":material/add:",
-              on_click=settings.set_iterations, args=(more,),
-              help="the sidebar's Iterations, for the next Run: it fits again from the start")
-if switch:
-    st.button(f"Switch to {converging}", key="run_switch_optimizer", icon=":material/swap_horiz:",
-              on_click=settings.apply_remedy, args=("optimizer", converging),
-              help=f"{listed(far)} still changed the ELBO by over {SWITCH_FACTOR:,} times the tolerance: far from "
-                   f"converged. {converging} (L-BFGS with a model of the curvature) converges in tens of iterations "
-                   "on oaks; the sidebar's optimizer, for the next Run")
+    st.subheader("Numbers")
+    dates = sorted({display.when(r.created_at) for r in shown})
+    # The store is shared: a visitor who has run nothing sees the newest runs of these settings,
+    # made by anyone on any page, and should be told so.
+    theirs = sum(not running.ran_here(r.id) for r in shown)
+    st.caption(f"{len(shown)} run{'s' * (len(shown) > 1)} · finished {dates[0]}"
+               + (f" to {dates[-1]}" if len(dates) > 1 else "") + f" · device: {md(shown[0].device_kind)}"
+               + ("" if not theirs else
+                  f" · {'all' if theirs == len(shown) else theirs} from the shared store, not run in this session"))
+    display.show_runs_table(frame)
+    display.show_run_notes(shown)
+    for remedy, optimizer in sorted(remedies, key=str):
+        st.button(settings.remedy_label(remedy, optimizer), key=f"run_remedy_{remedy.setting}_{remedy.value}",
+                  icon=":material/healing:", on_click=settings.apply_remedy, args=(remedy.setting, remedy.value),
+                  help="what the run's note above advises, in the sidebar for the next Run")
+    if more_iterations:
+        st.button(f"Set Iterations to {more:,}", key="run_more_iterations", icon=":material/add:",
+                  on_click=settings.set_iterations, args=(more,),
+                  help="the sidebar's Iterations, for the next Run: it fits again from the start")
+    if switch:
+        st.button(f"Switch to {converging}", key="run_switch_optimizer", icon=":material/swap_horiz:",
+                  on_click=settings.apply_remedy, args=("optimizer", converging),
+                  help=f"{listed(far)} still changed the ELBO by over {SWITCH_FACTOR:,} times the tolerance: far "
+                       f"from converged. {converging} (L-BFGS with a model of the curvature) converges in tens of "
+                       "iterations on oaks; the sidebar's optimizer, for the next Run")

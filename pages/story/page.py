@@ -58,10 +58,10 @@ previous, following, warm = st.columns([1, 1, 2], vertical_alignment="center")
 previous.button("Previous", key="story_prev", icon=":material/arrow_back:", on_click=move, args=(-1,),
                 disabled=current == 0, width="stretch")
 if current < len(steps) - 1:
+    # No tooltip: a presenter's mouse rests on Next, and its tooltip covered the step's title
+    # (what it would say is in Warm up's).
     following.button("Next", key="story_next", icon=":material/arrow_forward:", on_click=move, args=(1,),
-                     type="primary", width="stretch",
-                     help="the next step, timed on arrival with any step before it not timed yet (step 1, "
-                          "eager, takes several seconds); Warm up times them all before a talk")
+                     type="primary", width="stretch")
 else:  # the talk's end: a way back to its start rather than a greyed-out Next (→ stays put here)
     following.button("Step 1", key="story_restart", icon=":material/first_page:", on_click=move,
                      args=(-len(steps),), width="stretch", help="back to the first step")
@@ -70,8 +70,9 @@ warm_label = (f"Warm up: time the {len(steps)} steps together" if not together
 warm_up = warm.button(warm_label, key="story_warm", icon=":material/local_fire_department:", disabled=together,
                       width="stretch",
                       help="before the talk: times every step together, their repeats in turn, so that the "
-                           "machine's load at any moment lands on all of them alike; each click then shows a "
-                           "stored run at once")
+                           "machine's load at any moment lands on all of them alike; each click on Next then shows "
+                           "a stored run at once. Without it, Next times each step on arrival, with any step before "
+                           "it not timed yet (step 1, eager, takes several seconds)")
 keys.bind({"ArrowRight": "story_next", "PageDown": "story_next", "ArrowLeft": "story_prev", "PageUp": "story_prev"})
 
 arrived_by_next = st.session_state.pop(PENDING, False)

@@ -297,7 +297,8 @@ def when(created_at: float) -> str:
     return datetime.datetime.fromtimestamp(created_at).strftime("%Y-%m-%d %H:%M")
 
 
-def chart(figure, caption: str | None = None, legend: str | None = "bottom", slot=None) -> None:
+def chart(figure, caption: str | None = None, legend: str | None = "bottom", slot=None,
+          caption_help: str | None = None) -> None:
     """An Altair chart across its column, its title above it and a one-line caption under it.
 
     The title is drawn as page text rather than by Vega, which cuts a title at the chart's
@@ -311,6 +312,7 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
         legend: "bottom" (half-width charts keep their plotting area), "right", or None
             (no legend, where the axis already names every colour).
         slot: where to draw (e.g. an `st.empty()` redrawn live); default: here.
+        caption_help: the caption's tooltip, for what a reader looks up rather than reads.
     """
     where = slot.container() if slot is not None else st.container()
     title = figure.title
@@ -336,7 +338,7 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
     figure = theme.configured(figure, axis={"labelLimit": 0}, legend=legend_config)
     where.altair_chart(figure, width="stretch")
     if caption:
-        where.caption(caption)
+        where.caption(caption, help=caption_help)
 
 
 def duration(seconds: float) -> str:

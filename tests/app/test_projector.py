@@ -354,6 +354,11 @@ AFTER_RUN_JS = """() => {
 }"""
 
 
+# While a run is under way, whether the last run's results are still drawn below its status box.
+LAST_RESULTS_UNDER_RUN_JS = """() => { const text = document.querySelector("[data-testid='stMain']").innerText;
+  return /Running \\d+ strateg/.test(text) && (text.includes("Fastest") || text.includes("Numbers")); }"""
+
+
 def _overlap(a: list[int], b: list[int]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
@@ -372,6 +377,9 @@ def test_after_a_click_on_run_the_first_chart_is_whole_on_screen_and_no_notice_c
     except sync_api.TimeoutError:
         pytest.fail(f"no 'Run again': {_where(page)}")
     again.click()
+    # During the run, not the last run's results faded under the status box, read at one instant with it.
+    page.get_by_text(re.compile(r"^Running \d+ strateg")).first.wait_for(timeout=RUN_TIMEOUT_MS)
+    assert not page.evaluate(LAST_RESULTS_UNDER_RUN_JS)
     page.locator("[data-testid='stToast']", has_text="finished and stored").wait_for(timeout=RUN_TIMEOUT_MS)
     wait_painted(page)
     page.wait_for_function(CHARTS_DRAWN, arg=4, timeout=60_000)
