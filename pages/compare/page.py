@@ -32,6 +32,8 @@ GROUPS = ["strategy", "dataset", "device", "precision", "device_kind", "optimize
           "git_commit"]
 METRICS = LABELS
 MAX_CURVES = 12
+# The ELBO curves' optimizer box's choice that draws every optimizer's runs together.
+ALL_OPTIMIZERS = "all, overlaid"
 # Rows of the table (and so of everything below it): a shared store only grows, and every
 # click here sends the table to the browser; the filters reach older runs.
 TABLE_ROWS = 500
@@ -229,20 +231,34 @@ st.header("ELBO curves")
 # overlaid they read as one strategy beating another.
 problems = picked.sort_values("created_at", ascending=False).drop_duplicates(list(comparison.PROBLEM))
 problem_labels = {int(r.id): f"{r.dataset} ({r.n:,} x {r.p:,})" for r in problems.itertuples()}
+problem_box, optimizer_box = st.columns(2)
 if len(problem_labels) > 1:
     if st.session_state.get("cmp_elbo_problem") not in problem_labels:
         st.session_state["cmp_elbo_problem"] = next(iter(problem_labels))
-    st.selectbox("Problem", list(problem_labels), key="cmp_elbo_problem", format_func=problem_labels.get,
-                 help="the curves of one data set and size at a time; the newest run's first")
+    problem_box.selectbox("Problem", list(problem_labels), key="cmp_elbo_problem", format_func=problem_labels.get,
+                          help="the curves of one data set and size at a time; the newest run's first")
     one_problem = picked[comparison.same_problem(picked, st.session_state["cmp_elbo_problem"])]
 else:
     one_problem = picked
+# One optimizer at a time by default, the newest run's: different algorithms meet only at the
+# optimum, and on one axis the tutorial's 500 iterations flattened L-BFGS's 49 into a stub in
+# a corner. Overlaid on request (against time, that is how algorithms compare).
+curve_optimizers = (one_problem.sort_values("created_at", ascending=False)["optimizer"].astype(str)
+                    .drop_duplicates().tolist())
+if len(curve_optimizers) > 1:
+    if st.session_state.get("cmp_elbo_optimizer") not in [*curve_optimizers, ALL_OPTIMIZERS]:
+        st.session_state["cmp_elbo_optimizer"] = curve_optimizers[0]
+    optimizer_box.selectbox("Optimizer", [*curve_optimizers, ALL_OPTIMIZERS], key="cmp_elbo_optimizer",
+                            help="the curves of one optimizer at a time, the newest run's first, or every "
+                                 "optimizer's overlaid: different algorithms, whose curves meet only at the optimum")
+    if st.session_state["cmp_elbo_optimizer"] != ALL_OPTIMIZERS:
+        one_problem = one_problem[one_problem["optimizer"].astype(str) == st.session_state["cmp_elbo_optimizer"]]
 newest = one_problem.sort_values("created_at", ascending=False).head(MAX_CURVES)
 # Rows of the frame and the curves as arrays: a long curve costs one read, not a Python
 # float per point, and is thinned before it is drawn.
 results = sorted(newest.itertuples(), key=lambda r: r.id)  # legends in run order
-# Curves of different optimizers are different algorithms: they meet only at the optimum.
 optimizers = sorted({str(r.optimizer) for r in results})
+others = len(curve_optimizers) - len(optimizers)
 # Named by what sets the curves apart (optimizer, precision, ...): "#1 scan" beside "#4 scan" said nothing.
 names = comparison.run_names(newest)
 labels = [names[int(r.id)] for r in results]
@@ -262,7 +278,8 @@ with by_iteration:
                      "whose curves meet only at the optimum." if len(optimizers) > 1 else "")
                   + (f" The {MAX_CURVES} newest of {len(one_problem)} runs." if len(one_problem) > MAX_CURVES else "")
                   + (f" {len(problem_labels) - 1} other problem{'s' * (len(problem_labels) > 2)} in the box above."
-                     if len(problem_labels) > 1 else ""),
+                     if len(problem_labels) > 1 else "")
+                  + (f" {others} other optimizer{'s' * (others > 1)} in the box above." if others else ""),
                   legend="bottom")
 with by_time:
     drawn = st.container()

@@ -58,8 +58,8 @@ previous, following, warm = st.columns([1, 1, 2], vertical_alignment="center")
 previous.button("Previous", key="story_prev", icon=":material/arrow_back:", on_click=move, args=(-1,),
                 disabled=current == 0, width="stretch")
 if current < len(steps) - 1:
-    # No tooltip: a presenter's mouse rests on Next, and its tooltip covered the step's title
-    # (what it would say is in Warm up's).
+    # No tooltips on these buttons: a presenter's mouse rests on them, and a tooltip covered the
+    # page's title (through a whole warm-up). What they do is said at the page's foot.
     following.button("Next", key="story_next", icon=":material/arrow_forward:", on_click=move, args=(1,),
                      type="primary", width="stretch")
 else:  # the talk's end: a way back to its start rather than a greyed-out Next (→ stays put here)
@@ -68,11 +68,7 @@ else:  # the talk's end: a way back to its start rather than a greyed-out Next (
 warm_label = (f"Warm up: time the {len(steps)} steps together" if not together
               else "Warmed up: every step timed together")
 warm_up = warm.button(warm_label, key="story_warm", icon=":material/local_fire_department:", disabled=together,
-                      width="stretch",
-                      help="before the talk: times every step together, their repeats in turn, so that the "
-                           "machine's load at any moment lands on all of them alike; each click on Next then shows "
-                           "a stored run at once. Without it, Next times each step on arrival, with any step before "
-                           "it not timed yet (step 1, eager, takes several seconds)")
+                      width="stretch")
 keys.bind({"ArrowRight": "story_next", "PageDown": "story_next", "ArrowLeft": "story_prev", "PageUp": "story_prev"})
 
 arrived_by_next = st.session_state.pop(PENDING, False)
@@ -209,8 +205,10 @@ with page:
         "The tutorial's levels one at a time, then this lab's faster ones, on the sidebar's problem. Every "
         f"step runs one algorithm and is compared by its time per iteration; step 1 runs at most "
         f"{story.SLOW_STEP_ITERATIONS} iterations, which show its cost per iteration as well as more would. "
-        "**Next** (→, Page Down) adds a step and times it, with any step before it not timed yet; **Previous** "
-        "(←, Page Up) goes back.")
+        "**Next** (→, Page Down) adds a step and times it, with any step before it not timed yet (step 1, eager, "
+        "takes several seconds); **Previous** (←, Page Up) goes back. **Warm up**, before a talk, times every step "
+        "together, their repeats in turn, so that the machine's load at any moment lands on all of them alike; "
+        "each Next then shows a stored run at once.")
     st.caption(settings.spec_summary(specs[1]))
     if tutorial != problem.optimizer:  # names from the catalog: code spans need no escaping
         refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))

@@ -12,7 +12,7 @@ import streamlit as st
 
 from core.charts import decimate, theme
 from core.cluster.errors import WorkerDied
-from core.results import agreement, stability
+from core.results import agreement, spread, stability
 from core.results.ordering import listed
 from core.results.outcome import short_note, stall_note
 from core.results.result import RunResult
@@ -150,8 +150,9 @@ def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:
 
 
 # Digits of a program's fingerprint shown: all 16 took the fit table past its 640 px column at
-# 1024 px, the last one cut; 12 (48 bits) still tell any two programs of a store apart.
-PROGRAM_DIGITS = 12
+# 1024 px, the last one cut, and 12 still did with five strategies; 10 (40 bits) still tell any
+# two programs of a store apart.
+PROGRAM_DIGITS = 10
 
 
 def short_program(fingerprint: str | None) -> str | None:
@@ -237,10 +238,14 @@ def timed_apart(results: list[RunResult], missing: list) -> str:
 
 def timing_caveat_badge(results: list[RunResult], missing: list) -> None:
     """One badge when these runs' timings carry a caveat: taken on a busy machine (others used
-    more than a quarter of the cores), or in separate groups (a page opened on stored runs of
-    several clicks), the machine's load then differing between them. Its help says which."""
+    more than a quarter of the cores), in separate groups (a page opened on stored runs of
+    several clicks), the machine's load then differing between them, or with repeats that
+    ranged over more than `WIDE_SPREAD` times. Its label names timings (it stands under the
+    final ELBOs' heading, where "busy machine" read as a caveat on them), short enough for one
+    line of that column at 1024 px; its help says which."""
     busy = [r for r in results if r.unstable]
     groups = _timing_groups(results)
+    wide = _widest_spread(results)
     why = []
     if busy:
         share = max(r.versions.get("others_cpu_share", 0.0) for r in busy)
@@ -249,9 +254,30 @@ def timing_caveat_badge(results: list[RunResult], missing: list) -> None:
     if len(groups) > 1:
         why.append(f"Timed in {len(groups)} separate groups, so the machine's load may differ between them"
                    + ("." if missing else ": Run again times them together."))
+    if wide is not None:
+        run, ranged = wide
+        why.append(f"{run.strategy}'s repeats ranged from {duration(ranged.low)} to {duration(ranged.high)} "
+                   f"({ranged.high / ranged.low:,.0f} times): a moment of the machine's load can land on one repeat "
+                   "whole. The figures shown are medians, which one slow repeat does not move; Run again, "
+                   "or more repeats, to see whether it holds.")
     if why:
-        st.badge("busy machine" if busy else "timed apart", color="orange" if busy else "gray",
-                 icon=":material/speed:" if busy else ":material/call_split:", help=" ".join(why))
+        label, color, icon = (("timings: busy", "orange", ":material/speed:") if busy else
+                              ("timed apart", "gray", ":material/call_split:") if len(groups) > 1 else
+                              ("timings vary", "gray", ":material/expand:"))
+        st.badge(label, color=color, icon=icon, help=" ".join(why))
+
+
+# Repeats of one run whose slowest took more than this many times its fastest carry a caveat
+# (`timing_caveat_badge`): a 0.6 ms fit whose repeats ranged 0.03 to 0.43 ms showed no sign of it.
+WIDE_SPREAD = 3.0
+
+
+def _widest_spread(results: list[RunResult]):
+    """(the run, its repeats' Spread) whose slowest repeat is furthest over its fastest, if that
+    is more than `WIDE_SPREAD` times; else None."""
+    found = [(run, spread.Spread.of_run(run)) for run in results if run.status == "ok"]
+    found = [(run, each) for run, each in found if each.known and each.low > 0 and each.high > WIDE_SPREAD * each.low]
+    return max(found, key=lambda pair: pair[1].high / pair[1].low, default=None)
 
 
 def agreement_badge(frame: pd.DataFrame) -> agreement.Verdict:

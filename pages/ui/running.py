@@ -39,8 +39,9 @@ class _Reporter:
     draws the final curve after the timed call.
     """
 
-    def __init__(self, bar, live, label: str, live_points: list[dict], run_index: int, strategy: str) -> None:
-        self.bar, self.live, self.label, self.strategy = bar, live, label, strategy
+    def __init__(self, bar, live, label: str, live_points: list[dict], run_index: int, strategy: str,
+                 repeats: int) -> None:
+        self.bar, self.live, self.label, self.strategy, self.repeats = bar, live, label, strategy, repeats
         self.shown_label = md(label)
         self.points, self.run_index = live_points, run_index
         self.started = self.last_draw = None
@@ -57,6 +58,9 @@ class _Reporter:
             text += f": iteration {progress.done:,}/{progress.total:,}"
         elif phase == "repeat":
             text += f": repeat {progress.done + 1}/{progress.total}"
+            if progress.total > self.repeats:
+                # Said where the counts differ (5/6 beside 5/9) from the settings' "at least 3".
+                text += f" (over {self.repeats}: a quick fit is timed more often)"
         if progress.elbo is not None:
             text += f", ELBO {progress.elbo:,.1f}"
             # The strategy's own name, so the line takes its colour (a label such as
@@ -287,7 +291,7 @@ def _run_in_status(store, cluster, specs: list[FitSpec], labels: list[str], titl
     live_points: list[dict] = []
     with st.status(f"{title}…", expanded=True) as status:
         cancel_slot, bars, live = _progress_slots(title, labels)
-        reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy)
+        reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy, spec.repeats)
                      for index, (spec, label, bar) in enumerate(zip(specs, labels, bars))]
         for batch in batches.plan(specs, together):
             members = [specs[index] for index in batch.members]

@@ -295,9 +295,6 @@ def _optimizer_inputs() -> None:
         st.selectbox("Optimizer", OPTIMIZERS, key="sb_optimizer", persist_state="session",
                      **_shown("sb_optimizer", OPTIMIZERS),
                      help="\n".join(f"- {o.label}" for o in catalog.OPTIMIZERS.values()))
-        if st.session_state["sb_optimizer"] in LEARNING_RATE_OPTIMIZERS:
-            st.number_input("Learning rate", *LR_RANGE, key="sb_lr", persist_state="session", format="%g", step=0.001,
-                            **_shown("sb_lr"))
         # The optimizer's own start by default, read when the fit is specified, as the tolerance
         # below is: an optimizer switch moves it with no write to the box. The option's text is
         # fixed: the browser sends back the text shown, and a text naming the last optimizer's
@@ -309,6 +306,11 @@ def _optimizer_inputs() -> None:
         if st.session_state["sb_init"] == OPTIMIZERS_INIT:
             # With the start's formula: "seed starts from seed" alone read as a riddle.
             st.caption(f"{name} starts from **{start}**: {START_FORMULAS[start]}")
+        # Under the start rather than between the two boxes: there, choosing a gradient optimizer
+        # pushed Initialisation below the fold of a 768 px sidebar.
+        if st.session_state["sb_optimizer"] in LEARNING_RATE_OPTIMIZERS:
+            st.number_input("Learning rate", *LR_RANGE, key="sb_lr", persist_state="session", format="%g", step=0.001,
+                            **_shown("sb_lr"))
         # Empty means the precision's default, read when the fit is specified (its value is the
         # placeholder; one naming the precision too was cut at 1024 px): the tolerance follows a
         # precision switch with no write to this box. A callback that wrote the other precision's

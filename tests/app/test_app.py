@@ -377,7 +377,7 @@ def test_one_program_is_one_speed_on_the_run_page(store):
     assert at.metric[0].delta == "same program as 1 other"
     assert any("scan and scan_namedtuple, one compiled program: one speed" in c.value for c in at.caption)
     assert any(c.value.startswith("**Same program**: scan, scan_namedtuple lower to one XLA program (fingerprint "
-                                  "`0123456789ab`)") for c in at.caption)  # its first 12 digits, as the table
+                                  "`0123456789`)") for c in at.caption)  # its first 10 digits, as the table
 
 
 def test_runs_of_one_program_alone_say_why_the_speed_up_chart_has_no_bar(store):
@@ -932,8 +932,20 @@ def test_runs_timed_on_a_busy_machine_say_so_beside_the_headline(store):
     store.add(busy)
     at = open_app()
     assert not at.exception
-    (badge,) = [m for m in at.markdown if "busy machine" in m.value]
+    (badge,) = [m for m in at.markdown if "timings: busy" in m.value]
     assert "other processes used 58% of the cores" in badge.help
+
+
+def test_repeats_that_ranged_widely_say_so_beside_the_headline(store):
+    store.add(fake_run("scan"))  # repeats all alike: no caveat
+    at = open_app()
+    assert not any("timings" in badge for badge in _badges(at)), _badges(at)
+    wide = fake_run("scan")
+    wide.run_s_min, wide.run_s_max = 0.03, 0.43  # a repeat that caught a moment of load
+    store.add(wide)
+    at = open_app()
+    (badge,) = [m for m in at.markdown if "timings vary" in m.value]
+    assert "scan's repeats ranged from 30 ms to 430 ms (14 times)" in badge.help
 
 
 def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(store, monkeypatch):

@@ -427,15 +427,26 @@ def test_compare_draws_the_elbo_curves_of_one_problem_at_a_time(store):
     assert all(f"#{i} " in drawn for i in x1) and f"#{x100[0]} " not in drawn
 
 
-def test_compare_names_the_optimizer_of_each_curve_when_several_are_drawn(store):
+def test_compare_draws_one_optimizer_at_a_time_and_names_each_curves_optimizer_when_overlaid(store):
     store.add(fake_run("scan"))
     seeded = settings.DEFAULTS.fit_spec("scan", dataset=DatasetSpec(kind="oaks", replicate=1))
     seeded = dataclasses.replace(seeded, optimizer=OptimizerSpec("seed"), init="seed")
     store.add(fake_run("scan", spec=seeded))
     at = open_app("pages/compare/page.py")
-    drawn = pd.concat([pa.ipc.open_stream(named.data.data).read_all().to_pandas()
-                       for named in at.get(CHART)[0].proto.datasets]).to_string()
-    assert "scan · seed" in drawn and "scan · preconditioned_lbfgs" in drawn
+
+    def drawn() -> str:  # the first chart: ELBO against iteration
+        return pd.concat([pa.ipc.open_stream(named.data.data).read_all().to_pandas()
+                          for named in at.get(CHART)[0].proto.datasets]).to_string()
+
+    # One optimizer at a time, the newest run's: a 500-iteration curve beside a 49-iteration one
+    # flattened the shorter into a stub.
+    (seed_id,) = [r.id for r in store.list() if r.optimizer == "seed"]
+    (lbfgs_id,) = [r.id for r in store.list() if r.optimizer == "preconditioned_lbfgs"]
+    assert at.selectbox(key="cmp_elbo_optimizer").value == "seed"
+    assert f"#{seed_id} scan" in drawn() and f"#{lbfgs_id} " not in drawn()
+    assert any("1 other optimizer in the box above" in c.value for c in at.caption)
+    at.selectbox(key="cmp_elbo_optimizer").set_value("all, overlaid").run()
+    assert "scan · seed" in drawn() and "scan · preconditioned_lbfgs" in drawn()
     assert any("2 optimizers here" in c.value and "meet only at the optimum" in c.value for c in at.caption)
 
 
