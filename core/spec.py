@@ -231,7 +231,10 @@ class DatasetSpec:
             raise SpecError(f"header applies to csv data only; got header {self.header!r} with dataset {self.kind}")
         if not isinstance(self.formula, str) or len(self.formula) > MAX_FORMULA_CHARACTERS or "\n" in self.formula:
             raise SpecError(f"formula must be one line of at most {MAX_FORMULA_CHARACTERS} characters")
-        object.__setattr__(self, "formula", " ".join(self.formula.split()))  # frozen; one spelling, one key
+        formula = " ".join(self.formula.split())
+        if "~" in formula:  # pyPLNmodels' "endog ~ ..." names the counts, which are these anyway
+            formula = ("~ " + formula.split("~", 1)[1].strip()).strip()
+        object.__setattr__(self, "formula", formula)  # frozen; one spelling, one key
         if self.kind in SIMULATED_KINDS and self.formula:
             raise SpecError("a formula applies to oaks and csv data; simulated data have d covariates (--d)")
         if self.kind != "csv" and (self.covariates_path or not self.intercept):

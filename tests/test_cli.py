@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 REQUIRED = {"id", "strategy", "dataset", "n", "p", "precision", "device", "iterations", "optimizer", "status",
@@ -129,6 +130,8 @@ BAD_INPUTS = [
     (["bench", "--sizes", "0"], "replicate must be between"),
     (["bench", "--repeats", "0"], "repeats must be between"),
     (["bench", "--trajectory-cap", "0"], "--trajectory-cap must be at least 1"),
+    (["run", "--formula", "~ 1 + tree +"], "formula '~ 1 + tree +' has a '+' or '-' with no term after it"),
+    (["solve", "--formula", "~ 1 + sitex"], "formula names 'sitex', not a column of oaks' sample table"),
 ]
 
 
@@ -205,3 +208,23 @@ def test_solve_fits_to_convergence_then_reuses_the_fastest_stored_configuration(
     assert cli("solve", "--tol", "0", env=store).returncode == 2
     refused = cli("solve", "--strategy", "scan_analytic", "--optimizer", "lbfgs", env=store)
     assert refused.returncode == 2 and "runs only the optimizers" in refused.stderr
+
+
+def test_solve_says_how_it_read_a_csv_and_reuses_no_run_of_another_file_of_the_same_name(store, tmp_path):
+    rng = np.random.default_rng(0)
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    # A table written by pandas' to_csv from an array: its header is the column numbers, which
+    # read as counts too.
+    (first / "x.csv").write_text("0,1,2\n" + "".join(f"{a},{b},{c}\n" for a, b, c in rng.poisson(3, (40, 3))))
+    (second / "x.csv").write_text("".join(f"{a},{b}\n" for a, b in rng.poisson(20, (30, 2))))
+    capped = cli("solve", "--dataset", "csv", "--counts", str(first / "x.csv"), "--iterations", "2", "--repeats", "1",
+                 "--json", env=store)
+    assert capped.returncode == 0, capped.stderr
+    assert "line 1 read as data" in capped.stderr  # said, as `run` says it: its ids could be counts
+    # Another file of the same name: not the problem the capped run solved.
+    other = cli("solve", "--dataset", "csv", "--counts", str(second / "x.csv"), "--header", "no", "--repeats", "1",
+                "--json", env=store)
+    assert other.returncode == 0, other.stderr
+    assert "the lab's default" in other.stderr and "at most 2 iterations" not in other.stderr
+    assert json.loads(other.stdout.strip().splitlines()[-1])["iterations"] > 2

@@ -2,9 +2,10 @@
 measured, or with the one given.
 
 The fastest configuration is read from the store: among the finished runs of the same
-problem (data and precision) measured on this host and device (not imported), by a JAX
-strategy, that stopped at their tolerance (`time_to_solution_s`) within `reach.SOLVED` of
-the best ELBO stored for the problem, the one with the least time to solution. What the caller gives (strategy,
+problem (the same data, by their files' content rather than their names, and precision)
+measured on this host and device (not imported), by a JAX strategy, that stopped at their
+tolerance (`time_to_solution_s`) within `reach.SOLVED` of the best ELBO stored for the
+problem, the one with the least time to solution. What the caller gives (strategy,
 optimizer, init, tol, iterations) narrows the search and overrides the choice; with
 nothing stored that qualifies, `DEFAULTS` are used (the configuration that measures
 fastest on oaks in the time-to-solution benchmark).
@@ -12,6 +13,7 @@ fastest on oaks in the time-to-solution benchmark).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import socket
 from typing import Any, Iterable, NamedTuple
@@ -52,8 +54,8 @@ def choose(runs: Iterable[RunResult], dataset: DatasetSpec, precision: str, devi
     """
     fixed = {name: value for name, value in given.items() if value is not None}
     host = host or socket.gethostname()
-    finished = [run for run in runs if run.dataset == dataset.label and run.precision == precision
-                and run.status == "ok" and _finite(run.final_elbo)]
+    finished = [run for run in runs if run.dataset == dataset.label and same_data(run.spec, dataset)
+                and run.precision == precision and run.status == "ok" and _finite(run.final_elbo)]
     if finished:
         best = max(run.final_elbo for run in finished)
         mine = [run for run in finished
@@ -74,6 +76,30 @@ def choose(runs: Iterable[RunResult], dataset: DatasetSpec, precision: str, devi
                 "iterations": DEFAULTS.solve_iterations, "tol": DEFAULTS.tol_for(precision), "lr": DEFAULTS.lr} | fixed
     return Choice(settings, "no stored run of this problem on this machine qualifies: the lab's default "
                             "(the fastest to converge on oaks)")
+
+
+# Where a data set's files are says nothing of what they hold (their bytes are in content_hash):
+# left out when two data sets are compared.
+_PATHS = ("counts_path", "offsets_path", "covariates_path")
+
+
+def same_data(spec: dict[str, Any], dataset: DatasetSpec) -> bool:
+    """Whether a stored run's spec (`FitSpec.to_dict`) fitted `dataset`'s data: for CSV files
+    their content and how they were read, not their names (the label, "csv x.csv", names two
+    files of one name alike: an unrelated file's 15-iteration run once set solve's cap)."""
+    try:
+        stored = DatasetSpec(**spec.get("dataset", {}))
+    except (TypeError, ValueError):  # a spec from a version with other fields: not this problem
+        return False
+    if (stored.kind == "csv") != (dataset.kind == "csv"):
+        return False
+    if stored.kind == "csv" and (not stored.content_hash or not dataset.content_hash):
+        return False  # no content to compare: nothing says it is the same data
+
+    def identity(found: DatasetSpec) -> dict[str, Any]:
+        return {name: value for name, value in dataclasses.asdict(found).items() if name not in _PATHS}
+
+    return identity(stored) == identity(dataset) and bool(stored.covariates_path) == bool(dataset.covariates_path)
 
 
 def _finite(value) -> bool:

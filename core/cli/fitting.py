@@ -8,12 +8,11 @@ import sys
 from core import catalog, config
 from core.cli import EXIT_OK
 from core.cli.arguments import check_strategies, dataset_spec, fit_spec
-from core.cli.output import StderrProgress, convergence, print_json, print_run, read_csv_saying_how
+from core.cli.output import StderrProgress, print_json, print_run, read_csv_saying_how
 from core.spec import DEFAULTS, FitSpec, SpecError
 
 
 def command_run(args) -> int:
-    from core.data import datasets
     from core.machine import distributed
     from core.run import engine, stored_run
     from core.store.run_store import RunStore
@@ -33,8 +32,9 @@ def command_run(args) -> int:
     args.strategy = args.strategy or ("sharded" if spans_devices else DEFAULTS.strategy)
     spec = fit_spec(args)
     # A CSV is read before the run so that its caps, memory and time are checked before it
-    # queues for the device (its shape is unknown until read).
-    counts = datasets.load(spec.dataset) if spec.dataset.kind == "csv" else None
+    # queues for the device (its shape is unknown until read), and before a distributed run's
+    # processes meet.
+    counts = read_csv_saying_how(spec.dataset) if spec.dataset.kind == "csv" else None
     if args.distributed:
         # Before anything touches a JAX backend (engine.run is the first thing that does).
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
@@ -44,7 +44,6 @@ def command_run(args) -> int:
     if args.distributed:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
     progress = StderrProgress(label)
-    counts = read_csv_saying_how(spec) if spec.dataset.kind == "csv" else None
     if scheduler:
         result = run_on_cluster(scheduler, store, spec, counts, progress, args.cold)
     elif primary:
@@ -95,7 +94,11 @@ def command_solve(args) -> int:
     if args.tol is not None and not args.tol > 0:
         raise SpecError(f"solve stops at a tolerance: --tol must be > 0; got {args.tol}")
     dataset = dataset_spec(args)
-    counts = datasets.load(dataset) if dataset.kind == "csv" else None
+    # Read (and a formula over oaks' sample table coded) before the line that says what is
+    # solved, so that bad input is one line; how a CSV was read is said (its header decided).
+    counts = read_csv_saying_how(dataset) if dataset.kind == "csv" else None
+    if dataset.kind == "oaks" and dataset.formula:
+        datasets.load(dataset)
     store = RunStore(args.db)
     given = {"strategy": args.strategy, "optimizer": args.optimizer, "init": args.init, "tol": args.tol,
              "iterations": args.iterations}
@@ -110,9 +113,6 @@ def command_solve(args) -> int:
         result = run_on_cluster(scheduler, store, spec, counts, progress, cold=False)
     else:
         result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
-    if args.json:  # stdout is the JSON alone: how the fit ended goes to stderr, as the run's lines would say it
-        for line in convergence(result):
-            sys.stderr.write(line + "\n")
     print_run(result, args.json)
     return EXIT_OK
 

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from core.results import outcome
-from core.spec import FitSpec
+from core.spec import DatasetSpec
 
 
 def json_safe(value: Any) -> Any:
@@ -73,17 +73,28 @@ class StderrProgress:
 
 
 def print_run(result, as_json: bool) -> None:
+    """The run on stdout: one JSON line, or a summary with what a reader of its numbers must
+    know under it. With JSON, that goes to stderr (`say_on_stderr`)."""
     if as_json:
+        say_on_stderr(result)
         print_json(result.to_dict())
         return
     solved = (f"; time to solution {result.time_to_solution_s:.4f} s" if result.time_to_solution_s is not None
               else "")
-    print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {result.status}; "
+    # Said in words: a stop at the tolerance was implied only by "time to solution" being there.
+    ended = f"{result.status}, converged" if result.converged else result.status
+    print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {ended}; "
           f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
           f"steady {result.run_s:.4f} s = {result.iterations_run} iterations x {result.per_iter_ms:.3f} ms"
           f"{solved}; final ELBO {result.final_elbo}")
     for line in ([result.error] if result.error else []) + convergence(result) + result.warnings:
         print(f"  {line}")
+
+
+def say_on_stderr(result) -> None:
+    """How the fit ended and its warnings, on stderr beside a JSON stdout."""
+    for line in convergence(result) + list(result.warnings):
+        sys.stderr.write(f"{line}\n")
 
 
 def convergence(result) -> list[str]:
@@ -96,12 +107,13 @@ def convergence(result) -> list[str]:
     return []
 
 
-def read_csv_saying_how(spec: FitSpec):
-    """The CSV data of `spec`, with how they were read (separator, header) and changed
-    (columns dropped) on stderr."""
+def read_csv_saying_how(dataset: DatasetSpec):
+    """The CSV data `dataset` names, with how they were read (separator, header) on stderr.
+    What was changed (columns dropped) is among the run's warnings, which `print_run` and
+    `say_on_stderr` print: printed here too, it was said twice."""
     from core.data import datasets
 
-    counts = datasets.load(spec.dataset)
-    for line in (*counts.notes, *counts.warnings):
+    counts = datasets.load(dataset)
+    for line in counts.notes:
         sys.stderr.write(f"{line}\n")
     return counts

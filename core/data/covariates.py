@@ -68,6 +68,10 @@ def parse_formula(formula: str) -> tuple[list[str], bool]:
     text = text.strip()
     if not text:
         raise DataError(f"formula {formula!r} has no terms after '~'; e.g. '~ 1 + tree'")
+    # A sign with no term after it ("~ 1 + tree +", "~ 1 + + tree") is a typo, not a formula:
+    # the terms' pattern below would pass over it.
+    if re.search(r"[+-]\s*([+-]|$)", text):
+        raise DataError(f"formula {formula!r} has a '+' or '-' with no term after it; e.g. '~ 1 + tree'")
     intercept = True
     names: list[str] = []
     for sign, term in re.findall(r"([+-]?)\s*([^+-]+)", text):

@@ -71,6 +71,8 @@ def test_a_covariates_file_is_coded_and_checked(tmp_path):
     ("x\n1\n2\n3\n", 3, "~ 1 + height", "formula names 'height', not a column of t.csv; its columns: x"),
     ("x\n1\n2\n3\n", 3, "~ 1 + x:z", "term 'x:z' is not taken here"),
     ("x\n1\n2\n3\n", 3, "~ log(x)", "term 'log(x)' is not taken here"),
+    ("x\n1\n2\n3\n", 3, "~ 1 + x +", "has a '+' or '-' with no term after it"),
+    ("x\n1\n2\n3\n", 3, "~ 1 + + x", "has a '+' or '-' with no term after it"),
 ])
 def test_bad_covariates_get_one_line_that_names_the_column(text, rows, formula, says):
     with pytest.raises(DataError) as caught:
@@ -104,3 +106,9 @@ def test_a_csv_spec_with_covariates_loads_them_and_hashes_their_bytes(tmp_path):
     table.write_text("g\n" + "\n".join(["u"] * 15 + ["v"] * 15) + "\n")
     with pytest.raises(DataError, match="changed since the run was set up"):
         datasets.load(spec)
+
+
+def test_a_formula_has_one_spelling_whatever_names_the_counts():
+    # pyPLNmodels' "endog ~ 1 + tree" and "~ 1 + tree" fit one problem: one key, one label.
+    named, bare = (DatasetSpec(kind="oaks", formula=f) for f in ("endog ~ 1 + tree", "~  1 + tree"))
+    assert named == bare and named.formula == "~ 1 + tree" and named.label == "oaks x1 ~ 1 + tree"

@@ -32,16 +32,22 @@ from __future__ import annotations
 
 import functools
 import time
+import warnings
 from typing import Any, Callable
 
 import numpy as np
 import torch
 import tqdm
-from pyPLNmodels import Pln
-from pyPLNmodels.models import base
 
 from core.fit.model import exact_log_factorial_sum, stirling_log_factorial_sum
 from core.fit.strategies.base import met_after, quiet_after, relative_change
+
+with warnings.catch_warnings():
+    # pyPLNmodels' data loaders import pkg_resources, whose deprecation notice is setuptools'
+    # business: it stood in every benchmark's output.
+    warnings.filterwarnings("ignore", "pkg_resources is deprecated", UserWarning)
+    from pyPLNmodels import Pln
+    from pyPLNmodels.models import base
 
 # pyPLNmodels' fixed choices (models/base.py `_handle_optimizer`, `fit` defaults).
 LEARNING_RATE = 0.01
