@@ -71,6 +71,12 @@ def _ratio(value: float, reference: float | None) -> float:
     return value / reference if reference else math.nan
 
 
+def _cell(value: float, width: int, digits: int = 2) -> str:
+    """`value` right-aligned in `width`, or "-" where there is nothing to show (no pyPLNmodels
+    run to divide by, no roofline for a peer): "nan" read as a failed measurement."""
+    return f"{value:>{width}.{digits}f}" if math.isfinite(value) else f"{'-':>{width}}"
+
+
 def table(rows: list[tuple[RunResult, Any]]) -> str:
     """A plain-text table, one line per run, ratios taken at the same n.
 
@@ -99,9 +105,10 @@ def table(rows: list[tuple[RunResult, Any]]) -> str:
         lines.append(
             f"{r.strategy:<18} {r.dataset:<11} {r.n:>7} {r.iterations_run:>5} {r.per_iter_ms:>9.3f} {spread:>7.1f} "
             f"{r.trace_lower_s:>13.3f} {r.compile_s:>9.3f} {_ratio(r.per_iter_ms, fastest.get(r.n)):>9.2f} "
-            f"{_ratio(r.per_iter_ms, reference.get(r.n)):>7.2f} {floor_ms:>8.3f} {_ratio(r.per_iter_ms, floor_ms):>7.2f} "
-            f"{bound.bound if bound else '-':>7} {peak_mb:>8.1f} "
-            f"{_ratio(peak, analysis.model_bytes) if peak else math.nan:>7.2f} {r.recompile_count:>10}"
+            f"{_cell(_ratio(r.per_iter_ms, reference.get(r.n)), 7)} {_cell(floor_ms, 8, 3)} "
+            f"{_cell(_ratio(r.per_iter_ms, floor_ms), 7)} "
+            f"{bound.bound if bound else '-':>7} {_cell(peak_mb, 8, 1)} "
+            f"{_cell(_ratio(peak, analysis.model_bytes) if peak else math.nan, 7)} {r.recompile_count:>10}"
             + ("" if r.status == "ok" else f"  {r.status}")
         )
     return "\n".join(lines)

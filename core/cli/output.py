@@ -82,7 +82,7 @@ def print_run(result, as_json: bool) -> None:
     solved = (f"; time to solution {result.time_to_solution_s:.4f} s" if result.time_to_solution_s is not None
               else "")
     # Said in words: a stop at the tolerance was implied only by "time to solution" being there.
-    ended = f"{result.status}, converged" if result.converged else result.status
+    ended = outcome.finished_as(result.status, result.converged, result.stalled, result.short)
     print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {ended}; "
           f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
           f"steady {result.run_s:.4f} s = {result.iterations_run} iterations x {result.per_iter_ms:.3f} ms"

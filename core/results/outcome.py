@@ -193,3 +193,14 @@ def judge(elbo, tol: float, iterations: int | None = None, precision: str = "flo
     stopped_early = iterations is not None and trace.size < iterations
     converged, stall, short = certified_verdict(final_change, tol, precision, stopped_early, estimated_gap)
     return Outcome(trace, None, None, final_change, converged, stall, short)
+
+
+def finished_as(status: str, converged, stalled, short) -> str:
+    """A run's status in one word: for one that finished ("ok"), what its stopping test and
+    float64 check said ("converged", "not converged", "stalled", "short"), so that a table
+    agrees with the notes that say "not converged"; else its status (diverged, ...)."""
+    if status != "ok" or converged is None or converged != converged:  # None or NaN: no tolerance was set
+        return status
+    if converged:
+        return "converged"
+    return "stalled" if stalled else "short" if short else "not converged"

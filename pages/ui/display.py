@@ -14,7 +14,7 @@ from core.charts import decimate, theme
 from core.cluster.errors import WorkerDied
 from core.results import agreement, spread, stability
 from core.results.ordering import listed
-from core.results.outcome import short_note, stall_note
+from core.results.outcome import finished_as, short_note, stall_note
 from core.results.result import RunResult
 from core.spec import SpecError
 from pages.ui.text import md, public
@@ -129,16 +129,6 @@ def table(data, **options):
     """`st.dataframe` with the tables' placeholder for a missing value (`MISSING`); returns what
     it returns (a selection event, where `on_select` asks for one)."""
     return st.dataframe(data, placeholder=MISSING, **options)
-
-
-def finished_as(status: str, converged, stalled, short) -> str:
-    """The status column's word for a run: for one that finished ("ok"), what its stopping
-    test and float64 check said, so that the table agrees with the page's "not converged"."""
-    if status != "ok" or converged is None or pd.isna(converged):
-        return status
-    if converged:
-        return "converged"
-    return "stalled" if stalled else "short" if short else "not converged"
 
 
 def show_runs_table(frame: pd.DataFrame, **kwargs) -> None:

@@ -108,7 +108,7 @@ def test_the_time_chart_starts_on_the_fits_own_clock_where_compiling_dwarfs_ever
 
 
 def test_a_finished_runs_status_says_how_it_ended():
-    from pages.ui.display import finished_as
+    from core.results.outcome import finished_as
 
     assert finished_as("ok", True, False, False) == "converged"
     assert finished_as("ok", False, True, False) == "stalled"
