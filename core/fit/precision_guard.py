@@ -92,7 +92,8 @@ def check_float32(counts: np.ndarray) -> Float32Check:
                    f"{max_count:,.0f} would move the ELBO by about {estimate:.0e} of itself, more than the "
                    f"{REFUSE_ABOVE:.0e} at which a fit counts as converged; choose float64")
     elif estimate > WARN_ABOVE:
+        # Two digits: at one, an estimate of 1.2e-6 read "about 1e-06, more than the 1e-06".
         warning = (f"float32 rounding of the ELBO terms of counts as large as {max_count:,.0f} may move the ELBO "
-                   f"by about {estimate:.0e} of itself, more than the {WARN_ABOVE:.0e} float32 ELBOs are held to "
-                   "elsewhere (the fitted parameters are not affected): compare ELBOs in float64")
+                   f"by about {estimate:.1e} of itself, more than the {WARN_ABOVE:.0e} this lab promises for a "
+                   "float32 ELBO (the fitted parameters are not affected): compare ELBOs in float64")
     return Float32Check(estimate, max_count, refusal, warning)

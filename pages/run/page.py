@@ -161,9 +161,11 @@ with body:
     remedies = {(r.remedy, r.optimizer) for r in shown
                 if r.remedy is not None and settings.remedy_pending(r.remedy, r.optimizer)}
     # A fit that ran out of iterations is no dead end either: one click puts four times as many in
-    # the sidebar, and Run then fits again from the start under the larger cap.
+    # the sidebar, and at least the default's (microcosm 150 x 280 stopped at 50 needed 246: four
+    # times 50 would have been a second dead end), and Run then fits again from the start.
     capped = [r for r in display.still_moving(shown) if r.status == "ok"]
-    more = min(4 * max((r.iterations for r in capped), default=0), settings.iterations_cap())
+    more = min(max(4 * max((r.iterations for r in capped), default=0), settings.DEFAULTS.iterations),
+               settings.iterations_cap())
     more_iterations = bool(capped) and more > settings.current().iterations
     # A run whose ELBO still changed by over SWITCH_FACTOR times its tolerance is far from it: four
     # times the iterations of a gradient optimizer rarely get there, the default optimizer in tens.

@@ -68,7 +68,8 @@ FIT_COLUMNS = {
     # "run", not "iterations": beside the settings' Iterations (the cap) a bare name read as either.
     "iterations_run": st.column_config.NumberColumn("iterations run", help="iterations run: the cap, or fewer where "
                                                                           "the fit stopped at its tolerance"),
-    "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.1f",
+    # Two decimals: at one, float32's -17,831.117 and float64's -17,831.096 (1.2e-6 apart) read alike.
+    "final_elbo": st.column_config.NumberColumn("final ELBO", format="%.2f",
                                                 help="the ELBO itself, exact log Y! (gammaln); missing where it "
                                                      f"blew up past ±{SHOWN_ELBO_LIMIT:.0e} (the notes below say "
                                                      "to what)"),
@@ -173,11 +174,17 @@ def still_moving(results: list[RunResult]) -> list[RunResult]:
 def show_run_notes(results: list[RunResult]) -> None:
     """What a reader of these runs' numbers must know: divergence, warnings, convergence, a busy
     machine."""
+    # A warning the runs share (columns dropped from one CSV) once, naming them all: one per
+    # strategy said the same words three times.
+    shared: dict[str, list[str]] = {}
+    for result in results:
+        for warning in result.warnings:
+            shared.setdefault(warning, []).append(result.strategy)
+    for warning, strategies in shared.items():
+        st.warning(f"{md(listed(strategies))}: {md(warning)}", icon=":material/warning:")
     for result in results:
         if result.error:
             st.warning(f"{md(result.strategy)}: {md(result.error)}", icon=":material/warning:")
-        for warning in result.warnings:
-            st.warning(f"{md(result.strategy)}: {md(warning)}", icon=":material/warning:")
         if result.stalled:
             st.warning(f"{md(result.strategy)}: {md(stall_note(result.final_change, result.precision))}",
                        icon=":material/warning:")

@@ -103,7 +103,8 @@ class Settings:
                                d=whole("d", self.sim_d), seed=whole("seed", self.sim_seed))
         if self.upload is None and self.upload_error:
             # The sidebar says it too, below the fold of a small screen: the page says which file.
-            raise SpecError(f"the upload was refused: {self.upload_error}")
+            # "Cannot be used", not "was refused": a formula's typo ends here too, with the files fine.
+            raise SpecError(f"the uploaded data cannot be used: {self.upload_error}")
         if self.upload is None:
             raise AwaitingUpload("Upload a counts CSV in the sidebar to fit your own data (or pick oaks or "
                                  "simulated data).")

@@ -249,7 +249,7 @@ def test_run_page_runs_stores_and_shows_results(store):
                                   "to solution") and re.search(r"ran its 6 iterations fastest \(checked in float64, "
                                                                r"its gradient puts it about \de-\d\d \(relative\) "
                                                                r"below the optimum\)", c.value)
-               and c.value.endswith("fits as run. The button under Numbers sets Iterations to 24, for the next Run.")
+               and c.value.endswith("fits as run. The button under Numbers sets Iterations to 500, for the next Run.")
                for c in at.caption)
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)
     # Three narrow tables (none scrolls sideways on a projector): timings, compilation, fit.
@@ -260,12 +260,12 @@ def test_run_page_runs_stores_and_shows_results(store):
     # The status says what the page says: these 6 iterations did not converge (a finished run is not just "ok").
     assert set(table["status"]) == {"not converged"}
     # The same spec again: the stored runs are shown at once, nothing runs. Out of iterations,
-    # not at a dead end: a button offers four times as many.
-    assert [b.label for b in at.button] == ["Run again", "Set Iterations to 24"]
+    # not at a dead end: a button offers four times as many, and at least the default's 500.
+    assert [b.label for b in at.button] == ["Run again", "Set Iterations to 500"]
     at.run()
     assert not [c.value for c in at.caption if "shared store" in c.value]
     again = tiny_problem(open_app())
-    assert [b.label for b in again.button] == ["Run again", "Set Iterations to 24"]
+    assert [b.label for b in again.button] == ["Run again", "Set Iterations to 500"]
     # A new session has run none of them, and is told whose they are.
     assert any(c.value.endswith("· all from the shared store, not run in this session") for c in again.caption)
     assert len(again.get(CHART)) >= 4 and len(store.list()) == 2
@@ -276,11 +276,12 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert not again.exception, [e.value for e in again.exception]
     assert sorted(r.iterations for r in store.list()) == [6, 6, 11, 11]
     # (11 iterations met the tolerance: no button there.) In the first session, one click sets
-    # the sidebar's Iterations to four times the runs', and Run offers the new fits.
+    # the sidebar's Iterations to the default's 500 (four times the runs' is fewer), and Run
+    # offers the new fits.
     assert [b.label for b in again.button] == ["Run again"]
     at.button(key="run_more_iterations").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.sidebar.number_input(key="sb_iterations").value == 24
+    assert at.sidebar.number_input(key="sb_iterations").value == 500
     assert [b.label for b in at.button] == ["Run 2 strategies"]
 
 
@@ -295,7 +296,7 @@ def test_a_gradient_optimizer_far_from_its_tolerance_is_offered_the_one_that_con
     assert not at.exception, [e.value for e in at.exception]
     run = store.list()[0]
     assert run.optimizer == "adam" and run.final_change > 1000 * run.tol
-    assert [b.label for b in at.button] == ["Run again", "Set Iterations to 24", "Switch to preconditioned_lbfgs"]
+    assert [b.label for b in at.button] == ["Run again", "Set Iterations to 500", "Switch to preconditioned_lbfgs"]
     assert any("switch to preconditioned_lbfgs, for the next Run" in c.value for c in at.caption)
     at.button(key="run_switch_optimizer").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -740,7 +741,7 @@ def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):
     assert "height" in errors, errors
     # The page says which file was refused, not that no counts were given.
     shown = " ".join(plain(e.value) for e in at.main.error)
-    assert "the upload was refused" in shown and "height" in shown, shown
+    assert "the uploaded data cannot be used" in shown and "height" in shown, shown
     assert len(store.list()) == 1
 
 
@@ -934,6 +935,17 @@ def test_runs_timed_on_a_busy_machine_say_so_beside_the_headline(store):
     assert not at.exception
     (badge,) = [m for m in at.markdown if "timings: busy" in m.value]
     assert "other processes used 58% of the cores" in badge.help
+
+
+def test_a_warning_the_runs_share_is_said_once_naming_them_all(store):
+    said = "dropped 1 all-zero column of the counts (column 2): it has no finite optimum"
+    for strategy in ("scan", "scan_namedtuple"):
+        run = fake_run(strategy)
+        run.warnings = [said]
+        store.add(run)
+    at = open_app()
+    shown = [plain(w.value) for w in at.warning if said in plain(w.value)]
+    assert shown == [f"scan and scan_namedtuple: {said}"], shown
 
 
 def test_repeats_that_ranged_widely_say_so_beside_the_headline(store):
