@@ -50,6 +50,9 @@ def show_refusal(exc: SpecError) -> None:
         st.info(md(str(exc)), icon=":material/upload_file:")
     else:
         st.error(public(exc), icon=":material/error:")
+        # The page's results give way to the error: said, or they read as lost work.
+        st.caption(":material/inventory_2: Nothing stored is lost: Compare lists every run, and the earlier "
+                   "settings (or files) bring their results back here.")
 
 
 @dataclasses.dataclass(frozen=True)

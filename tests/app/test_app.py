@@ -742,6 +742,8 @@ def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):
     # The page says which file was refused, not that no counts were given.
     shown = " ".join(plain(e.value) for e in at.main.error)
     assert "the uploaded data cannot be used" in shown and "height" in shown, shown
+    # Its results give way to the error: said not to be lost.
+    assert any("Nothing stored is lost" in c.value for c in at.main.caption)
     assert len(store.list()) == 1
 
 
