@@ -156,7 +156,12 @@ def coinciding_note(elbo_long: pd.DataFrame) -> str:
         return ""
     # `elbo_curves` draws the lines in this order, so the last of a group is the one on top: its
     # colour is the one seen.
-    said = "; ".join(f"{listed(group)} (in {group[-1]}'s colour)" for group in groups)
+    # A run named "#12 scan · preconditioned_lbfgs · log_rates_sd" (Compare) by its number alone: the
+    # legend beside it says the rest, and a dozen full names made the caption a paragraph.
+    def short(label: str) -> str:
+        return label.split(" ", 1)[0] if label.startswith("#") else label
+
+    said = "; ".join(f"{listed(map(short, group))} (in {short(group[-1])}'s colour)" for group in groups)
     return f" Identical curves, drawn over one another, so one line shows each group: {said}."
 
 

@@ -500,6 +500,10 @@ def test_coinciding_curves_are_named_and_near_ones_are_not():
     assert lines.coinciding_curves(frame) == [["eager", "jit_step"], ["scan", "scan_namedtuple", "scan_pytree_class"]]
     assert "eager and jit_step (in jit_step's colour); scan, " in lines.coinciding_note(frame)
     assert lines.coinciding_curves(frame.iloc[:0]) == []
+    # Compare's runs by their numbers alone: their legend says the rest.
+    numbered = frame.assign(label="#" + frame["run_id"].astype(str) + " " + frame["label"] + " · adam")
+    said = lines.coinciding_note(numbered)
+    assert said.endswith("each group: #1, #2 and #4 (in #4's colour); #3 and #5 (in #5's colour)."), said
     # And the chart draws each group's named curve last (on top), whatever the runs' ids: scan_pytree_class
     # is run 1 here, and drawn in id order the scan runs after it covered it.
     drawn = pd.concat(_datasets(lines.elbo_curves(frame).to_dict()))
