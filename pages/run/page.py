@@ -98,12 +98,7 @@ with cold_slot:
                      help="compile from scratch: skip the in-memory and on-disk compilation caches for this run, so "
                           "the compile time is measured again; the new executables are cached afterwards")
 
-# The run's place, then the results'. During a run the results' place holds an empty element:
-# Streamlit keeps the last script's elements until the new one replaces them, so the last
-# results stood faded under the status box until the run ended. Other scripts draw the results
-# in a container, which replaces the last one's in place, with no blank between them.
-progress = st.empty()
-body = st.empty() if clicked else st.container()
+progress, body = running.places(clicked)  # no faded last results under the run
 error = None
 if clicked:
     todo = missing or specs

@@ -81,13 +81,7 @@ if warm_up:
 else:  # a step reached with Next runs on arrival, with the steps before it that have not run
     # (its speed-up is since step 1); one reached by a link waits for a click
     todo = [i for i in range(current + 1) if runs[i] is None] if arrived_by_next else []
-# The timing's place, then the page's. During a timing the page's place holds an empty element:
-# Streamlit keeps the last script's elements until the new one replaces them, and a container
-# drawn there, even a new one, kept the last step's body under the status box, faded, until
-# the timing ended (step 1's text under "Step 2" for 25 s). Other scripts draw the page in a
-# container, which replaces the last one's elements in place, with no blank between them.
-timing = st.empty()
-page = st.empty() if todo else st.container()
+timing, page = running.places(bool(todo))  # no faded last step under the timing
 error = None
 if todo:
     with timing.container():

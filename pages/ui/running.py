@@ -101,6 +101,21 @@ class _Reporter:
         display.chart(chart, slot=self.live, legend="right")
 
 
+def places(running: bool):
+    """(the run's place, the page's place under it), for a page that runs work in a status box
+    above what it shows.
+
+    During a run the page's place holds an empty element: Streamlit keeps the last script's
+    elements until the new one replaces them, and a container drawn there, even a new one,
+    kept the last results under the status box, faded, until the run ended (Story: step 1's
+    text under "Step 2" for 25 s; Run: the last results under Run again's). Other scripts
+    draw the page in a container, which replaces the last one's elements in place, with no
+    blank between them. A run that ends in an error draws the page after all: `.container()`
+    of its place.
+    """
+    return st.empty(), (st.empty() if running else st.container())
+
+
 def queue_notice(slot):
     """A `Progress` callback for work that is not a fit (an inspection, a demonstration, a
     measurement of peaks): while it waits for a worker and the device, `slot` (an `st.empty`)
