@@ -94,12 +94,22 @@ def precision_and_logdet(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
         return precision, model._logdet_spd(precision.astype(model.wide_dtype(precision.dtype)))
 
 
+def tracing_platform() -> str:
+    """The platform ("cpu", "gpu", "tpu") of the program being traced: the device the fit
+    runs on (`jax.default_device`, which the engine sets), else JAX's default backend. Inside
+    a trace the arrays are abstract and carry no device to ask."""
+    device = jax.config.jax_default_device
+    if device is None:
+        return jax.default_backend()
+    return device if isinstance(device, str) else device.platform
+
+
 def forms_precision(data: model.PLNData | model.PaddedPLNData) -> bool:
     """Whether an evaluation on `data` needs Omega itself on its way (Sigma's own factor:
     R Omega is a product with it), rather than only R Omega and diag Omega (through the
     rows, where Omega is one product more, of p^2 n)."""
     rows, p = data.counts.shape
-    return not row_path.through_rows(rows, p, jnp.dtype(data.counts.dtype).name)
+    return not row_path.through_rows(rows, p, jnp.dtype(data.counts.dtype).name, tracing_platform())
 
 
 def precision_terms(residual: jax.Array, column_variance: jax.Array, n) -> tuple[jax.Array, ...]:
@@ -117,7 +127,7 @@ def precision_terms(residual: jax.Array, column_variance: jax.Array, n) -> tuple
     (`precision_and_logdet`).
     """
     rows, p = residual.shape
-    if not row_path.through_rows(rows, p, jnp.dtype(residual.dtype).name):
+    if not row_path.through_rows(rows, p, jnp.dtype(residual.dtype).name, tracing_platform()):
         precision, logdet = precision_and_logdet((residual.T @ residual + jnp.diag(column_variance)) / n)
         return precision, logdet, residual @ precision, jnp.diagonal(precision)
     wide = model.wide_dtype(residual.dtype)

@@ -85,7 +85,7 @@ def device_bytes(spec: FitSpec, shape: tuple[int, int, int]) -> int:
     arrays = N_P_ARRAYS_BY_OPTIMIZER.get(optimizer, N_P_ARRAYS_DONATING)
     arrays += 0 if catalog.runnable(spec.strategy).donates_state else NOT_DONATING_EXTRA
     wide = 0
-    if optimizer in PROFILED_OPTIMIZERS and row_path.through_rows(n, p, spec.precision):
+    if optimizer in PROFILED_OPTIMIZERS and row_path.through_rows(n, p, spec.precision, spec.device):
         square = P_P_ARRAYS_THROUGH_ROWS_BY_OPTIMIZER.get(optimizer, P_P_ARRAYS_THROUGH_ROWS[spec.precision])
         wide = 8 * WIDE_N_P_ARRAYS_THROUGH_ROWS * n * p  # float64 whatever the fit's precision
     else:

@@ -121,6 +121,28 @@ def test_through_the_rows_where_there_are_fewer_rows_than_columns():
     assert row_path.through_rows(59, 60, "float64") and not row_path.through_rows(60, 60, "float64")
     # float32 goes through float64 products there, worth it at half as many rows or fewer.
     assert row_path.through_rows(30, 60, "float32") and not row_path.through_rows(31, 60, "float32")
+    # A GPU's float64 costs it less: there float32 goes through the rows wherever float64 does;
+    # a TPU emulates float64 and keeps the CPU's rule.
+    assert row_path.through_rows(59, 60, "float32", "gpu") and not row_path.through_rows(60, 60, "float32", "gpu")
+    assert not row_path.through_rows(31, 60, "float32", "tpu")
+
+
+def test_the_way_is_chosen_for_the_device_the_fit_is_traced_for(monkeypatch):
+    # The engine traces a fit under jax.default_device(its device); the arrays of a trace carry
+    # none, so the platform comes from there, else from JAX's default backend.
+    cpu, seen = jax.devices("cpu")[0], []
+    with jax.default_device(cpu):
+        jax.jit(lambda x: seen.append(profiled.tracing_platform()) or x)(0)
+    assert seen == ["cpu"]
+    with jax.default_device("cpu"):
+        assert profiled.tracing_platform() == "cpu"
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert profiled.tracing_platform() == "gpu"
+    counts = simulate(40, 60, seed=1)
+    data = model.make_data(counts.counts, counts.offsets, counts.covariates, "float32")
+    assert not profiled.forms_precision(data)  # 40 x 60 in float32: through the rows on a GPU alone
+    with jax.default_device(cpu):
+        assert profiled.forms_precision(data)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

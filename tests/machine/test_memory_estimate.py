@@ -4,6 +4,8 @@ the temporaries), with a margin but not wildly over."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from specs import tutorial_spec
 
@@ -55,3 +57,22 @@ def test_on_the_cpu_the_host_copies_of_the_data_count_too():
     shape = (1000, 50, 1)
     assert memory_estimate.needed_bytes(cpu, shape) == (memory_estimate.device_bytes(cpu, shape)
                                                         + memory_estimate.host_bytes(cpu, shape))
+
+
+def test_a_gpu_fit_is_estimated_by_the_way_it_makes_omega_there(monkeypatch):
+    # At 120 x 200 float32 goes through the rows' n x n matrix on a GPU and through Sigma's
+    # factor elsewhere (`core.fit.row_path`). The fit is compiled here the GPU's way (the CPU
+    # having no GPU) and the estimate for a GPU spec must cover what XLA holds then.
+    from core.fit import row_path
+
+    shape = (120, 200, 1)
+    spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=120, p=200), strategy="scan", iterations=3,
+                         precision="float32", optimizer=OptimizerSpec("preconditioned_lbfgs"), repeats=1, tol=1e-9)
+    rule = row_path.through_rows
+    with monkeypatch.context() as patched:
+        patched.setattr(row_path, "through_rows", lambda rows, p, precision, platform="cpu": rule(rows, p, precision,
+                                                                                                 "gpu"))
+        xla = _xla_peak_bytes(spec)
+    on_gpu = memory_estimate.device_bytes(dataclasses.replace(spec, device="gpu"), shape)
+    assert xla <= on_gpu <= 2.0 * xla, (on_gpu / xla, on_gpu, xla)
+    assert on_gpu != memory_estimate.device_bytes(spec, shape)
