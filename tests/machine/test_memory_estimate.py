@@ -63,6 +63,10 @@ def test_a_gpu_fit_is_estimated_by_the_way_it_makes_omega_there(monkeypatch):
     # At 120 x 200 float32 goes through the rows' n x n matrix on a GPU and through Sigma's
     # factor elsewhere (`core.fit.row_path`). The fit is compiled here the GPU's way (the CPU
     # having no GPU) and the estimate for a GPU spec must cover what XLA holds then.
+    # JAX's caches are emptied around it: a trace of the same fit made the CPU's way must not
+    # stand in for it, nor it for a later test's.
+    import jax
+
     from core.fit import row_path
 
     shape = (120, 200, 1)
@@ -72,7 +76,11 @@ def test_a_gpu_fit_is_estimated_by_the_way_it_makes_omega_there(monkeypatch):
     with monkeypatch.context() as patched:
         patched.setattr(row_path, "through_rows", lambda rows, p, precision, platform="cpu": rule(rows, p, precision,
                                                                                                  "gpu"))
-        xla = _xla_peak_bytes(spec)
+        jax.clear_caches()
+        try:
+            xla = _xla_peak_bytes(spec)
+        finally:
+            jax.clear_caches()
     on_gpu = memory_estimate.device_bytes(dataclasses.replace(spec, device="gpu"), shape)
     assert xla <= on_gpu <= 2.0 * xla, (on_gpu / xla, on_gpu, xla)
     assert on_gpu != memory_estimate.device_bytes(spec, shape)
