@@ -17,9 +17,7 @@ Variables M and u = log S (two (n, p) arrays, kept apart). One iteration:
    derivative once the loss changes by less than its own rounding. A step too small to move
    the point passes neither. On oaks
    the unit step is taken in about 19 iterations of 20. A search that finds no such step
-   (`MAX_HALVINGS`, or sooner: once the decrease the next halving predicts is under the
-   loss's rounding and the slope has not risen by a tenth, where no smaller step can pass)
-   is tried again along -H0 g; when that fails too, the iteration stays
+   (`MAX_HALVINGS`) is tried again along -H0 g; when that fails too, the iteration stays
    where it is: a step that makes the ELBO non-finite, or lowers it beyond its rounding, is
    never taken (`_safe_search`).
 3. the pair (s, y) = (t d, g_new - g) is kept if s.y = t (g_new.d - g.d) > 1e-6 t
@@ -371,16 +369,7 @@ def _safe_search(start_mean, own: PreconditionedLbfgsState, direction: Latent, s
         return ~accepted(search) & (search.phase < _GAVE_UP)
 
     def next_trial(search: _Search) -> _Search:
-        # No smaller step can pass once the next halving's predicted decrease is one the loss
-        # cannot resolve (Armijo's test) while this trial's slope has not risen by a tenth
-        # (Wolfe's): the slope changes about in proportion to the step, so half the step
-        # raises it less. Halving on to `MAX_HALVINGS` then only spent evaluations: near
-        # float32's resolution a search did so along both directions, 60 evaluations in one
-        # iteration (crossover 500 x 4, counts to 1e5). A CPU makes them in microseconds; on a
-        # GPU each is kernels and a sync of the loop's test, a float32 fit's milliseconds.
-        unresolvable = -0.5 * search.t * search.slope <= jnp.finfo(dtype).eps * jnp.abs(own.loss)
-        flat = search.new_slope < WOLFE_SIGMA * search.slope
-        exhausted = (search.halvings >= MAX_HALVINGS) | (unresolvable & flat)
+        exhausted = search.halvings >= MAX_HALVINGS
         turn = exhausted & (search.phase == _ALONG_DIRECTION)
         give_up = exhausted & (search.phase == _ALONG_STEEPEST)
         along, along_slope = jax.lax.cond(turn, lambda: _steepest(own, _h0(own, data)),
