@@ -76,8 +76,13 @@ def test_cold_compiles_from_scratch_every_time_and_leaves_the_cache_filled(store
 
 
 def test_export_then_import_into_another_store(store, tmp_path):
-    assert cli("run", "--dataset", "simulated", "--n", "30", "--p", "4", "--iterations", "5", "--repeats", "1",
-               env=store).returncode == 0
+    ran = cli("run", "--dataset", "simulated", "--n", "30", "--p", "4", "--iterations", "5", "--repeats", "1",
+              "--precision", "float32", env=store)
+    assert ran.returncode == 0
+    # The ELBO to the digits float32 holds, on the run's line and in the list; JSON has them all.
+    elbo = re.search(r"final ELBO (\S+)", ran.stdout).group(1)
+    assert len(elbo.lstrip("-").replace(".", "").lstrip("0")) <= 8, elbo
+    assert f"ELBO {elbo}" in cli("list", env=store).stdout
     exported = tmp_path / "runs.json"
     assert cli("export", str(exported), env=store).returncode == 0
     other = dict(store, PLNLAB_DB=str(tmp_path / "other.sqlite3"))

@@ -8,7 +8,7 @@ import sys
 from core import catalog, config
 from core.cli import EXIT_OK
 from core.cli.arguments import check_strategies, dataset_spec, fit_spec
-from core.cli.output import StderrProgress, print_json, print_run, read_csv_saying_how
+from core.cli.output import StderrProgress, elbo_text, print_json, print_run, read_csv_saying_how
 from core.spec import DEFAULTS, FitSpec, SpecError
 
 
@@ -55,7 +55,8 @@ def command_run(args) -> int:
         result = engine.run(spec, counts, on_progress=progress, hold_device=False, cold=args.cold)
     if not primary:
         # Every process computed the same fit; process 0 alone writes it.
-        sys.stderr.write(f"{label}: not stored (process 0 stores the run); final ELBO {result.final_elbo}\n")
+        sys.stderr.write(f"{label}: not stored (process 0 stores the run); "
+                         f"final ELBO {elbo_text(result.final_elbo, result.precision)}\n")
         if args.json:
             print_json(result.to_dict())
         return EXIT_OK

@@ -23,6 +23,14 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def elbo_text(elbo: float | None, precision: str) -> str:
+    """An ELBO to the digits its precision holds (8 significant in float32, 12 in float64):
+    the full repr printed float32's rounding as if it were data. JSON keeps every digit."""
+    if elbo is None or not math.isfinite(elbo):
+        return str(elbo)
+    return f"{elbo:.{8 if precision == 'float32' else 12}g}"
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(json_safe(value)) + "\n")
     sys.stdout.flush()
@@ -86,7 +94,7 @@ def print_run(result, as_json: bool) -> None:
     print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {ended}; "
           f"compile {result.compile_s:.3f} s ({result.cache}), first call {result.first_call_s:.3f} s, "
           f"steady {result.run_s:.4f} s = {result.iterations_run} iterations x {result.per_iter_ms:.3f} ms"
-          f"{solved}; final ELBO {result.final_elbo}")
+          f"{solved}; final ELBO {elbo_text(result.final_elbo, result.precision)}")
     for line in ([result.error] if result.error else []) + convergence(result) + result.warnings:
         print(f"  {line}")
 

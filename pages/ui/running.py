@@ -382,11 +382,12 @@ def _run_batch(cluster, store, specs: list[FitSpec], reporters: list[_Reporter],
 
 
 def close_status(status, cancel_slot, stored: int, error: str | None) -> None:
-    """End a batch's status box: its cancel button gone, how many runs were stored, and the
-    error that stopped it (left open) or done (folded)."""
+    """End a batch's status box: its cancel button gone, how many runs were stored, and
+    stopped (left open) or done (folded). The error that stopped it is the page's to show,
+    under the box: said in the box's title too, a refusal read twice."""
     cancel_slot.empty()
     done = f"{stored} run{'s' * (stored != 1)} stored"
     if error:
-        status.update(label=f"Stopped: {done}; {error}", state="error", expanded=True)
+        status.update(label=f"Stopped: {done}; why is said below", state="error", expanded=True)
     else:
         status.update(label=f"Done: {done}", state="complete", expanded=False)
