@@ -44,10 +44,21 @@ class Timing:
             spec, prep, report, cancel, budget, cold)
         strategy, problem = prep.strategy, prep.problem
         self._between_steps = None
+        # Whether the budget stopped the first call's loop: a fit is timed out only where its
+        # own work was cut, not because a budget it shares with fits timed beside it passed
+        # after it had finished (its curve and repeats whole).
+        self._first_call_cut = False
         chunked = problem.iterations_per_call < problem.iterations
         if strategy.python_loop or chunked:
-            self._between_steps = (progress.live_elbo_reporter(report, problem.iterations, cancel, budget)
-                                   if watched else progress.stop_checker(cancel, budget))
+            between = (progress.live_elbo_reporter(report, problem.iterations, cancel, budget)
+                       if watched else progress.stop_checker(cancel, budget))
+
+            def between_steps(i, value) -> bool:
+                stop = between(i, value)
+                self._first_call_cut = self._first_call_cut or (stop and i + 1 < problem.iterations)
+                return stop
+
+            self._between_steps = between_steps
         self._repeat_counter = CompileCounter()
         self._recompiles: list[compile_log.Compile] = []
         report(Progress("first_call", 0, problem.iterations))
@@ -107,7 +118,7 @@ class Timing:
             optimizer=spec.optimizer.name, lr=spec.optimizer.lr, init=spec.init,
             final_latent=self.final_latent,
             chunk_iterations=problem.chunk,
-            timed_out=budget is not None and budget.passed,
+            timed_out=self._first_call_cut or (budget is not None and budget.passed and len(times) < spec.repeats),
             from_scratch=self.cold and strategy.compiled_ahead,
             warnings=recompile_warnings(self._recompiles),
         )

@@ -67,6 +67,27 @@ def test_runs_timed_together_say_that_they_shared_the_budget(monkeypatch, no_flo
         assert "time budget of 1 s per run, shared by the 2 strategies timed together (PLNLAB" in result.error
 
 
+def test_a_fit_timed_together_that_finished_before_the_budget_passed_is_not_timed_out(monkeypatch, no_floors):
+    # Three strategies timed together at oaks x1,000 passed their shared 300 s after the first
+    # had run its curve and all its repeats: all three were stored as timed out, and the page
+    # said "No run finished" beside that fit's whole curve. Only a fit whose own work was cut
+    # is. The budget here passes at the repeats' fourth check: the first fit has had both its
+    # repeats (checks 1 and 3), the second one of them (check 2; its second would follow check 4).
+    specs = [_spec(strategy=strategy, iterations=30, repeats=2) for strategy in ("scan", "scan_pytree_class")]
+    checks = []
+
+    def over(self) -> bool:
+        checks.append(None)
+        self.passed = self.passed or len(checks) >= 4
+        return self.passed
+
+    monkeypatch.setattr(budget.Budget, "over", over)
+    monkeypatch.setenv("PLNLAB_MIN_MEASURED_S", "0")  # exactly the spec's repeats
+    finished, cut = engine.run_together(specs, cache=prepared.ExecutableCache())
+    assert finished.status == "ok" and len(finished.repeat_times) == 2 and finished.error is None
+    assert cut.status == "timed_out" and len(cut.repeat_times) == 1 and "1 of 2 timed repeats" in cut.error
+
+
 def test_the_budget_holds_within_about_one_call(tmp_path, monkeypatch):
     """A compiled loop stops only between calls: its calls are short (about 0.3 s of work on a
     CPU, a second or so on a busy one), so a run ends within about one call of its budget;
