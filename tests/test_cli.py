@@ -119,7 +119,7 @@ BAD_INPUTS = [
     (["import", "/nonexistent.json"], "no such file"),
     (["frobnicate"], "invalid choice"),
     (["run", "--dataset", "simulated", "--n", "10000000", "--p", "2000", "--precision", "float64"],
-     "not enough memory: this fit needs about 8,640.42 GB"),
+     "not enough memory: this fit needs about 8,640 GB"),
     (["run", "--optimizer", "adam", "--lr", "nan"], "lr must be between"),
     (["run", "--tol", "-0.1"], "tol must be between"),
     (["run", "--dataset", "simulated", "--p", "0"], "p must be between"),

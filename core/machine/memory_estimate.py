@@ -137,7 +137,9 @@ def estimate(spec: FitSpec, counts=None) -> Estimate | None:
 
 
 def _gb(value: int) -> str:
-    return f"{value / 1e9:,.2f} GB"
+    """Gigabytes to the digits an estimate holds (three or so: "112 GB", "24.0 GB")."""
+    gigabytes = value / 1e9
+    return f"{gigabytes:,.{0 if gigabytes >= 100 else 1 if gigabytes >= 10 else 2}f} GB"
 
 
 def check(spec: FitSpec, counts=None) -> None:
@@ -148,5 +150,5 @@ def check(spec: FitSpec, counts=None) -> None:
     n, p, _ = shape_of(spec, counts)
     raise SpecError(
         f"not enough memory: this fit needs about {_gb(found.needed_bytes)} (n = {n:,}, p = {p:,}, "
-        f"{spec.precision}) and the {spec.device} has {_gb(found.free_bytes)} free; use fewer rows, "
-        f"float32 or a device with more memory")
+        f"{spec.precision}) and the {spec.device} has {_gb(found.free_bytes)} free; use fewer rows"
+        f"{', float32' if spec.precision == 'float64' else ''} or a device with more memory")

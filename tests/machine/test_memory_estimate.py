@@ -5,6 +5,7 @@ the temporaries), with a margin but not wildly over."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from specs import tutorial_spec
@@ -84,3 +85,19 @@ def test_a_gpu_fit_is_estimated_by_the_way_it_makes_omega_there(monkeypatch):
     on_gpu = memory_estimate.device_bytes(dataclasses.replace(spec, device="gpu"), shape)
     assert xla <= on_gpu <= 2.0 * xla, (on_gpu / xla, on_gpu, xla)
     assert on_gpu != memory_estimate.device_bytes(spec, shape)
+
+
+@pytest.mark.parametrize("precision, advice", [("float64", "use fewer rows, float32 or a device with more memory"),
+                                               ("float32", "use fewer rows or a device with more memory")])
+def test_a_refusal_says_its_estimate_to_three_digits_and_offers_float32_only_to_float64(monkeypatch, precision,
+                                                                                        advice):
+    from core.spec import SpecError
+
+    monkeypatch.setattr(memory_estimate, "free_bytes", lambda platform: 24_003_000_000)
+    spec = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=10_000_000, p=50), precision=precision)
+    with pytest.raises(SpecError) as refused:
+        memory_estimate.check(spec)
+    said = str(refused.value)
+    assert advice in said and "has 24.0 GB free" in said
+    needed = re.search(r"needs about ([\d.,]+) GB \(n = 10,000,000", said).group(1)
+    assert len(needed.replace(".", "").replace(",", "")) == 3, said

@@ -95,7 +95,7 @@ def test_a_spec_too_big_for_free_memory_is_refused_before_loading():
     device = 8 * (18 * 10_000_000 * 2000 + 5 * 2000**2 + 2 * 10_000_000 + 6 * 2000)
     assert found.needed_bytes == device + 32 * 10_000_000 * 2000 and not found.fits
     start = time.perf_counter()
-    with pytest.raises(SpecError, match=r"not enough memory: this fit needs about 3,520\.32 GB"):
+    with pytest.raises(SpecError, match=r"not enough memory: this fit needs about 3,520 GB"):
         engine.run(spec)
     assert time.perf_counter() - start < 2  # refused without drawing 20 billion numbers
 
