@@ -248,7 +248,7 @@ def test_run_page_runs_stores_and_shows_results(store):
     assert any(c.value.startswith("None met the tolerance (1e-07) within its iterations, so no strategy has a time "
                                   "to solution") and re.search(r"ran its 6 iterations fastest \(checked in float64, "
                                                                r"its gradient puts it about \de-\d\d \(relative\) "
-                                                               r"below the optimum\)", c.value)
+                                                               r"below the optimum, to within a few times\)", c.value)
                and c.value.endswith("fits as run. The button under Numbers sets Iterations to 500, for the next Run.")
                for c in at.caption)
     assert any("-badge[" in m.value and "agree" in m.value for m in at.markdown)

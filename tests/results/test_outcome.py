@@ -205,7 +205,7 @@ def test_a_fit_that_ran_out_of_iterations_says_how_far_it_believes_it_is():
     said = outcome.capped_note(7.8e-4, 1e-7, 10, 1.2e-3)
     assert said == ("not converged: the relative ELBO change was still 7.8e-04 after all 10 iterations, above the "
                     "tolerance 1e-07; checked in float64, its gradient puts it about 1e-03 (relative) below the "
-                    "optimum; run more iterations")
+                    "optimum, to within a few times; run more iterations")
     # Without the float64 check (a peer, data drawn on the devices), the change alone.
     assert "gradient" not in outcome.capped_note(7.8e-4, 1e-7, 10, None)
 
