@@ -82,7 +82,10 @@ def test_export_then_import_into_another_store(store, tmp_path):
     # The ELBO to the digits float32 holds, on the run's line and in the list; JSON has them all.
     elbo = re.search(r"final ELBO (\S+)", ran.stdout).group(1)
     assert len(elbo.lstrip("-").replace(".", "").lstrip("0")) <= 8, elbo
-    assert f"ELBO {elbo}" in cli("list", env=store).stdout
+    listed = cli("list", env=store).stdout
+    assert f"ELBO {elbo}" in listed
+    # Compile as the dashboard counts it (trace, lower, compile), with where the program came from.
+    assert re.search(r"compile \d+\.\d{3} s \((compiled|disk|memory)\)", listed), listed
     exported = tmp_path / "runs.json"
     assert cli("export", str(exported), env=store).returncode == 0
     other = dict(store, PLNLAB_DB=str(tmp_path / "other.sqlite3"))

@@ -26,6 +26,8 @@ from core.spec import (
 )
 
 BENCH_TABLES = ("per-iteration", "time-to-solution")
+REPEATS_HELP = (f"timed calls after the first, at least (default {DEFAULTS.repeats}): a quick fit is timed more "
+                "often, for PLNLAB_MIN_MEASURED_S in all (core.run.repeats)")
 
 
 class BadUsage(Exception):
@@ -96,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lr", type=float, default=DEFAULTS.lr,
                      help=f"learning rate of adam, rprop and pyplnmodels_rprop, {LR_RANGE[0]:g} to {LR_RANGE[1]:g}")
     run.add_argument("--init", choices=INITS, default=None, help=f"default: the optimizer's: {DEFAULTS.starts()}")
-    run.add_argument("--repeats", type=int, default=DEFAULTS.repeats)
+    run.add_argument("--repeats", type=int, default=DEFAULTS.repeats,
+                     help=REPEATS_HELP)
     run.add_argument("--tol", type=float, default=None,
                      help=f"stop after the first iteration whose relative ELBO change is under this, {TOL_RANGE[0]:g} "
                           f"to {TOL_RANGE[1]:g} (0: run every iteration; default {DEFAULTS.tol:g}, float64 "
@@ -130,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--iterations", type=int, default=None,
                        help=f"the most iterations (default: the fastest's, else {DEFAULTS.solve_iterations:,}: "
                             "solve fits to convergence)")
-    solve.add_argument("--repeats", type=int, default=DEFAULTS.repeats)
+    solve.add_argument("--repeats", type=int, default=DEFAULTS.repeats,
+                       help=REPEATS_HELP)
     solve.add_argument("--any-host", action="store_true",
                        help="choose among the runs of every host in the store (default: this host's only: a "
                             "time measured elsewhere, or imported, says nothing of this machine)")

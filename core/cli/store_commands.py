@@ -7,7 +7,7 @@ import os
 
 from core import catalog
 from core.cli import EXIT_OK
-from core.cli.output import elbo_text, print_json
+from core.cli.output import compile_text, elbo_text, print_json
 from core.results import outcome
 from core.spec import SpecError
 
@@ -24,7 +24,7 @@ def command_list(args) -> int:
         for r in runs:
             ended = outcome.finished_as(r.status, r.converged, r.stalled, r.short)
             print(f"{r.id:>5} {r.strategy:<18} {r.dataset:<14} {r.precision:<8} {r.device:<4} {ended:<13} "
-                  f"{r.per_iter_ms:>9.3f} ms/it  compile {r.compile_s:.3f} s  "
+                  f"{r.per_iter_ms:>9.3f} ms/it  compile {compile_text(r)}  "
                   f"ELBO {elbo_text(r.final_elbo, r.precision)}")
     return EXIT_OK
 

@@ -97,7 +97,7 @@ class _Reporter:
         # Named as the progress bars above name them where that is not the strategy (a story
         # step, "1 · No JIT"; a sweep's "scan · n = 1,160"), each line in its strategy's colour.
         chart = lines.elbo_curves(points, name_runs=bool((points["label"] != points["strategy"]).any())).properties(
-            title="Live: log(-ELBO) during the first call (Python-loop strategies)", height=220)
+            title="Live: log(-ELBO) during the first call (the fits that report as they go)", height=220)
         display.chart(chart, slot=self.live, legend="right")
 
 
