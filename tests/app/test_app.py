@@ -183,6 +183,19 @@ def test_a_float32_fit_that_stopped_short_offers_float64(store):
     assert at.session_state["sb_precision"] == "float64" and not at.exception
 
 
+def test_converged_fits_say_how_far_their_float64_check_puts_them(store):
+    for strategy, gap in (("scan", 4e-9), ("jit_step", 2e-7)):  # stopped at the tolerance after 40 iterations
+        run = fake_run(strategy)
+        store.add(dataclasses.replace(run, iterations_run=40, elbo=run.elbo[:40], final_elbo=run.elbo[39],
+                                      per_iter_ms=1e3 * run.run_s / 40, final_change=6e-8, estimated_gap=gap))
+    at = open_app()
+    at.pills(key="run_strategies").set_value(["scan", "jit_step"]).run()
+    assert all(run.converged for run in store.list())
+    assert any(plain(c.value) == "Checked in float64 where they stopped: jit_step and scan lie at most about 2e-07 "
+                                 "(relative) below the optimum, to within a few times." for c in at.caption), \
+        [plain(c.value) for c in at.caption if "Checked" in c.value]
+
+
 def test_a_run_without_a_stopping_test_is_said_so_beside_runs_that_have_one(store):
     seed = dataclasses.replace(settings.DEFAULTS, optimizer="seed")  # an optimizer the PyTorch twin runs
     store.add(fake_run("scan", spec=seed.fit_spec("scan")))
