@@ -113,9 +113,16 @@ def strategy_rank(strategy: pd.Series) -> pd.Series:
 
 
 def note_chart(text: str, title: str) -> alt.Chart:
-    """A chart holding only a message, for input that cannot be plotted."""
+    """A chart holding only a message, for input that cannot be plotted (`is_note`)."""
     return alt.Chart(pd.DataFrame({"note": [text]}), title=title).mark_text(size=16).encode(
-        text="note:N").properties(height=60)
+        text="note:N").properties(height=60, usermeta={"note": True})
+
+
+def is_note(chart: alt.TopLevelMixin) -> bool:
+    """Whether `chart` is a `note_chart`: a page that sets its charts' height leaves a note's
+    alone (the default Run's one program drew "×1" in the middle of 200 empty pixels)."""
+    usermeta = getattr(chart, "usermeta", alt.Undefined)
+    return usermeta is not alt.Undefined and bool(usermeta.get("note"))
 
 
 _GRID_STEPS = (1.0, 2.0, 5.0)

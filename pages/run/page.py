@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from core import catalog
-from core.charts import bars, lines
+from core.charts import bars, lines, style
 from core.results import compile_cost, headline, outcome, spread
 from core.results.frame import results_frame
 from core.results.ordering import listed
@@ -258,7 +258,8 @@ with body:
         baseline = catalog.least_compiled(frame["strategy"])
         groups = headline.one_program_groups(ok)
         one_program = len(ok) == len(frame) and len(groups) == 1 and len(groups[0].strategies) == len(ok)
-        display.chart(bars.speedup_bars(frame, baseline=baseline).properties(height=CHART_HEIGHT),
+        speedup = bars.speedup_bars(frame, baseline=baseline)
+        display.chart(speedup if style.is_note(speedup) else speedup.properties(height=CHART_HEIGHT),
                       # No finished run of the baseline: the chart's own note says so, and a caption on
                       # how to read bars that are not there read as a missing chart.
                       None if baseline not in set(ok["strategy"]) else

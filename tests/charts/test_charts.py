@@ -608,8 +608,12 @@ def test_speed_ups_with_no_bar_to_draw_say_so_in_the_chart():
     one_program = pd.DataFrame([timed(1, "scan", "abc"), timed(2, "scan_namedtuple", "abc")])
     alone = pd.DataFrame([timed(1, "scan", "abc")])
     for runs, said in ((one_program, "×1: one compiled program, one speed"), (alone, "×1: scan alone")):
-        spec = bars.speedup_bars(runs, baseline="scan").to_dict()
+        chart = bars.speedup_bars(runs, baseline="scan")
+        spec = chart.to_dict()
         assert spec["mark"]["type"] == "text" and pd.concat(_datasets(spec))["note"].iloc[0] == said
+        # A note, which the Run page leaves at its own height (not 200 px around one line).
+        assert style.is_note(chart) and spec["height"] == 60
     # Another program beside them draws its bars.
     mixed = pd.concat([one_program, pd.DataFrame([timed(3, "jit_step", "def")])], ignore_index=True)
-    assert bars.speedup_bars(mixed, baseline="jit_step").to_dict().get("layer")
+    drawn = bars.speedup_bars(mixed, baseline="jit_step")
+    assert drawn.to_dict().get("layer") and not style.is_note(drawn)
