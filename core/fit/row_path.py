@@ -20,9 +20,8 @@ def through_rows(rows: int, p: int, precision: str, platform: str = "cpu") -> bo
     own p x p factor, at 60 x 150 0.87 times. A GPU's float64 is not the CPU's trade-off: on
     an H200 the float32 fits to the stop at 150 x 235, 921 x 1209 and 2000 x 3000 took 0.84,
     0.75 and 0.66 times the milliseconds an iteration through the rows, and ended as close to
-    the optimum or closer; their first 20 iterations, timed alone side by side, took as long
-    either way (docs/accuracy.md, "On a GPU"). A TPU emulates float64, so it keeps the CPU's
-    rule."""
+    the optimum or closer (docs/accuracy.md, "On a GPU"). A TPU emulates float64, so it keeps
+    the CPU's rule."""
     if precision == "float32" and platform != "gpu":
         return 2 * rows <= p
     return rows < p
