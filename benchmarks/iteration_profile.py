@@ -5,17 +5,21 @@
     .venv/bin/python benchmarks/iteration_profile.py --corpus "scrna 2000x3000" --iterations 5
 
 Runs `--iterations` iterations as the scan strategy does (one compiled `lax.scan` over the
-algorithm's step, from log_rates), once to compile and once under JAX's profiler, and adds
-up the time of every compiled kernel by the part of the step its operation comes from:
-the descent direction (the L-BFGS recursion, `_descent_direction`), the line search (one
-evaluation of the profiled ELBO and its gradient per iteration, and the acceptance test,
+algorithm's loop step, from the default start), once to compile and once under JAX's
+profiler, and adds up the time of every compiled kernel by the part of the step its
+operation comes from: the descent direction (the L-BFGS recursion, `_descent_direction`),
+the line search (its evaluations of the profiled ELBO and its gradient, one in most
+iterations, and the acceptance test,
 `_safe_search`) less its p x p work, that p x p work (Sigma's Cholesky factor, Omega and
 its log-determinant: what grows as p^3, timed apart for big p) and the rest (the step, the
 curvature pair and the memory update). Prints
-milliseconds per iteration for each part, the heaviest kernels, and the wall time per
-iteration of an unprofiled run. On a shared CPU the kernels' times include waits for a
-core: compare parts within one run, not figures across runs. Benchmarks print figures;
-they are not tests.
+milliseconds per iteration for each part, the heaviest kernels, the wall time per
+iteration of an unprofiled run beside the kernels' sum (far apart, the rest is time
+between kernels: launches, the host's waits on a loop's test), and the line search's
+evaluations per iteration. Control flow (a while loop's own event, which spans its body's
+kernels on a CPU) is not counted twice. On a shared CPU the kernels' times include waits
+for a core: compare parts within one run, not figures across runs. Benchmarks print
+figures; they are not tests.
 """
 
 from __future__ import annotations
@@ -46,18 +50,21 @@ from core.data.datasets import load_oaks  # noqa: E402
 from core.fit import model, profiled  # noqa: E402
 from core.fit.algorithms import preconditioned_lbfgs  # noqa: E402
 from core.machine.runtime import configure  # noqa: E402
+from core.spec import DEFAULTS  # noqa: E402
 
 # The part of the iteration an operation belongs to, by the jitted function its name is under.
 PARTS = ((profiled.P_BY_P_SCOPE, "p x p (factor, inverse, log-det)"), ("jit(_descent_direction)", "direction"),
          ("jit(_safe_search)", "line search"))
 OPERATION = re.compile(r'^\s*(?:ROOT )?%([\w.-]+) = .*?op_name="([^"]*)"')
+# Control flow: on a CPU its event spans the kernels of its body, which are counted themselves.
+CONTROL_FLOW = re.compile(r'[\])}] (?:while|conditional|call)\(')
 
 
 def _part_of_each_kernel(hlo_text: str) -> dict[str, str]:
     parts = {}
     for line in hlo_text.splitlines():
         found = OPERATION.match(line)
-        if found:
+        if found and not CONTROL_FLOW.search(line):
             name, op_name = found.groups()
             parts[name] = next((part for marker, part in PARTS if marker in op_name), "rest of the step")
     return parts
@@ -82,17 +89,20 @@ def main() -> None:
     parser.add_argument("--corpus", default=None, metavar="SET", help="a corpus set instead of oaks (core.data.corpus)")
     parser.add_argument("--iterations", type=int, default=40)
     parser.add_argument("--precision", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--init", default=DEFAULTS.init, help=f"the start (default {DEFAULTS.init})")
     parser.add_argument("--kernels", type=int, default=12, help="how many of the heaviest kernels to list")
     args = parser.parse_args()
     configure()
     counts = corpus.load(args.corpus) if args.corpus else load_oaks(args.replicate)
     data = jax.device_put(model.make_data(counts.counts, counts.offsets, counts.covariates, args.precision))
-    params, precision = model.init_params(data, "log_rates")
+    params, precision = model.init_params(data, args.init)
     algorithm = preconditioned_lbfgs.PreconditionedLbfgs()
     start = jax.jit(algorithm.init)(params, precision, data)
-    fit = jax.jit(lambda state: jax.lax.scan(lambda s, _: algorithm.step(s, data), state, length=args.iterations))
+    fit = jax.jit(lambda state: jax.lax.scan(lambda s, _: algorithm.loop_step(s, data), state,
+                                             length=args.iterations))
     compiled = fit.lower(start).compile()
-    jax.block_until_ready(compiled(start))
+    final, _ = jax.block_until_ready(compiled(start))
+    evaluations = int(final.opt_state.evaluations - start.opt_state.evaluations) / args.iterations
     began = time.perf_counter()
     jax.block_until_ready(compiled(start))
     wall = (time.perf_counter() - began) / args.iterations
@@ -110,13 +120,17 @@ def main() -> None:
     per_iteration = 1e-3 / args.iterations
     kernels = sum(by_part.values())
     problem = args.corpus or f"oaks x{args.replicate}"
-    print(f"{problem} ({counts.n} x {counts.p}), {args.precision}, {args.iterations} iterations: "
-          f"{wall * 1e3:.2f} ms per iteration (wall, unprofiled); {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"{problem} ({counts.n} x {counts.p}), {args.precision}, {args.iterations} iterations on "
+          f"{jax.devices()[0].device_kind}: {wall * 1e3:.2f} ms per iteration (wall, unprofiled), "
+          f"{evaluations:.1f} evaluations per iteration; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    # Two runs: the profiled one's kernels can outlast the unprofiled wall, so this is a
+    # reading, not a split; far apart, the rest is time between kernels.
+    print(f"kernels {kernels * per_iteration:.2f} ms per iteration (profiled) against the wall's {wall * 1e3:.2f} "
+          f"(unprofiled)")
     print(f"{'part':20s} {'ms/iter':>8s} {'share':>6s}")
     for part, microseconds in by_part.most_common():
         print(f"{part:20s} {microseconds * per_iteration:8.2f} {microseconds / kernels:6.1%}")
-    print(f"\nheaviest kernels (ms per iteration, calls per iteration):")
+    print("\nheaviest kernels (ms per iteration, calls per iteration):")
     for name, microseconds in sorted(((n, t) for n, t in total.items() if n in parts), key=lambda item: -item[1])[
             :args.kernels]:
         print(f"  {microseconds * per_iteration:7.2f}  x{count[name] / args.iterations:4.1f}  {parts[name]:18s} {name}")
