@@ -236,3 +236,28 @@ def test_solve_says_how_it_read_a_csv_and_reuses_no_run_of_another_file_of_the_s
     assert other.returncode == 0, other.stderr
     assert "the lab's default" in other.stderr and "at most 2 iterations" not in other.stderr
     assert json.loads(other.stdout.strip().splitlines()[-1])["iterations"] > 2
+
+
+def test_run_and_solve_say_a_run_will_pass_the_time_budget(tmp_path, capsys, monkeypatch):
+    # As the Run page does, from the store's runs of the same kind (core.coordination.time_estimate).
+    from specs import tutorial_spec
+
+    from core.cli.fitting import say_planned_time
+    from core.spec import DatasetSpec
+    from core.store.run_store import RunStore
+
+    from fake_runs import make_run
+
+    monkeypatch.setenv("PLNLAB_MAX_RUN_SECONDS", "300")
+    store = RunStore(tmp_path / "runs.sqlite3")
+    stored = tutorial_spec(strategy="scan", dataset=DatasetSpec(kind="oaks", replicate=100), iterations=50)
+    store.add(make_run("scan", iterations=50, spec=stored.to_dict(), spec_key=stored.key, dataset="oaks x100",
+                       n=11_600, p=114, run_s=10.0, run_s_min=10.0, run_s_max=10.0))  # 0.2 s an iteration
+    planned = tutorial_spec(strategy="scan", dataset=DatasetSpec(kind="oaks", replicate=1000), iterations=50)
+    say_planned_time(store, planned, None)
+    said = capsys.readouterr().err
+    assert said.startswith("About 7 minutes by this server's stored runs"), said
+    assert "past the 5 minutes a run may hold the device" in said and "Fewer iterations or repeats" in said
+    say_planned_time(store, stored, None)  # x100 itself: 40 s, under the budget, said without a warning
+    said = capsys.readouterr().err
+    assert said.startswith("About 40.3 s") and "past" not in said, said

@@ -43,6 +43,8 @@ def command_run(args) -> int:
     label = f"{spec.strategy} on {spec.dataset.label}"
     if args.distributed:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
+    if store is not None:
+        say_planned_time(store, spec, counts)
     progress = StderrProgress(label)
     if scheduler:
         result = run_on_cluster(scheduler, store, spec, counts, progress, args.cold)
@@ -62,6 +64,16 @@ def command_run(args) -> int:
         return EXIT_OK
     print_run(result, args.json)
     return EXIT_OK
+
+
+def say_planned_time(store, spec: FitSpec, counts) -> None:
+    """On stderr, how long `spec` will hold the device where the store's runs tell and it is
+    long (`core.coordination.time_estimate`), as the Run page says it."""
+    from core.coordination import budget, time_estimate
+
+    planned = time_estimate.plan_note([spec], counts, store, budget.max_run_seconds())
+    if planned:
+        sys.stderr.write(planned[0] + "\n")
 
 
 def scheduler_address(args) -> str:
@@ -108,6 +120,7 @@ def command_solve(args) -> int:
     spec = solve.solve_spec(dataset, args.precision, args.device, args.repeats, choice)
     sys.stderr.write(f"solving {dataset.label} with {spec.strategy}, {spec.optimizer.label}, init {spec.init}, "
                      f"tol {spec.tol:g}, at most {spec.iterations:,} iterations: {choice.why}\n")
+    say_planned_time(store, spec, counts)
     progress = StderrProgress(f"{spec.strategy} on {dataset.label}")
     scheduler = scheduler_address(args)
     if scheduler:

@@ -66,7 +66,8 @@ def least_seconds(spec: FitSpec, shape: tuple[int, int, int] | None) -> float:
     return (1 + spec.repeats) * spec.iterations * per_iteration
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """`seconds` in words: "42 s", "7 minutes", "3 hours", "5 days"."""
     if seconds >= 2 * 86_400:
         return f"{seconds / 86_400:,.0f} days"
     if seconds >= 2 * 3600:
@@ -83,8 +84,8 @@ def check(spec: FitSpec, shape: tuple[int, int, int] | None, seconds: float | No
     if least > budget:
         raise SpecError(
             f"too long for this server: {spec.iterations:,} iterations x {1 + spec.repeats} calls of "
-            f"{spec.strategy} would hold the {spec.device} for at least {_duration(least)}, and a run may "
-            f"hold it for {_duration(budget)} ({MAX_RUN_SECONDS_ENV}); use fewer iterations or repeats, "
+            f"{spec.strategy} would hold the {spec.device} for at least {duration(least)}, and a run may "
+            f"hold it for {duration(budget)} ({MAX_RUN_SECONDS_ENV}); use fewer iterations or repeats, "
             "or a compiled strategy")
 
 

@@ -90,6 +90,8 @@ with about:
         note += (f" · {len(stored)} of these already ran and {'is' if len(stored) == 1 else 'are'} shown below; "
                  f"this runs {', '.join(s.strategy for s in missing)}")
     st.caption(note)
+    if missing:
+        running.say_planned_time(store, missing, problem.counts)
     if skipped:
         # A box, not a caption's tail: ticked and silently left out, a strategy read as run.
         st.warning(problem.refused_note(skipped), icon=":material/block:")

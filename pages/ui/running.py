@@ -13,7 +13,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlExcepti
 from core.charts import lines
 from core.cluster import stored
 from core.cluster.errors import RunInterrupted
-from core.coordination import under_way
+from core.coordination import budget, time_estimate, under_way
 from core.results.result import RunResult
 from core.run import batches
 from core.run.progress import PHASES, Cancelled
@@ -99,6 +99,23 @@ class _Reporter:
         chart = lines.elbo_curves(points, name_runs=bool((points["label"] != points["strategy"]).any())).properties(
             title="Live: log(-ELBO) during the first call (the fits that report as they go)", height=220)
         display.chart(chart, slot=self.live, legend="right")
+
+
+def say_planned_time(store, specs: list[FitSpec], counts=None) -> None:
+    """Say how long `specs`, timed together, will hold the device where this server's stored
+    runs tell and it is long: a warning where it passes the run's time budget
+    (`core.coordination.time_estimate`)."""
+    try:
+        seconds = budget.max_run_seconds()
+    except SpecError:
+        return  # the run itself says what is wrong with the setting
+    planned = time_estimate.plan_note(specs, counts, store, seconds)
+    if planned:
+        text, over = planned
+        if over:
+            st.warning(text, icon=":material/schedule:")
+        else:
+            st.caption(text)
 
 
 def places(running: bool):

@@ -112,6 +112,24 @@ def test_a_phases_bar_that_dwarfs_the_rest_is_cut_and_the_caption_says_so(store)
                      "be a few pixels wide).") in said[0], said
 
 
+def test_a_plan_past_the_time_budget_is_told_before_run(store, monkeypatch):
+    # Three strategies at oaks x1,000 on a 2-core server were offered without a word and
+    # stopped at the budget minutes later: the page says so from the server's stored runs.
+    monkeypatch.setenv("PLNLAB_MAX_RUN_SECONDS", "300")
+    for strategy in ("eager", "jit_step", "scan"):
+        store.add(fake_run(strategy, replicate=100, run_s=4.0))  # 8 ms an iteration
+    at = open_app()
+    at.sidebar.selectbox(key="sb_replicate").set_value(1000).run()
+    at.pills(key="run_strategies").set_value(["eager", "jit_step", "scan"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    (said,) = [w.value for w in at.warning if "a run may hold the device" in w.value]
+    assert said.startswith("About ") and "past the 5 minutes a run may hold the device" in said, said
+    # One strategy fits in it: said in a caption, not warned.
+    at.pills(key="run_strategies").set_value(["scan"]).run()
+    assert not [w for w in at.warning if "a run may hold the device" in w.value]
+    assert [c.value for c in at.caption if c.value.startswith("About ")]
+
+
 def test_runs_that_all_diverged_say_why_at_the_top(store):
     run = fake_run("scan")
     store.add(dataclasses.replace(run, status="diverged", error="ELBO not finite at iteration 1; try [this](x)",
