@@ -239,7 +239,7 @@ def test_solve_says_how_it_read_a_csv_and_reuses_no_run_of_another_file_of_the_s
 
 
 def test_run_and_solve_say_a_run_will_pass_the_time_budget(tmp_path, capsys, monkeypatch):
-    # As the Run page does, from the store's runs of the same kind (core.coordination.time_estimate).
+    # As the Run page does, from the store's runs of the same kind (core.run.time_estimate).
     from specs import tutorial_spec
 
     from core.cli.fitting import say_planned_time

@@ -68,8 +68,9 @@ def command_run(args) -> int:
 
 def say_planned_time(store, spec: FitSpec, counts) -> None:
     """On stderr, how long `spec` will hold the device where the store's runs tell and it is
-    long (`core.coordination.time_estimate`), as the Run page says it."""
-    from core.coordination import budget, time_estimate
+    long (`core.run.time_estimate`), as the Run page says it."""
+    from core.coordination import budget
+    from core.run import time_estimate
 
     planned = time_estimate.plan_note([spec], counts, store, budget.max_run_seconds())
     if planned:

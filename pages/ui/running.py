@@ -13,9 +13,9 @@ from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlExcepti
 from core.charts import lines
 from core.cluster import stored
 from core.cluster.errors import RunInterrupted
-from core.coordination import budget, time_estimate, under_way
+from core.coordination import budget, under_way
 from core.results.result import RunResult
-from core.run import batches
+from core.run import batches, time_estimate
 from core.run.progress import PHASES, Cancelled
 from core.spec import FitSpec, SpecError
 from core.store.run_store import StoreError
@@ -104,7 +104,7 @@ class _Reporter:
 def say_planned_time(store, specs: list[FitSpec], counts=None) -> None:
     """Say how long `specs`, timed together, will hold the device where this server's stored
     runs tell and it is long: a warning where it passes the run's time budget
-    (`core.coordination.time_estimate`)."""
+    (`core.run.time_estimate`)."""
     try:
         seconds = budget.max_run_seconds()
     except SpecError:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from specs import tutorial_spec
 
-from core.coordination import time_estimate
+from core.run import time_estimate
 from core.spec import DatasetSpec
 from core.store.run_store import RunStore
 
@@ -46,6 +46,22 @@ def test_an_estimate_scales_the_nearest_stored_run_by_cells(store):
     assert found.seconds == pytest.approx(4 * 50 * 0.3 + 0.02 + 0.3)
 
 
+def test_a_python_loops_fixed_cost_is_not_scaled_by_cells(tmp_path):
+    # eager at oaks x1: 40 ms an iteration, nearly all dispatch; scan at x100: 30 ms, nearly
+    # all arithmetic, 30 ms / 1,322,400 cells. eager at x1,000 is its 40 ms plus that
+    # arithmetic for the cells added, not 1,000 times 40 ms.
+    store = RunStore(tmp_path / "runs.sqlite3")
+    store.add(_stored("eager", 1, run_s=2.0))
+    store.add(_stored("scan", 100, run_s=1.5))
+    spec = _spec("eager")
+    found = time_estimate.estimate(spec, CELLS_X1000, time_estimate.history_of(store, spec))
+    per_iteration = 0.040 + 0.030 / (11_600 * 114) * (CELLS_X1000 - 116 * 114)
+    assert found.seconds == pytest.approx(4 * 50 * per_iteration + 0.02 + 0.3)
+    assert found.basis.strategy == "eager"
+    # Nothing stored of a strategy: no estimate, however many runs of others.
+    assert time_estimate.estimate(_spec("jit_step"), CELLS_X1000, time_estimate.history_of(store, spec)) is None
+
+
 def test_only_runs_of_the_same_kind_count(store):
     for changes in ({"precision": "float64"}, {"device": "gpu"}):
         spec = _spec(**changes)
@@ -53,6 +69,10 @@ def test_only_runs_of_the_same_kind_count(store):
     spec = _spec()
     failed = [_stored("scan", 1000, status="timed_out", error="passed its time budget", run_s=900.0)]
     assert time_estimate.estimate(spec, CELLS_X1000, failed) is None
+    # A run imported from another machine says nothing of this one's speed.
+    store.add(_stored("scan", 1000, run_s=900.0, owner="imported"))
+    found = time_estimate.estimate(spec, CELLS_X1000, time_estimate.history_of(store, spec))
+    assert (found.basis.n, found.basis.p) == (11_600, 114)
 
 
 def test_three_strategies_at_oaks_x1000_are_told_they_pass_the_budget(store):
