@@ -61,6 +61,8 @@ class StderrProgress:
         if progress.total:
             filled = int(30 * progress.done / progress.total)
             bar = f"[{'#' * filled}{'.' * (30 - filled)}] {progress.done}/{progress.total}"
+        elif progress.phase == "first_call":
+            bar = "(one compiled call: nothing to report until it returns)"
         elbo = f" ELBO {progress.elbo:.6g}" if progress.elbo is not None else ""
         line = f"{self.label}: {progress.phase:<10} {bar}{elbo}"
         if self.tty:

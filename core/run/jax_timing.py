@@ -61,7 +61,10 @@ class Timing:
             self._between_steps = between_steps
         self._repeat_counter = CompileCounter()
         self._recompiles: list[compile_log.Compile] = []
-        report(Progress("first_call", 0, problem.iterations))
+        # A total only where iterations will be reported: one compiled call says nothing until
+        # it returns, and a bar at 0/500 all through it read as hung.
+        reports_iterations = watched and (strategy.python_loop or chunked)
+        report(Progress("first_call", 0, problem.iterations if reports_iterations else 0))
         with jax.default_device(prep.device):
             # Copied outside the timing (a run that donates its state consumes it) and outside
             # the count: the copy compiles helpers of its own.

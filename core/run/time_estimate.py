@@ -15,10 +15,13 @@ each op or call, a compiled loop's launches) and passes over the (n, p) arrays:
   the largest compiled runs come nearest to it), times the cells added.
 
 Scaled by the cells alone, eager's 40 ms an iteration at oaks x1, nearly all dispatch, would
-read as 40 s at x1,000. The time is then that per iteration times the spec's iterations and calls
-(the first and each repeat), plus the nearest run's trace, lower and compile time. A fit
-that stops at its tolerance runs fewer iterations than asked: the estimate is of the most.
-No stored run of the strategy, no estimate.
+read as 40 s at x1,000. The time is then that per iteration times the iterations and the
+calls (the first and each repeat), plus the nearest run's trace, lower and compile time. A
+fit that stops at its tolerance is counted at the iterations after which the nearest run of
+its kind stopped (the default on oaks: 49 at x1, 51 at x1,000), not at its cap, which
+read five to ten times too long. A strategy with no stored run of its kind is named and
+not counted, and the time is then a least. Where the plan passes the budget, the note says
+a setting at which it would fit.
 """
 
 from __future__ import annotations
@@ -31,19 +34,35 @@ from core.results.result import RunResult
 from core.spec import FitSpec
 from core.store.run_store import IMPORTED
 
-# Below this a plan is said nothing of: it is over about as soon as a page would say it.
-SAY_FROM_SECONDS = 30.0
+# Under this a plan is said nothing of: it is over about as soon as said.
+SAY_FROM_SECONDS = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
     """Attributes:
-        seconds: the estimated seconds the run holds the device (its compile included).
+        iterations: the iterations a call is expected to run: the spec's, or where it stops
+            at a tolerance as the nearest run did, that run's count (at most the spec's).
+        per_iteration_s: the estimated seconds an iteration.
+        compile_s: the nearest run's trace, lower and compile seconds.
+        calls: the first call and each repeat.
         basis: the stored run it is scaled from.
     """
 
-    seconds: float
+    iterations: int
+    per_iteration_s: float
+    compile_s: float
+    calls: int
     basis: RunResult
+
+    @property
+    def call_s(self) -> float:
+        return self.iterations * self.per_iteration_s
+
+    @property
+    def seconds(self) -> float:
+        """The estimated seconds the run holds the device, its compile included."""
+        return self.calls * self.call_s + self.compile_s
 
 
 def estimate(spec: FitSpec, cells: int, history: list[RunResult]) -> Estimate | None:
@@ -61,8 +80,11 @@ def estimate(spec: FitSpec, cells: int, history: list[RunResult]) -> Estimate | 
     per_cell = min(run.per_iter_ms / 1e3 / (run.n * run.p) for run in usable)
     # Never below 0 nor the nearest run's own share per cell: per_cell is at most its share.
     per_iteration = basis_seconds + per_cell * (cells - basis_cells)
-    seconds = (1 + spec.repeats) * spec.iterations * per_iteration + basis.trace_lower_s + basis.compile_s
-    return Estimate(seconds, basis)
+    # A fit that stops at its tolerance: about as many iterations as the nearest one that
+    # stopped did (the default on oaks: 49 at x1, 51 at x1,000), not the cap.
+    stopped_early = spec.tol > 0 and basis.tol > 0 and basis.iterations_run < basis.iterations
+    iterations = min(spec.iterations, basis.iterations_run) if stopped_early else spec.iterations
+    return Estimate(iterations, per_iteration, basis.trace_lower_s + basis.compile_s, 1 + spec.repeats, basis)
 
 
 def history_of(store, spec: FitSpec) -> list[RunResult]:
@@ -86,7 +108,8 @@ def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tup
     """(a sentence on how long `specs`, timed together on their data (`counts` where read
     already), will hold the device, whether that passes `budget_seconds`), or None when it
     is short or nothing stored tells. Timed together, the runs share one budget
-    (`core.run.engine`)."""
+    (`core.run.engine`). Strategies with no stored run of their kind are named, and the
+    time is then a least."""
     cells = cells_of(specs[0], counts) if specs else None
     if cells is None:
         return None
@@ -100,14 +123,37 @@ def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tup
     total = sum(one.seconds for one in known)
     if not known or total < SAY_FROM_SECONDS:
         return None
-    slowest = max(known, key=lambda one: one.seconds).basis
-    counted = ("" if len(known) == len(found) else
-               f" for the {len(known)} of {len(found)} with stored runs of their kind")
-    text = (f"About {duration(total)}{counted} by this server's stored runs, scaled to this size "
-            f"({slowest.strategy} ran {slowest.per_iter_ms:.3g} ms an iteration at {slowest.n:,} x {slowest.p:,})")
+    unknown = [spec.strategy for spec, one in zip(specs, found) if one is None]
+    slowest = max(known, key=lambda one: one.seconds)
+    text = (f"{'At least' if unknown else 'About'} {duration(total)} by this server's earlier runs, scaled to "
+            f"this size ({slowest.basis.strategy}: {slowest.iterations:,} iterations x {slowest.calls} calls at "
+            f"{1e3 * slowest.per_iteration_s:.3g} ms, from {slowest.basis.per_iter_ms:.3g} ms at "
+            f"{slowest.basis.n:,} x {slowest.basis.p:,})")
+    if unknown:
+        text += f"; {_listed(unknown)} not counted: no earlier run of {'its' if len(unknown) == 1 else 'their'} kind"
     over = total > budget_seconds
     if over:
-        fewer = "Fewer strategies, iterations or repeats" if len(specs) > 1 else "Fewer iterations or repeats"
-        text += (f", past the {duration(budget_seconds)} a run may hold the device: it would stop there and keep "
-                 f"what finished. {fewer}, or smaller data, fit in it")
+        text += (f". That passes the {duration(budget_seconds)} a run may hold the device: it would stop there and "
+                 f"keep what finished. {_what_fits(known, budget_seconds)}")
     return text + ".", over
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _what_fits(known: list[Estimate], budget_seconds: float) -> str:
+    """A setting at which the estimated runs fit in the budget: fewer repeats, else fewer
+    iterations a call."""
+    per_call = sum(one.call_s for one in known)
+    compile_s = sum(one.compile_s for one in known)
+    calls = known[0].calls
+    room = budget_seconds - compile_s
+    most_calls = int(room // per_call) if per_call > 0 else calls
+    if 1 <= most_calls < calls:
+        return f"With Repeats at {most_calls - 1} it would fit"
+    most_iterations = max(one.iterations for one in known)
+    fitting = int(most_iterations * room / (calls * per_call)) if per_call > 0 and room > 0 else 0
+    if fitting >= 1:
+        return f"At about {fitting:,} iterations it would fit (a fit may not converge in them)"
+    return "Choose smaller data or fewer strategies"

@@ -123,7 +123,7 @@ def test_a_plan_past_the_time_budget_is_told_before_run(store, monkeypatch):
     at.pills(key="run_strategies").set_value(["eager", "jit_step", "scan"]).run()
     assert not at.exception, [e.value for e in at.exception]
     (said,) = [w.value for w in at.warning if "a run may hold the device" in w.value]
-    assert said.startswith("About ") and "past the 5 minutes a run may hold the device" in said, said
+    assert said.startswith("About ") and "That passes the 5 minutes a run may hold the device" in said, said
     # One strategy fits in it: said in a caption, not warned.
     at.pills(key="run_strategies").set_value(["scan"]).run()
     assert not [w for w in at.warning if "a run may hold the device" in w.value]

@@ -177,8 +177,13 @@ def test_a_count_with_few_divisors_is_not_cut_into_calls_of_one():
 
 
 def test_a_split_loop_follows_the_same_trajectory_and_reports_per_call(monkeypatch):
-    whole = engine.run(_spec(strategy="scan_analytic", iterations=40), cache=prepared.ExecutableCache())
+    heard = []
+    whole = engine.run(_spec(strategy="scan_analytic", iterations=40), cache=prepared.ExecutableCache(),
+                       on_progress=heard.append)
     assert whole.chunk_iterations == 0
+    # One compiled call reports no iterations, so it announces none: a bar at 0/40 through
+    # all of it read as hung on the command line.
+    assert [(p.done, p.total) for p in heard if p.phase == "first_call"] == [(0, 0)]
     monkeypatch.setattr(prepared, "CHUNK_WORK", 44 * 6 * 10)  # ten iterations a call
     seen = []
     split = engine.run(_spec(strategy="scan_analytic", iterations=40), cache=prepared.ExecutableCache(),
@@ -186,6 +191,19 @@ def test_a_split_loop_follows_the_same_trajectory_and_reports_per_call(monkeypat
     assert split.chunk_iterations == 10
     np.testing.assert_allclose(split.elbo, whole.elbo, rtol=1e-12)
     assert [p.done for p in seen if p.phase == "first_call" and p.elbo is not None] == [10, 20, 30, 40]
+    assert {p.total for p in seen if p.phase == "first_call"} == {40}
+
+
+def test_the_command_lines_bar_says_a_compiled_call_reports_nothing_until_it_returns(capsys):
+    from core.cli.output import StderrProgress
+    from core.run.progress import Progress
+
+    bar = StderrProgress("scan on oaks x1000")
+    bar(Progress("first_call", 0, 0))
+    bar(Progress("repeat", 0, 3))
+    said = capsys.readouterr().err
+    assert "first_call (one compiled call: nothing to report until it returns)" in said
+    assert "repeat     [" in said and "0/3" in said
 
 
 def test_cancel_lands_between_calls_of_a_split_compiled_loop(monkeypatch):

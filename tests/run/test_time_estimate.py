@@ -28,14 +28,15 @@ def store(tmp_path):
     return found
 
 
-def _stored(strategy, replicate, run_s, **changes):
-    spec = tutorial_spec(strategy=strategy, dataset=DatasetSpec(kind="oaks", replicate=replicate), iterations=50)
+def _stored(strategy, replicate, run_s, tol=0.0, **changes):
+    spec = tutorial_spec(strategy=strategy, dataset=DatasetSpec(kind="oaks", replicate=replicate), iterations=50,
+                         tol=tol)
     return make_run(strategy, iterations=50, spec=spec.to_dict(), spec_key=spec.key, dataset=f"oaks x{replicate}",
-                    n=116 * replicate, p=114, run_s=run_s, run_s_min=run_s, run_s_max=run_s, **changes)
+                    n=116 * replicate, p=114, tol=tol, run_s=run_s, run_s_min=run_s, run_s_max=run_s, **changes)
 
 
 def _spec(strategy="scan", **changes):
-    return tutorial_spec(strategy=strategy, dataset=OAKS_X1000, iterations=50, repeats=3, **changes)
+    return tutorial_spec(**({"strategy": strategy, "dataset": OAKS_X1000, "iterations": 50, "repeats": 3} | changes))
 
 
 def test_an_estimate_scales_the_nearest_stored_run_by_cells(store):
@@ -75,17 +76,34 @@ def test_only_runs_of_the_same_kind_count(store):
     assert (found.basis.n, found.basis.p) == (11_600, 114)
 
 
-def test_three_strategies_at_oaks_x1000_are_told_they_pass_the_budget(store):
+def test_three_strategies_at_oaks_x1000_are_told_they_pass_the_budget_and_what_fits(store):
     specs = [_spec(name) for name in ("scan", "jit_step", "eager")]
-    # 60.3 s each (above): timed together they share one budget.
+    # 60.3 s each (above), 15 s a call: timed together they share one budget.
     text, over = time_estimate.plan_note(specs, None, store, budget_seconds=100.0)
     assert over
-    assert text.startswith("About 3 minutes by this server's stored runs, scaled to this size")
-    assert "past the 100 s a run may hold the device" in text
-    assert "Fewer strategies, iterations or repeats" in text
+    assert text.startswith("About 3 minutes by this server's earlier runs, scaled to this size (")
+    assert "50 iterations x 4 calls at 300 ms, from 30 ms at 11,600 x 114" in text
+    assert "That passes the 100 s a run may hold the device" in text
+    assert text.endswith("With Repeats at 1 it would fit.")  # 2 calls of 45 s
     # One of them alone fits: said, not warned.
     text, over = time_estimate.plan_note(specs[:1], None, store, budget_seconds=100.0)
     assert not over and text.startswith("About 60.3 s")
+    # Not even one call fits: fewer iterations would.
+    text, over = time_estimate.plan_note(specs[:1], None, store, budget_seconds=10.0)
+    assert over and text.endswith("At about 8 iterations it would fit (a fit may not converge in them).")
+
+
+def test_a_fit_that_stops_at_its_tolerance_is_counted_at_the_iterations_it_stopped_after(tmp_path):
+    # The default on oaks stops after about 50 iterations of its 500 at any size: counted at
+    # its cap, the estimate read five to ten times too long.
+    store = RunStore(tmp_path / "runs.sqlite3")
+    store.add(_stored("scan", 100, run_s=49 * 0.030, iterations_run=49, tol=1e-7))
+    stopping = _spec(iterations=500, tol=1e-7)
+    found = time_estimate.estimate(stopping, CELLS_X1000, time_estimate.history_of(store, stopping))
+    assert found.iterations == 49
+    assert found.seconds == pytest.approx(4 * 49 * 0.3 + 0.02 + 0.3)
+    fixed = _spec(iterations=500)  # tol 0: every iteration runs
+    assert time_estimate.estimate(fixed, CELLS_X1000, time_estimate.history_of(store, fixed)).iterations == 500
 
 
 def test_a_short_plan_or_one_nothing_stored_tells_is_said_nothing(store, tmp_path):
@@ -98,7 +116,9 @@ def test_a_short_plan_or_one_nothing_stored_tells_is_said_nothing(store, tmp_pat
     assert time_estimate.plan_note([csv], None, store, budget_seconds=300.0) is None
 
 
-def test_a_plan_partly_told_says_for_how_many(store):
-    specs = [_spec("scan"), _spec("scan_pytree_class")]
+def test_strategies_nothing_stored_tells_are_named_and_the_time_is_a_least(store):
+    # Left out silently, the slowest strategy (eager, never run) made the total smaller.
+    specs = [_spec("scan"), _spec("scan_pytree_class"), _spec("fori_loop")]
     text, _ = time_estimate.plan_note(specs, None, store, budget_seconds=300.0)
-    assert "for the 1 of 2 with stored runs of their kind" in text
+    assert text.startswith("At least 60.3 s by this server's earlier runs")
+    assert "; scan_pytree_class and fori_loop not counted: no earlier run of their kind" in text
