@@ -28,7 +28,10 @@ It ends with the verdicts the corpus is held to: every fit within 1e-5 of its re
 "converged" that is not, no divergence, and the largest ratio where pyPLNmodels got there.
 Contenders run in turn per set (ours in float32, in float64, then the peer), so a slow
 moment of a shared machine lands on one set, not on one contender throughout.
-Benchmarks print figures; they are not tests.
+Benchmarks print figures; they are not tests. But a run that cannot fail proves nothing: it
+exits with status 1, saying why, when a verdict fails, and when this process's memory
+(printed after each fit) passes `--max-rss-mb` or, past the first sets, grows by more than
+`--max-growth-mb` a fit on average (each new shape adds its compiled programs, a few MB).
 """
 
 from __future__ import annotations
@@ -48,11 +51,14 @@ native_settings()
 import numpy as np  # noqa: E402
 
 from core.data import corpus  # noqa: E402
+from core.machine.machine_state import resident_mb  # noqa: E402
 from core.results import reach  # noqa: E402
 from core.run import engine  # noqa: E402
 from core.spec import DEFAULTS, INITS, DatasetSpec, FitSpec, OptimizerSpec  # noqa: E402
 
 PRECISIONS = ("float32", "float64")
+# Fits before memory growth counts: JAX's and torch's first allocations and imports.
+WARM_UP_FITS = 4
 
 
 def ours(name: str, counts, precision: str, device: str, repeats: int, iterations: int, init: str | None = None):
@@ -100,6 +106,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=2000, help="our fits' cap")
     parser.add_argument("--init", choices=INITS, default=None, help=f"our fits' start (default {DEFAULTS.init})")
+    parser.add_argument("--max-rss-mb", type=float, default=16_000.0, help="this process's memory may not pass this")
+    parser.add_argument("--max-growth-mb", type=float, default=100.0,
+                        help="nor grow by more than this a fit on average, after the first fits")
     args = parser.parse_args()
     names = args.sets or (corpus.names() if args.all else corpus.names(large=args.large))
     peer_precisions = args.precisions if args.peer_precisions is None else args.peer_precisions
@@ -111,7 +120,7 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}")
     print(header)
     print("-" * len(header))
-    worst_gap, false_claims, failures, ratios, ratios_at = 0.0, [], [], [], []
+    worst_gap, false_claims, failures, ratios, ratios_at, memory = 0.0, [], [], [], [], []
     for name in names:
         counts = corpus.load(name)
         reference = references.get(name)
@@ -151,16 +160,39 @@ def main() -> None:
                 else:
                     last = corpus.gap(float(finite[-1]), reference.elbo) if finite.size else math.nan
                     line += f"{f'never ({last:.0e})':>13} {'-':>8} {per_iteration * 1e3:7.1f} | {'-':>6} {'-':>7}"
-            print(line + f"   [{time.perf_counter() - started:.0f} s]", flush=True)
+            memory.append(resident_mb())
+            print(line + f"   [{time.perf_counter() - started:.0f} s, {memory[-1]:,.0f} MB]", flush=True)
+            if memory[-1] > args.max_rss_mb:
+                break
+        else:
+            continue
+        break
     print()
     print(f"largest gap to the reference: {worst_gap:.1e} (goal: 1e-5 in both precisions)")
     print(f"'converged' but not within 1e-5: {', '.join(false_claims) or 'none'}")
     print(f"diverged or failed: {', '.join(failures) or 'none'}")
+    growth = ((memory[-1] - memory[WARM_UP_FITS - 1]) / (len(memory) - WARM_UP_FITS)
+              if len(memory) > WARM_UP_FITS else 0.0)
+    if memory:
+        print(f"memory: {memory[0]:,.0f} MB after the first fit, {max(memory):,.0f} MB at the most, "
+              f"{growth:.1f} MB a fit after the first {WARM_UP_FITS}")
     if ratios:
         print(f"time to the stop against pyPLNmodels' time to 1e-5 where it gets there: largest {max(ratios):.3f}x, "
               f"median {float(np.median(ratios)):.3f}x")
         print(f"time to 1e-5 against pyPLNmodels' time to 1e-5: largest {np.nanmax(ratios_at):.3f}x, "
               f"median {float(np.nanmedian(ratios_at)):.3f}x (goal: 0.1x)")
+    why = []
+    if not worst_gap <= reach.SOLVED:
+        why.append(f"a fit ended {worst_gap:.1e} below its reference")
+    if false_claims or failures:
+        why.append("a fit said 'converged' short of 1e-5, or failed")
+    if memory and max(memory) > args.max_rss_mb:
+        why.append(f"memory passed {args.max_rss_mb:,.0f} MB; the table stopped there")
+    if growth > args.max_growth_mb:
+        why.append(f"memory grew {growth:.0f} MB a fit, over {args.max_growth_mb:.0f}")
+    if why:
+        print(f"FAILED: {'; '.join(why)}")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from core import catalog  # noqa: E402
+from core.machine.machine_state import resident_mb  # noqa: E402
 from core.spec import DEFAULTS as FRONT_DOOR  # noqa: E402
 
 from served_app import launch_browser, served_app, wait_painted  # noqa: E402
@@ -401,14 +402,6 @@ def import_poisoned_run(db: str, scratch: str) -> None:
         raise RuntimeError(f"the poisoned run was not imported: {done.refusals()}")
 
 
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def map_count(pid: int) -> int:
     with open(f"/proc/{pid}/maps", "rb") as maps:
         return sum(1 for _ in maps)
@@ -505,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
             pids = worker_pids(server.pid)
             first_workers = first_workers or len(pids)  # the cluster starts as the first page opens
             workers_seen.update(pids)
-            samples.append({"t": time.time() - start, "rss": rss_mb(server.pid), "maps": map_count(server.pid),
+            samples.append({"t": time.time() - start, "rss": resident_mb(server.pid), "maps": map_count(server.pid),
                             "runs": store.count(), "workers": len(pids)})
             last = samples[-1]
             print(f"{last['t'] / 60:6.1f} min  server RSS {last['rss']:7.1f} MB  mappings {last['maps']:6,}  "

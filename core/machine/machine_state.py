@@ -145,3 +145,12 @@ def _own_cpu_s() -> float:
     """This process's CPU seconds, every thread included (XLA's and torch's pools)."""
     times = os.times()
     return times.user + times.system
+
+
+def resident_mb(pid: int | None = None) -> float:
+    """The resident memory (VmRSS) of process `pid` (default: this one) in MB; NaN where
+    Linux's /proc does not say. What the long-running checks watch for growth without
+    bound (benchmarks/soak.py, benchmarks/corpus.py)."""
+    status = _read(f"/proc/{pid or 'self'}/status") or ""
+    found = re.search(r"^VmRSS:\s+(\d+)\s+kB", status, re.MULTILINE)
+    return int(found.group(1)) / 1024 if found else float("nan")
