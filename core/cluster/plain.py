@@ -31,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from core.data.counts import DataError
 from core.run.progress import Cancelled
+from core.spec import SpecError
 
 # The types a task may return, by the name written on the wire: every result type of
 # `core.cluster.tasks` and what they hold. Each is plain data (no JAX), importable by the server.
@@ -44,7 +46,7 @@ _TYPE_PATHS = {
     "PitfallResult": "core.inspect.pitfall_notes", "Compile": "core.machine.compile_log",
     "Timeline": "core.inspect.trace_findings", "StrategyTrace": "core.inspect.trace_findings",
     "Span": "core.inspect.trace_findings", "OpTime": "core.inspect.trace_findings",
-    "Stopped": "core.cluster.plain",
+    "Stopped": "core.cluster.plain", "Refused": "core.cluster.plain",
 }
 # NumPy dtypes an array may have: numbers only (an object array would hold anything).
 _DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -68,15 +70,32 @@ class Stopped:
     reason: str
 
 
+@dataclasses.dataclass(frozen=True)
+class Refused:
+    """What a task whose spec or data was refused returns (`returned`): a refusal (more memory
+    than the device has, past the time budget, data that cannot be fitted) is an answer for
+    the user, not a failed computation for the worker to log with its traceback ("Compute
+    Failed", once per refusal). The submitter raises the `DataError` (`data`) or `SpecError`
+    it carries."""
+
+    message: str
+    data: bool = False
+
+    def error(self) -> SpecError:
+        return (DataError if self.data else SpecError)(self.message)
+
+
 def returned(task: Callable) -> Callable:
     """A task that returns `encode(task(...))`: a worker's result leaves it as plain data
-    (a task cancelled on the way, `Stopped`)."""
+    (a task cancelled on the way, `Stopped`; one refused, `Refused`)."""
     @functools.wraps(task)
     def plainly(*args, **kwargs):
         try:
             return encode(task(*args, **kwargs))
         except Cancelled as cancelled:
             return encode(Stopped(str(cancelled)))
+        except SpecError as refused:
+            return encode(Refused(str(refused), isinstance(refused, DataError)))
 
     return plainly
 

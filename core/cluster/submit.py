@@ -138,6 +138,8 @@ def call(cluster: Cluster, function: Callable, *args: Any, platform: str, label:
             value = plain.decode(result)
             if isinstance(value, plain.Stopped):
                 raise Cancelled(value.reason)
+            if isinstance(value, plain.Refused):
+                raise value.error()
             return value
     finally:
         cluster.board.forget(token)

@@ -121,3 +121,23 @@ def test_a_task_stopped_by_its_cancel_returns_that_instead_of_failing():
     assert plain.decode(plain.returned(fit)()) == plain.Stopped("cancelled; nothing was stored")
     with pytest.raises(ValueError, match="a real failure"):  # still the worker's to report
         plain.returned(broken)()
+
+
+def test_a_task_whose_spec_or_data_is_refused_returns_the_refusal_instead_of_failing():
+    # Raised on the worker, each refusal was logged there as "Compute Failed" with its
+    # traceback; it is the user's answer, raised again by the submitter as what it was.
+    from core.data.counts import DataError
+    from core.spec import SpecError
+
+    def too_big():
+        raise SpecError("about 112 GB; the device has 24.0 GB free")
+
+    def bad_data():
+        raise DataError("counts.csv: row 3 has a negative count")
+
+    for task, kind in ((too_big, SpecError), (bad_data, DataError)):
+        refused = plain.decode(plain.returned(task)())
+        assert isinstance(refused, plain.Refused)
+        error = refused.error()
+        assert type(error) is kind and str(error) in ("about 112 GB; the device has 24.0 GB free",
+                                                      "counts.csv: row 3 has a negative count")

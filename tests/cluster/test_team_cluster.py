@@ -113,6 +113,22 @@ def test_a_task_refused_on_the_worker_raises_here(team):
         submit.call(team, tasks.pitfall, "nope", platform="cpu", label="a pitfall", owner="test")
 
 
+def test_a_fit_refused_on_the_worker_raises_its_refusal_here_and_is_not_logged_as_a_failure(team):
+    # Too big for the worker's memory: the user's answer, not a failed computation, so the
+    # worker returns it as plain data instead of logging "Compute Failed" with a traceback.
+    from core.spec import SpecError
+
+    def failures() -> int:
+        return sum("Compute Failed" in line for worker in team.client.get_worker_logs().values() for _, line in worker)
+
+    huge = tutorial_spec(dataset=DatasetSpec(kind="simulated", n=10_000_000, p=2_000), strategy="scan",
+                         precision="float64")
+    before = failures()  # other tests of this module's cluster fail tasks on purpose
+    with pytest.raises(SpecError, match="not enough memory: this fit needs about"):
+        submit.call(team, tasks.fit, huge, None, "test", False, 300.0, platform="cpu", label="too big", owner="test")
+    assert failures() == before
+
+
 def test_the_scheduler_and_workers_run_with_the_projects_settings(team):
     assert team.client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures) == 0
 
