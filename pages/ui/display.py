@@ -293,8 +293,10 @@ def agreement_badge(frame: pd.DataFrame) -> agreement.Verdict:
     if found.state == "unknown":
         st.badge("needs two finished runs", color="gray", icon=":material/help:")
     elif found.state == "agree":
-        # Short: the metric's column is narrow at 1024 px; the help gives the difference.
-        st.badge(f"agree to {found.limit:.0e}".replace("e-0", "e-"), color="green", icon=":material/check_circle:",
+        # Short: the metric's column is narrow at 1024 px; the help gives the difference. Equal
+        # to the last bit, "to 1e-5" would undersell them.
+        said = "agree exactly" if found.spread == 0 else f"agree to {found.limit:.0e}".replace("e-0", "e-")
+        st.badge(said, color="green", icon=":material/check_circle:",
                  help=f"largest relative difference between final ELBOs {found.spread:.1e}: {found.reason}")
     elif found.state == "drift":
         # Short: the metric's column is narrow at 1024 px; the help says the rest.

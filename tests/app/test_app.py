@@ -130,6 +130,24 @@ def test_a_plan_past_the_time_budget_is_told_before_run(store, monkeypatch):
     assert [c.value for c in at.caption if c.value.startswith("About ")]
 
 
+def test_final_elbos_equal_to_the_last_bit_are_said_to_agree_exactly(store):
+    # One compiled program run by two strategies ends on the same ELBO: "agree to 1e-5"
+    # undersold that; runs apart by a rounding still agree to their criterion's limit.
+    for strategy in ("scan", "scan_namedtuple"):
+        store.add(fake_run(strategy))
+    at = open_app()
+    at.pills(key="run_strategies").set_value(["scan", "scan_namedtuple"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    badges = [m.value for m in at.markdown if "badge[" in m.value]
+    assert any("agree exactly" in badge for badge in badges), badges
+    apart = fake_run("jit_step")
+    elbo = apart.elbo[:-1] + [apart.elbo[-1] * (1 + 1e-9)]
+    store.add(dataclasses.replace(apart, elbo=elbo, final_elbo=elbo[-1]))
+    at.pills(key="run_strategies").set_value(["scan", "jit_step"]).run()
+    badges = [m.value for m in at.markdown if "badge[" in m.value]
+    assert any("agree to 1e-" in badge for badge in badges) and not any("exactly" in b for b in badges), badges
+
+
 def test_runs_that_all_diverged_say_why_at_the_top(store):
     run = fake_run("scan")
     store.add(dataclasses.replace(run, status="diverged", error="ELBO not finite at iteration 1; try [this](x)",
