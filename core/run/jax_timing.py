@@ -48,8 +48,9 @@ class Timing:
         # own work was cut, not because a budget it shares with fits timed beside it passed
         # after it had finished (its curve and repeats whole).
         self._first_call_cut = False
-        chunked = problem.iterations_per_call < problem.iterations
-        if strategy.python_loop or chunked:
+        # Python loops and compiled loops split into calls come back between iterations.
+        steps_between = strategy.python_loop or problem.iterations_per_call < problem.iterations
+        if steps_between:
             between = (progress.live_elbo_reporter(report, problem.iterations, cancel, budget)
                        if watched else progress.stop_checker(cancel, budget))
 
@@ -63,8 +64,7 @@ class Timing:
         self._recompiles: list[compile_log.Compile] = []
         # A total only where iterations will be reported: one compiled call says nothing until
         # it returns, and a bar at 0/500 all through it read as hung.
-        reports_iterations = watched and (strategy.python_loop or chunked)
-        report(Progress("first_call", 0, problem.iterations if reports_iterations else 0))
+        report(Progress("first_call", 0, problem.iterations if watched and steps_between else 0))
         with jax.default_device(prep.device):
             # Copied outside the timing (a run that donates its state consumes it) and outside
             # the count: the copy compiles helpers of its own.

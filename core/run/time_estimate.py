@@ -30,6 +30,7 @@ import dataclasses
 import math
 
 from core.coordination.budget import duration
+from core.results.ordering import listed
 from core.results.result import RunResult
 from core.spec import FitSpec
 from core.store.run_store import IMPORTED
@@ -69,9 +70,7 @@ def estimate(spec: FitSpec, cells: int, history: list[RunResult]) -> Estimate | 
     """The estimate for `spec` on data of `cells` (n x p) from `history`, the store's runs of
     the same optimizer, precision and device (`history_of`; see the module docstring); None
     when none of its strategy finished with a time per iteration."""
-    usable = [run for run in history if run.status == "ok" and run.per_iter_ms > 0 and run.n * run.p > 0
-              and run.optimizer == spec.optimizer.name and run.precision == spec.precision
-              and run.device == spec.device]
+    usable = [run for run in history if run.status == "ok" and run.per_iter_ms > 0 and run.n * run.p > 0]
     own = [run for run in usable if run.strategy == spec.strategy]
     if not own or cells <= 0:
         return None
@@ -113,12 +112,13 @@ def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tup
     cells = cells_of(specs[0], counts) if specs else None
     if cells is None:
         return None
+    # One read of the store per kind of run: the strategies of a plan share one.
+    kinds = [(spec.optimizer.name, spec.precision, spec.device) for spec in specs]
     histories: dict[tuple, list[RunResult]] = {}
-    for spec in specs:
-        kind = (spec.optimizer.name, spec.precision, spec.device)
+    for spec, kind in zip(specs, kinds):
         if kind not in histories:
             histories[kind] = history_of(store, spec)
-    found = [estimate(spec, cells, histories[(spec.optimizer.name, spec.precision, spec.device)]) for spec in specs]
+    found = [estimate(spec, cells, histories[kind]) for spec, kind in zip(specs, kinds)]
     known = [one for one in found if one is not None]
     total = sum(one.seconds for one in known)
     if not known or total < SAY_FROM_SECONDS:
@@ -130,16 +130,12 @@ def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tup
             f"{1e3 * slowest.per_iteration_s:.3g} ms, from {slowest.basis.per_iter_ms:.3g} ms at "
             f"{slowest.basis.n:,} x {slowest.basis.p:,})")
     if unknown:
-        text += f"; {_listed(unknown)} not counted: no earlier run of {'its' if len(unknown) == 1 else 'their'} kind"
+        text += f"; {listed(unknown)} not counted: no earlier run of {'its' if len(unknown) == 1 else 'their'} kind"
     over = total > budget_seconds
     if over:
         text += (f". That passes the {duration(budget_seconds)} a run may hold the device: it would stop there and "
                  f"keep what finished. {_what_fits(known, budget_seconds)}")
     return text + ".", over
-
-
-def _listed(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _what_fits(known: list[Estimate], budget_seconds: float) -> str:
