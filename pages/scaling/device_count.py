@@ -18,6 +18,7 @@ from core.charts import lines
 from core.cluster import submit, tasks
 from core.cluster.errors import WorkerDied
 from core.results.result import RunResult
+from core.run import watched
 from core.run.progress import PHASES, Cancelled
 from core.spec import OAKS_ROWS, DatasetSpec, SpecError
 from core.store.run_store import StoreError
@@ -28,6 +29,28 @@ from pages.ui.text import md, public
 log = logging.getLogger(__name__)
 
 
+def _sweep(cluster, store, specs: list, labels: list[str], owner_id: str, post, cancel) -> None:
+    """In the sweep's thread: runs and stores each of `specs` in turn, posting (what, its index,
+    a value): "starting" (its devices), "phase" (a phase's name), "stored" (its stored result)
+    or "failed" (the message); the first failure ends the sweep."""
+    for index, (spec, label) in enumerate(zip(specs, labels)):
+        post(("starting", index, spec.devices))
+        try:
+            result = submit.call(cluster, tasks.sweep_point, spec, platform=spec.device, label=label,
+                                 owner="dashboard", cancel=cancel,
+                                 on_progress=lambda progress, index=index: post(("phase", index, progress.phase)))
+            result.owner = owner_id
+            store.add(result)
+        except (SpecError, Cancelled, WorkerDied) as exc:
+            post(("failed", index, f"{md(label)}: {public(exc)}"))
+            return
+        except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
+            log.exception("device sweep run of %s failed", spec)
+            post(("failed", index, f"{md(label)} failed: {public(exc)}"))
+            return
+        post(("stored", index, result))
+
+
 def point_label(spec) -> str:
     """"2 devices · oaks ×100 (n = 11,600)"."""
     k, replicate = spec.devices, spec.dataset.replicate
@@ -36,44 +59,43 @@ def point_label(spec) -> str:
 
 def run_in_processes(specs: list) -> tuple[list[RunResult], str | None]:
     """Runs and stores `specs` one after the other, each in its own process, with a progress
-    bar per run; (the stored runs, an error message or None). Stops at the first failure."""
+    bar per run; (the stored runs, an error message or None). Stops at the first failure. The
+    runs are waited for in a thread of their own, as a page's runs are (`running.follow`): a
+    closed tab leaves them to finish."""
     try:
         store = resources.run_store()
         cluster = resources.cluster()
     except (StoreError, SpecError) as exc:
         return [], public(exc)
     labels = [point_label(spec) for spec in specs]
+    owner_id = sign_in.identity()  # read here: the sweep's thread has no session to read it from
     results: list[RunResult] = []
     error = None
     title = f"Device sweep of {len(specs)} run{'s' * (len(specs) != 1)}"
     with st.status(f"{title}…", expanded=True) as status:
         cancel_slot = running.cancel_button(title)
         bars = [st.progress(0.0, text=f"**{label}**: waiting") for label in labels]
-        for index, (spec, label, bar) in enumerate(zip(specs, labels, bars)):
-            status.update(label=f"{title}: {label} ({index + 1} of {len(specs)})…", expanded=True)
-            bar.progress(0.02, text=f"**{label}**: starting a process with {spec.devices} simulated "
-                                    f"device{'s' * (spec.devices != 1)}")
 
-            def on_phase(name: str, bar=bar, label=label) -> None:
-                phase = PHASES[name]
-                bar.progress(phase.start, text=f"**{label}**: {phase.text}")
-
-            try:
-                result = submit.call(cluster, tasks.sweep_point, spec, platform=spec.device, label=label,
-                                     owner="dashboard", on_progress=lambda progress, on_phase=on_phase: on_phase(
-                                         progress.phase))
-                result.owner = sign_in.identity()
-                store.add(result)
-            except (SpecError, Cancelled, WorkerDied) as exc:
-                error = f"{md(label)}: {public(exc)}"
-            except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
-                log.exception("device sweep run of %s failed", spec)
-                error = f"{md(label)} failed: {public(exc)}"
-            if error:
+        def draw(post: tuple) -> None:
+            nonlocal error
+            what, index, value = post
+            label, bar = labels[index], bars[index]
+            if what == "starting":
+                status.update(label=f"{title}: {label} ({index + 1} of {len(specs)})…", expanded=True)
+                bar.progress(0.02, text=f"**{label}**: starting a process with {value} simulated "
+                                        f"device{'s' * (value != 1)}")
+            elif what == "phase":
+                bar.progress(PHASES[value].start, text=f"**{label}**: {PHASES[value].text}")
+            elif what == "stored":
+                results.append(value)
+                bar.progress(1.0, text=f"**{label}**: done: {value.per_iter_ms:,.3f} ms/iteration")
+            else:
+                error = value
                 bar.progress(0.0, text=f"**{label}**: failed")
-                break
-            results.append(result)
-            bar.progress(1.0, text=f"**{label}**: done: {result.per_iter_ms:,.3f} ms/iteration")
+
+        work = watched.Watched(lambda post, cancel: _sweep(cluster, store, specs, labels, owner_id, post, cancel),
+                               name=f"run: {title}")
+        running.follow(work, draw, title)
         running.close_status(status, cancel_slot, len(results), error)
     refresh_store_caption()
     return results, error

@@ -4,8 +4,10 @@ A click during a run (Cancel, Previous, another page, a new setting) stops the p
 and Streamlit starts the next script at once, in another thread, while the stopped one is
 still unwinding: under load its `except` ran seconds after the new script had drawn the page.
 So the new script says what happened to a run still marked under way (`pending`), and the
-stopped run's own note (`stopped`) counts only where nothing has said it yet. Free of
-Streamlit: a session keeps one `RunNotices` in its state (`pages.ui.running`).
+stopped run's own note (`stopped`) counts only where nothing has said it yet. A run whose
+browser went (a closed tab, a lost connection) is not stopped but left to finish (`went_on`):
+said should that browser come back to the session. Free of Streamlit: a session keeps one
+`RunNotices` in its state (`pages.ui.running`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ class RunNotices:
         click's script said so already (Cancel, `pending_stop`) or does the work again (`redone`)."""
         if self.said != token:
             self.notice, self.said = _notice(title, STOPPED, self.stored if token == self.run else 0), token
+
+    def went_on(self, token: str, title: str) -> None:
+        """The run `token`, titled `title`, was left to finish when this session's browser went
+        (a closed tab, a lost connection): said should the browser come back to this session,
+        in place of anything said of it before."""
+        self.notice, self.said = (f"{title}: went on after this page lost its connection to the browser; its runs "
+                                  "are stored as they finish and show on Compare."), token
 
     def redone(self) -> None:
         """The latest run, stopped or cancelled, is being done again: nothing to say of it."""

@@ -1,22 +1,27 @@
 """Running specs from a page on the cluster's workers: a status box, a progress bar per spec, a
-live ELBO chart; each result stored as it comes back (`core.cluster.stored`)."""
+live ELBO chart; each result stored as it comes back (`core.cluster.stored`). The run is waited
+for in a thread of its own (`core.run.watched`), so that it outlives a page whose browser goes:
+a click elsewhere stops it, a closed tab does not."""
 
 from __future__ import annotations
 
 import logging
 import time
+from typing import NamedTuple
 
 import pandas as pd
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException, StopException
 
 from core.charts import lines
 from core.cluster import stored
 from core.cluster.errors import RunInterrupted
 from core.coordination import budget, under_way
 from core.results.result import RunResult
-from core.run import batches, time_estimate
-from core.run.progress import PHASES, Cancelled
+from core.run import batches, lifecycle, time_estimate, watched
+from core.run.progress import PHASES, Cancelled, Progress
 from core.spec import FitSpec, SpecError
 from core.store.run_store import StoreError
 from pages.ui import display, resources, sign_in
@@ -187,8 +192,8 @@ def cancel_button(title: str):
     """A Cancel button for the work titled `title`; returns its slot, to empty when done.
 
     A click stops the page's script at its next progress update (Streamlit reruns the
-    page): the run's in-flight note is released on the way out, and the worker running it
-    is told to stop (at its next iteration, call or repeat).
+    page), which tells the run's thread and the worker running it to stop (at its next
+    iteration, call or repeat); the run's in-flight note goes when the worker has stopped.
     """
     slot = st.empty()
     slot.button("Cancel", key="run_cancel", icon=":material/stop_circle:", on_click=_note_cancelled,
@@ -296,9 +301,16 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
     queue_caption_is_stale()
     notices = _notices()
     token = notices.started(md(title))
+    owner_id = sign_in.identity()  # read here: the run's thread has no session to read it from
     try:
-        results, error = _run_in_status(store, cluster, specs, labels, title, counts, cold, together,
+        results, error = _run_in_status(store, cluster, specs, labels, title, counts, cold, together, owner_id,
                                         lambda stored: notices.progressed(token, stored))
+    except _WentOn:
+        # The browser went (a closed tab, a lost connection): the run goes on in its thread and
+        # stores what it finishes. Said on this session's next script, should its browser
+        # reconnect; a new session finds the runs on Compare.
+        notices.went_on(token, md(title))
+        raise
     except ScriptControlException:
         # A click elsewhere (Previous, another page, a new setting) stops this script, and the run
         # with it: nothing of the unfinished batch is stored. Said where Cancel's notice is said,
@@ -314,10 +326,37 @@ def run(specs: list[FitSpec], labels: list[str] | None = None, title: str = "Run
     return results, error
 
 
+class _WentOn(StopException):
+    """This script was stopped because its browser went, and its run was left to finish."""
+
+
+# How long a stopped script waits for Streamlit to drop its session when its browser goes: the
+# stop is asked first, the session dropped a moment later (`disconnect_session`). A Stop click
+# in the browser stops the script as well, and its session stays.
+_GONE_WITHIN_S = 2.0
+
+
+def _browser_gone() -> bool:
+    """Whether this script's session has lost its browser (a closed tab, a lost connection),
+    rather than been stopped by a click in it."""
+    context = get_script_run_ctx()
+    if context is None or not Runtime.exists():  # a script run without a server (tests): never gone
+        return False
+    runtime = Runtime.instance()
+    deadline = time.monotonic() + _GONE_WITHIN_S
+    while runtime.is_active_session(context.session_id):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _run_in_status(store, cluster, specs: list[FitSpec], labels: list[str], title: str, counts, cold: bool,
-                   together: bool, on_stored) -> tuple[list[RunResult], str | None]:
-    """`run`'s status box and its batches: (the stored results, an error message or None).
-    `on_stored(count)` hears how many runs are stored after each batch."""
+                   together: bool, owner_id: str, on_stored) -> tuple[list[RunResult], str | None]:
+    """`run`'s status box, drawing what its batches, fitted in a thread of their own
+    (`core.run.watched`), post. `on_stored(count)` hears how many runs are stored after each
+    batch. A click elsewhere stops the batches (nothing of the unfinished one is stored); a
+    browser that goes leaves them to finish and store their runs, and raises `_WentOn`."""
     results: list[RunResult] = []
     error = None
     live_points: list[dict] = []
@@ -325,27 +364,130 @@ def _run_in_status(store, cluster, specs: list[FitSpec], labels: list[str], titl
         cancel_slot, bars, live = _progress_slots(title, labels)
         reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy, spec.repeats)
                      for index, (spec, label, bar) in enumerate(zip(specs, labels, bars))]
-        for batch in batches.plan(specs, together):
-            members = [specs[index] for index in batch.members]
-            mine = [reporters[index] for index in batch.members]
-            first = batch.members[0] + 1
-            # expanded must be repeated: an update without it can collapse the box.
-            # Short: "Running 3 strategies: 3 timed together · oaks x1…" was cut at 1024 px.
-            status.update(label=(f"{md(title)}, timed together · {md(members[0].dataset.label)}…"
-                                 if batch.together and len(members) == len(specs) else
-                                 # The count first: on a page whose box starts low (Scaling at 1024 x 768)
-                                 # the label may be all that shows of the sweep's progress.
-                                 f"{md(title)}: {len(results)} of {len(specs)} done · {len(members)} timed together "
-                                 f"· {md(members[0].dataset.label)}…"
-                                 if batch.together else
-                                 f"{md(title)}: {mine[0].shown_label} ({first} of {len(specs)})…"), expanded=True)
-            done, error = _run_batch(cluster, store, members, mine, batch.together, counts, cold)
-            results += done
-            on_stored(len(results))
-            if error:
-                break
+        work = watched.Watched(
+            lambda post, cancel: _fit_batches(cluster, store, specs, labels, together, counts, cold, owner_id, post,
+                                              cancel),
+            name=f"run: {lifecycle.label(specs)}")
+
+        def draw(post) -> None:
+            nonlocal error
+            if isinstance(post, _Progress):
+                reporters[post.member](post.progress)
+            elif isinstance(post, _BatchStarted):
+                status.update(label=_batch_label(title, specs, post.members, post.together, len(results), reporters),
+                              expanded=True)
+            else:
+                _show_batch(post, reporters)
+                results.extend(post.results)
+                on_stored(len(results))
+                error = post.error
+
+        follow(work, draw, title)
         close_status(status, cancel_slot, len(results), error)
     return results, error
+
+
+def follow(work: watched.Watched, draw, title: str) -> None:
+    """Draws each of `work`'s posts with `draw` until the work ends, and raises what it raised.
+    When this script is stopped: where its browser went, leaves the work to finish and raises
+    `_WentOn`; else (a click elsewhere, Cancel, Stop) stops the work."""
+    try:
+        for post in work.posts():
+            if post is not None:
+                draw(post)
+    except ScriptControlException as stop:
+        if isinstance(stop, StopException) and _browser_gone():
+            work.let_go()
+            log.info("the browser watching %s went; the work goes on and stores what it finishes", title)
+            raise _WentOn() from stop
+        work.stop()
+        raise
+    work.result()  # what the thread raised past its own handling (a bug: said as one)
+
+
+def _batch_label(title: str, specs: list[FitSpec], members: list[int], together: bool, done: int,
+                 reporters: list[_Reporter]) -> str:
+    """The status box's label while the batch of `specs` at `members` runs, `done` stored before it."""
+    first = specs[members[0]]
+    if together and len(members) == len(specs):
+        return f"{md(title)}, timed together · {md(first.dataset.label)}…"
+    if together:
+        # The count first: on a page whose box starts low (Scaling at 1024 x 768) the label may
+        # be all that shows of the sweep's progress.
+        return (f"{md(title)}: {done} of {len(specs)} done · {len(members)} timed together "
+                f"· {md(first.dataset.label)}…")
+    # Short: "Running 3 strategies: 3 timed together · oaks x1…" was cut at 1024 px.
+    return f"{md(title)}: {reporters[members[0]].shown_label} ({members[0] + 1} of {len(specs)})…"
+
+
+class _BatchStarted(NamedTuple):
+    members: list[int]  # indexes into the run's specs
+    together: bool
+
+
+class _Progress(NamedTuple):
+    member: int  # index into the run's specs
+    progress: Progress
+
+
+class _BatchEnded(NamedTuple):
+    members: list[int]
+    results: list[RunResult]  # stored
+    error: str | None  # markdown, every user- or store-supplied part escaped
+
+
+def _fit_batches(cluster, store, specs: list[FitSpec], labels: list[str], together: bool, counts, cold: bool,
+                 owner_id: str, post, cancel) -> None:
+    """In the run's thread: fits and stores the batches of `specs` in turn (`core.run.batches`),
+    posting each batch's start, its progress reports and its end; a batch's error ends them."""
+    for batch in batches.plan(specs, together):
+        members = list(batch.members)
+        post(_BatchStarted(members, batch.together))
+        results, error = _fit_batch(cluster, store, specs, labels, members, batch.together, counts, cold, owner_id,
+                                    post, cancel)
+        post(_BatchEnded(members, results, error))
+        if error:
+            return
+
+
+def _fit_batch(cluster, store, specs: list[FitSpec], labels: list[str], members: list[int], together: bool, counts,
+               cold: bool, owner_id: str, post, cancel) -> tuple[list[RunResult], str | None]:
+    """One batch of `run`, in the run's thread: (its stored results, an error message or None)."""
+    chosen = [specs[index] for index in members]
+    who = f"{len(chosen)} strategies" if together else md(labels[members[0]])
+    results: list[RunResult] = []
+    error = None
+    try:
+        if together:
+            results = stored.run_together_and_store(
+                cluster, store, chosen, counts, on_progress=lambda progress: post(
+                    _Progress(members[progress.member], progress)),
+                cancel=cancel, owner="dashboard", owner_id=owner_id, cold=cold)
+        else:
+            results = [stored.run_and_store(cluster, store, chosen[0], counts,
+                                            on_progress=lambda progress: post(_Progress(members[0], progress)),
+                                            cancel=cancel, owner="dashboard", cold=cold, owner_id=owner_id)]
+    except (RunInterrupted, SpecError, StoreError, Cancelled) as exc:  # interrupted: stored, still this session's
+        error = f"{who}: {public(exc)}"
+    except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
+        log.exception("run of %s failed", chosen)
+        error = f"{who} failed with an internal error ({type(exc).__name__}: {public(exc)}); see the server log"
+    if not error and (timed_out := [result for result in results if result.status == "timed_out"]):
+        # stored, but unfinished
+        error = f"{who}: {md(timed_out[0].error)}; stored as timed out, with the curve{'s' * together} so far"
+    return results, error
+
+
+def _show_batch(ended: _BatchEnded, reporters: list[_Reporter]) -> None:
+    """A batch's bars once it has ended: each run's speed and compile, or "failed"."""
+    mine = [reporters[index] for index in ended.members]
+    for reporter, result in zip(mine, ended.results):
+        reporter.finish()
+        reporter.bar.progress(1.0, text=f"**{reporter.shown_label}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
+                                        f"compile {result.trace_lower_s + result.compile_s:.2f} s ({result.cache})")
+    if ended.error and not ended.results:
+        for reporter in mine:
+            reporter.bar.progress(0.0, text=f"**{reporter.shown_label}**: failed")
 
 
 def stored_flash(results: list[RunResult]) -> tuple[str, str]:
@@ -365,37 +507,6 @@ def ran_here(run_id: int) -> bool:
     """Whether this browser session made the run: the store is shared, and a page that shows
     the newest stored runs of its settings says when they are someone else's, or older."""
     return run_id in st.session_state.get(_SESSION_RUNS, [])
-
-
-def _run_batch(cluster, store, specs: list[FitSpec], reporters: list[_Reporter], together: bool, counts,
-               cold: bool) -> tuple[list[RunResult], str | None]:
-    """One batch of `run`: (its stored results, an error message or None), its bars drawn."""
-    who = f"{len(specs)} strategies" if together else reporters[0].shown_label
-    results: list[RunResult] = []
-    error = None
-    try:
-        if together:
-            results = stored.run_together_and_store(
-                cluster, store, specs, counts, on_progress=lambda progress: reporters[progress.member](progress),
-                owner="dashboard", owner_id=sign_in.identity(), cold=cold)
-        else:
-            results = [stored.run_and_store(cluster, store, specs[0], counts, on_progress=reporters[0],
-                                            owner="dashboard", cold=cold, owner_id=sign_in.identity())]
-    except (RunInterrupted, SpecError, StoreError, Cancelled) as exc:  # interrupted: stored, still this session's
-        error = f"{who}: {public(exc)}"
-    except Exception as exc:  # noqa: BLE001 - shown, not raised: a projector must not show a traceback
-        log.exception("run of %s failed", specs)
-        error = f"{who} failed with an internal error ({type(exc).__name__}: {public(exc)}); see the server log"
-    for reporter, result in zip(reporters, results):
-        reporter.finish()
-        reporter.bar.progress(1.0, text=f"**{reporter.shown_label}**: done: {result.per_iter_ms:,.3f} ms/iteration, "
-                                        f"compile {result.trace_lower_s + result.compile_s:.2f} s ({result.cache})")
-    if error:
-        for reporter in reporters:
-            reporter.bar.progress(0.0, text=f"**{reporter.shown_label}**: failed")
-    elif timed_out := [result for result in results if result.status == "timed_out"]:  # stored, but unfinished
-        error = f"{who}: {md(timed_out[0].error)}; stored as timed out, with the curve{'s' * together} so far"
-    return results, error
 
 
 def close_status(status, cancel_slot, stored: int, error: str | None) -> None:

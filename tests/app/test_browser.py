@@ -155,3 +155,31 @@ def test_cancel_stops_a_long_run_within_seconds_and_stores_nothing(served, page)
     watcher_line.get_by_text(re.compile(r"cpu\W+is free")).wait_for(timeout=15_000)
     _no_exception(watcher)
     watcher.context.close()
+
+
+def test_a_run_whose_tab_is_closed_goes_on_and_is_stored(served, page):
+    """A closed tab (or a lost connection) stops the page's script, as a click elsewhere does,
+    but not the run: it finishes in the server's thread and stores its runs, as it would have
+    with the tab open."""
+    from core.store.run_store import RunStore
+
+    base, env = served
+    store = RunStore(env["PLNLAB_DB"])
+    before = len(store.list())
+    tab = page.context.browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+    # Eager first: about 10 s in all here, under way when the tab closes, short enough to wait for.
+    tab.goto(f"{base}/?strategies=eager,scan&tol=0&iterations=150&repeats=1")
+    wait_painted(tab)
+    tab.get_by_role("button", name=re.compile(r"^Run 2 strateg")).click()
+    tab.get_by_text(re.compile(r"first call: iteration")).first.wait_for(timeout=RUN_TIMEOUT_MS)
+    assert store.in_flight(), "the run is under way"
+    tab.context.close()
+    closed = time.perf_counter()
+    while (store.in_flight() or len(store.list()) < before + 2) and time.perf_counter() - closed < 120:
+        time.sleep(0.2)
+    runs = store.list()[:2]
+    assert len(store.list()) == before + 2, f"{len(store.list()) - before} of 2 runs stored after the tab closed"
+    assert sorted(run.strategy for run in runs) == ["eager", "scan"]
+    assert all(run.status == "ok" and run.iterations_run == 150 for run in runs), [
+        (run.strategy, run.status, run.iterations_run) for run in runs]
+    assert store.in_flight() == []

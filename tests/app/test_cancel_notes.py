@@ -79,3 +79,19 @@ def test_a_run_that_finished_leaves_nothing_to_say():
     notices.progressed(token, 3)
     notices.ended(token)
     assert notices.take() is None
+
+
+def test_a_run_that_went_on_without_its_browser_is_said_so_not_stopped():
+    """A browser that reconnects to its session is told the run went on, even where the
+    reconnect's script read the run as stopped before the stopped script had unwound."""
+    for said_stopped_first in (True, False):
+        notices = RunNotices()
+        token = notices.started("Running 2 strategies")
+        if said_stopped_first:
+            notices.pending_stop()
+        notices.went_on(token, "Running 2 strategies")
+        notices.ended(token)
+        notice = notices.take()
+        assert notice.startswith("Running 2 strategies: went on after this page lost its connection"), notice
+        assert "stored as they finish" in notice
+        assert notices.take() is None
