@@ -32,6 +32,7 @@ import math
 from core.coordination.budget import duration
 from core.results.ordering import listed
 from core.results.result import RunResult
+from core.run import batches
 from core.spec import FitSpec
 from core.store.run_store import IMPORTED
 
@@ -109,33 +110,90 @@ def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tup
     is short or nothing stored tells. Timed together, the runs share one budget
     (`core.run.engine`). Strategies with no stored run of their kind are named, and the
     time is then a least."""
+    planned = _planned(specs, counts, {}, store)
+    if planned is None or planned.seconds < SAY_FROM_SECONDS:
+        return None
+    slowest = max(planned.known, key=lambda one: one.seconds)
+    text = (f"{planned.about} {duration(planned.seconds)} by this server's earlier runs, scaled to "
+            f"this size ({slowest.basis.strategy}: {slowest.iterations:,} iterations x {slowest.calls} calls at "
+            f"{1e3 * slowest.per_iteration_s:.3g} ms, from {slowest.basis.per_iter_ms:.3g} ms at "
+            f"{slowest.basis.n:,} x {slowest.basis.p:,}){planned.not_counted}")
+    over = planned.seconds > budget_seconds
+    if over:
+        text += (f". That passes the {duration(budget_seconds)} a run may hold the device: it would stop there and "
+                 f"keep what finished. {_what_fits(planned.known, budget_seconds)}")
+    return text + ".", over
+
+
+def sweep_note(specs: list[FitSpec], store, budget_seconds: float) -> tuple[str, bool] | None:
+    """`plan_note` for a sweep, whose batches (`core.run.batches`: each size's strategies timed
+    together) run one after the other, each under its own budget: (a sentence on how long
+    they will hold the device in all, and on the longest, whether a batch passes
+    `budget_seconds`), or None when it is short or nothing stored tells."""
+    histories: dict[tuple, list[RunResult]] = {}
+    planned = [(members, _planned(members, None, histories, store))
+               for members in ([specs[index] for index in batch.members] for batch in batches.plan(specs))]
+    planned = [(members, plan) for members, plan in planned if plan is not None]
+    total = sum(plan.seconds for _, plan in planned)
+    if not planned or total < SAY_FROM_SECONDS:
+        return None
+    unknown = sorted({name for _, plan in planned for name in plan.unknown})
+    members, longest = max(planned, key=lambda pair: pair[1].seconds)
+    about = "At least" if unknown else "About"
+    text = (f"{about} {duration(total)} in all by this server's earlier runs, scaled to each size; the longest, "
+            f"{members[0].dataset.label}, {longest.about.lower()} {duration(longest.seconds)}")
+    if unknown:
+        text += f"; {listed(unknown)} not counted: no earlier run of {'its' if len(unknown) == 1 else 'their'} kind"
+    over = [(members, plan) for members, plan in planned if plan.seconds > budget_seconds]
+    if over:
+        names = listed([members[0].dataset.label for members, _ in over])
+        text += (f". {names} {'passes' if len(over) == 1 else 'pass'} the {duration(budget_seconds)} a run may hold "
+                 f"the device: {'it' if len(over) == 1 else 'each'} would stop there and keep what finished. "
+                 f"{_what_fits(longest.known, budget_seconds)}")
+    return text + ".", bool(over)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Planned:
+    """The estimates of fits timed together: those of strategies with stored runs of their
+    kind (`known`), and the strategies without (`unknown`)."""
+
+    known: list[Estimate]
+    unknown: list[str]
+
+    @property
+    def seconds(self) -> float:
+        return sum(one.seconds for one in self.known)
+
+    @property
+    def about(self) -> str:
+        return "At least" if self.unknown else "About"
+
+    @property
+    def not_counted(self) -> str:
+        if not self.unknown:
+            return ""
+        return (f"; {listed(self.unknown)} not counted: no earlier run of "
+                f"{'its' if len(self.unknown) == 1 else 'their'} kind")
+
+
+def _planned(specs: list[FitSpec], counts, histories: dict[tuple, list[RunResult]], store) -> _Planned | None:
+    """The estimates of `specs`, timed together on their data; None when its size is not
+    known yet or no strategy has a stored run of its kind. `histories` keeps each kind of
+    run's history read (one read of the store per kind: the strategies of a plan share one)."""
     cells = cells_of(specs[0], counts) if specs else None
     if cells is None:
         return None
-    # One read of the store per kind of run: the strategies of a plan share one.
-    kinds = [(spec.optimizer.name, spec.precision, spec.device) for spec in specs]
-    histories: dict[tuple, list[RunResult]] = {}
-    for spec, kind in zip(specs, kinds):
+    found = []
+    for spec in specs:
+        kind = (spec.optimizer.name, spec.precision, spec.device)
         if kind not in histories:
             histories[kind] = history_of(store, spec)
-    found = [estimate(spec, cells, histories[kind]) for spec, kind in zip(specs, kinds)]
+        found.append(estimate(spec, cells, histories[kind]))
     known = [one for one in found if one is not None]
-    total = sum(one.seconds for one in known)
-    if not known or total < SAY_FROM_SECONDS:
+    if not known:
         return None
-    unknown = [spec.strategy for spec, one in zip(specs, found) if one is None]
-    slowest = max(known, key=lambda one: one.seconds)
-    text = (f"{'At least' if unknown else 'About'} {duration(total)} by this server's earlier runs, scaled to "
-            f"this size ({slowest.basis.strategy}: {slowest.iterations:,} iterations x {slowest.calls} calls at "
-            f"{1e3 * slowest.per_iteration_s:.3g} ms, from {slowest.basis.per_iter_ms:.3g} ms at "
-            f"{slowest.basis.n:,} x {slowest.basis.p:,})")
-    if unknown:
-        text += f"; {listed(unknown)} not counted: no earlier run of {'its' if len(unknown) == 1 else 'their'} kind"
-    over = total > budget_seconds
-    if over:
-        text += (f". That passes the {duration(budget_seconds)} a run may hold the device: it would stop there and "
-                 f"keep what finished. {_what_fits(known, budget_seconds)}")
-    return text + ".", over
+    return _Planned(known, [spec.strategy for spec, one in zip(specs, found) if one is None])
 
 
 def _what_fits(known: list[Estimate], budget_seconds: float) -> str:

@@ -130,6 +130,23 @@ def test_a_plan_past_the_time_budget_is_told_before_run(store, monkeypatch):
     assert [c.value for c in at.caption if c.value.startswith("About ")]
 
 
+def test_a_sweep_is_told_its_time_and_a_size_past_the_budget_before_it_runs(store, monkeypatch):
+    # The Scaling page's sweep holds the device size after size, each size under its own budget.
+    monkeypatch.setenv("PLNLAB_MAX_RUN_SECONDS", "300")
+    for strategy in ("jit_step", "scan"):
+        store.add(fake_run(strategy, replicate=100, run_s=4.0))  # 8 ms an iteration
+    at = open_app("pages/scaling/page.py")
+    at.pills(key="scl_strategies").set_value(["jit_step", "scan"])
+    at.pills(key="scl_sizes").set_value([10, 1000]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    (said,) = [w.value for w in at.warning if "a run may hold the device" in w.value]
+    assert said.startswith("About ") and "in all by this server's earlier runs, scaled to each size" in said, said
+    assert "oaks x1000 passes the 5 minutes a run may hold the device" in said, said
+    at.pills(key="scl_sizes").set_value([10, 100]).run()  # within the budget: said, not warned
+    assert not [w for w in at.warning if "a run may hold the device" in w.value]
+    assert [c.value for c in at.caption if c.value.startswith("About ") and "the longest, oaks x100" in c.value]
+
+
 def test_final_elbos_equal_to_the_last_bit_are_said_to_agree_exactly(store):
     # One compiled program run by two strategies ends on the same ELBO: "agree to 1e-5"
     # undersold that; runs apart by a rounding still agree to their criterion's limit.

@@ -122,3 +122,27 @@ def test_strategies_nothing_stored_tells_are_named_and_the_time_is_a_least(store
     text, _ = time_estimate.plan_note(specs, None, store, budget_seconds=300.0)
     assert text.startswith("At least 60.3 s by this server's earlier runs")
     assert "; scan_pytree_class and fori_loop not counted: no earlier run of their kind" in text
+
+
+def test_a_sweep_is_told_its_total_and_which_size_passes_the_budget(store):
+    """A sweep runs each size's strategies together, one size after another, each under its
+    own budget: the total is the sizes' sum, and a warning names the size that passes it."""
+    sizes = {replicate: DatasetSpec(kind="oaks", replicate=replicate) for replicate in (100, 1000)}
+    sweep = [_spec(name, dataset=dataset) for dataset in sizes.values() for name in ("scan", "jit_step")]
+    # x100: 30 ms a run's iteration, 50 iterations x 4 calls, + 0.32 s: 6.32 s each; x1,000: 60.32 s each.
+    text, over = time_estimate.sweep_note(sweep, store, budget_seconds=100.0)
+    assert over
+    # Two strategies' calls of 15 s: three calls fit in 100 s.
+    assert text == ("About 2 minutes in all by this server's earlier runs, scaled to each size; the longest, oaks "
+                    "x1000, about 2 minutes. oaks x1000 passes the 100 s a run may hold the device: it would stop "
+                    "there and keep what finished. With Repeats at 2 it would fit."), text
+    # Under the budget, each size: said, not warned.
+    text, over = time_estimate.sweep_note(sweep, store, budget_seconds=300.0)
+    assert not over and text.endswith("the longest, oaks x1000, about 2 minutes.")
+    # A strategy never run is named once, however many sizes it is in.
+    with_new = [*sweep, _spec("fori_loop"), _spec("fori_loop", dataset=sizes[100])]
+    text, _ = time_estimate.sweep_note(with_new, store, budget_seconds=300.0)
+    assert text.startswith("At least 2 minutes in all") and text.count("fori_loop") == 1
+    # Short sweeps are said nothing of.
+    small = [_spec(name, dataset=DatasetSpec(kind="oaks", replicate=1)) for name in ("scan", "jit_step")]
+    assert time_estimate.sweep_note(small, store, budget_seconds=300.0) is None
