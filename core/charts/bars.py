@@ -16,6 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.charts import colour_vision
 from core.charts.style import (
     CHART_CHAR_PX,
     PHASE_COLORS,
@@ -37,6 +38,15 @@ from core.results import headline, spread
 # Chronological, which is also the stack order; the colours are `style.PHASE_COLORS`.
 PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile or load",
           "first_call_s": "first call", "run_s": "steady state"}
+# Each phase's name written in its segment where the segment has room: the phases' greys are
+# close in lightness (`style.PHASE_COLORS`), and a legend alone left a viewer matching shades.
+# The full name where it fits, else the short one, else none; room is judged on the narrowest
+# plot the pages draw (the main column at 1024 px with the sidebar open, less the bars' labels)
+# at about TAG_CHAR_PX a character of the theme's label font, and TAG_MARGIN_PX to spare.
+PHASE_TAGS = {"trace_lower_s": "trace", "compile_s": "compile", "first_call_s": "1st call", "run_s": "steady"}
+NARROWEST_PLOT_PX = 420
+TAG_CHAR_PX = 8.0
+TAG_MARGIN_PX = 10
 # Where the bars' totals, longest first, fall by more than this factor from one to the next
 # (eager's beside compiled loops), the longer ones are cut at the time axis's end, each total
 # written after it, so that the others keep their width. The axis stays linear, a segment's
@@ -280,6 +290,24 @@ def cut_runs(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -> l
     return [(str(row["strategy"]), float(row["total"])) for _, row in rows[rows["total"] > cut].iterrows()]
 
 
+def _phase_tags(long: pd.DataFrame, top: float) -> pd.DataFrame:
+    """The segments of `long` (a row per run and phase: start, end, column) with room for
+    their phase's name, with the name (`tag`), where it goes (`middle`) and the colour that
+    reads best on the segment's grey (`ink`). Hollow segments (a diverged run's, a cold
+    compile's outline) are not written in: the page's background shows through them."""
+    solid = long[~long["diverged"] & ~long["cold"]]
+    pixels = (solid["end"] - solid["start"]) / top * NARROWEST_PLOT_PX
+    tag = [next((name for name in (PHASES[column], PHASE_TAGS[column])
+                 if len(name) * TAG_CHAR_PX + TAG_MARGIN_PX <= width), None)
+           for column, width in zip(solid["column"], pixels)]
+    tags = solid.assign(tag=tag).dropna(subset=["tag"])
+    inks = {column: max(("#111111", "#FFFFFF"), key=lambda ink, grey=grey: colour_vision.contrast(ink, grey))
+            for column, grey in zip(PHASES, PHASE_COLORS)}
+    # Columns of their own (`named`, not `phase`): the segments' data is read by its phase column.
+    return pd.DataFrame({"run": tags["run"], "seconds": tags["seconds"], "named": tags["phase"], "tag": tags["tag"],
+                         "middle": (tags["start"] + tags["end"]) / 2, "ink": tags["column"].map(inks)})
+
+
 def _ticks_to(end: float) -> list[float]:
     """Round ticks from 0 up to `end` (1, 2 or 5 times a power of ten apart, five or so)."""
     raw = end / 5
@@ -354,6 +382,15 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
                  *[f"{c}:N" for c in extra]],
     )
     layers = [stacked]
+    tagged = _phase_tags(long, top)
+    if not tagged.empty:
+        # Named, so that the stylesheet leaves their ink alone (their marks' class is
+        # "phase_tags_marks"): it paints chart text in the page's colour, dark on these greys.
+        layers.append(alt.Chart(tagged, name="phase_tags").mark_text(baseline="middle").encode(
+            x=alt.X("middle:Q", axis=None, scale=alt.Scale(domain=[0, top], nice=False)), y=y,
+            text="tag:N", color=alt.Color("ink:N", scale=None),
+            tooltip=["run:N", alt.Tooltip("named:N", title="phase"),
+                     alt.Tooltip("seconds:Q", format=".4f", title="seconds (s)")]))
     if cut is not None:  # the axis's end, dashed, and each cut bar's total after it: its length is not its time
         over = totals[totals > cut]
         said = pd.DataFrame({"run": over.index, "x": cut, "text": [f"{t:.3g} s, cut" for t in over]})

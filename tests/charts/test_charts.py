@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.charts import bars, comparisons, lines, style
+from core.charts import bars, colour_vision, comparisons, lines, style
 from core.results import agreement, ordering
 
 from project import ROOT
@@ -617,3 +617,31 @@ def test_speed_ups_with_no_bar_to_draw_say_so_in_the_chart():
     mixed = pd.concat([one_program, pd.DataFrame([timed(3, "jit_step", "def")])], ignore_index=True)
     drawn = bars.speedup_bars(mixed, baseline="jit_step")
     assert drawn.to_dict().get("layer") and not style.is_note(drawn)
+
+
+def test_each_phase_wide_enough_is_named_in_its_segment_in_the_ink_that_reads_on_its_grey():
+    """The phases' greys are close in lightness: a segment with room says which phase it is,
+    in full where it is wide, shortened where it is narrower, not at all where it is thin."""
+    runs = pd.DataFrame([_run(1, "scan", run_s=0.8, compile_s=1.5, trace_lower_s=0.01, first_call_s=0.8),
+                         _run(2, "jit_step", status="diverged", run_s=0.5, compile_s=2.0)])
+    spec = bars.timing_bars(runs).to_dict()
+    (written,) = [layer for layer in spec["layer"] if layer.get("encoding", {}).get("text", {}).get("field") == "tag"]
+    assert written["encoding"]["color"] == {"field": "ink", "type": "nominal", "scale": None}
+    tags = pd.DataFrame(spec["datasets"][written["data"]["name"]])
+    said = dict(zip(tags["named"], tags["tag"]))
+    # Each segment's width decides: compile's 1.5 s is named in full, trace's 0.01 s not at all.
+    top = spec["layer"][0]["encoding"]["x"]["scale"]["domain"][1]
+    scan = runs.iloc[0]
+    for column, phase in bars.PHASES.items():
+        room = scan[column] / top * bars.NARROWEST_PLOT_PX
+        fits = [name for name in (phase, bars.PHASE_TAGS[column])
+                if len(name) * bars.TAG_CHAR_PX + bars.TAG_MARGIN_PX <= room]
+        assert said.get(phase) == (fits[0] if fits else None), (phase, room, said)
+    assert said["compile or load"] == "compile or load" and "trace+lower" not in said
+    assert set(said.values()) & set(bars.PHASE_TAGS.values()), said  # the test reaches the short names too
+    assert set(tags["run"]) == {"scan"}  # a diverged run's hollow bar is not written in
+    inks = dict(zip(tags["named"], tags["ink"]))
+    for phase, grey in zip(bars.PHASES.values(), style.PHASE_COLORS):
+        if phase in inks:
+            other = "#FFFFFF" if inks[phase] == "#111111" else "#111111"
+            assert colour_vision.contrast(inks[phase], grey) > colour_vision.contrast(other, grey) >= 1
