@@ -40,9 +40,10 @@ PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile or load",
           "first_call_s": "first call", "run_s": "steady state"}
 # Each phase's name written in its segment where the segment has room: the phases' greys are
 # close in lightness (`style.PHASE_COLORS`), and a legend alone left a viewer matching shades.
-# The full name where it fits, else the short one, else none; room is judged on the narrowest
-# plot the pages draw (the main column at 1024 px with the sidebar open, less the bars' labels)
-# at about TAG_CHAR_PX a character of the theme's label font, and TAG_MARGIN_PX to spare.
+# The full name where every segment of its phase written in has room for it, else the short
+# one; room is judged on the narrowest plot the pages draw (the main column at 1024 px with the
+# sidebar open, less the bars' labels) at about TAG_CHAR_PX a character of the theme's label
+# font, and TAG_MARGIN_PX to spare.
 PHASE_TAGS = {"trace_lower_s": "trace", "compile_s": "compile", "first_call_s": "1st call", "run_s": "steady"}
 NARROWEST_PLOT_PX = 420
 TAG_CHAR_PX = 8.0
@@ -297,9 +298,16 @@ def _phase_tags(long: pd.DataFrame, top: float) -> pd.DataFrame:
     compile's outline) are not written in: the page's background shows through them."""
     solid = long[~long["diverged"] & ~long["cold"]]
     pixels = (solid["end"] - solid["start"]) / top * NARROWEST_PLOT_PX
-    tag = [next((name for name in (PHASES[column], PHASE_TAGS[column])
-                 if len(name) * TAG_CHAR_PX + TAG_MARGIN_PX <= width), None)
-           for column, width in zip(solid["column"], pixels)]
+
+    def fits(name: str) -> pd.Series:
+        return pixels >= len(name) * TAG_CHAR_PX + TAG_MARGIN_PX
+
+    # One name a phase in a chart: its full name where every segment written in has room for
+    # it, else the short one ("1st call" on one bar beside "first call" on the next read as two phases).
+    tag = pd.Series(None, index=solid.index, dtype=object)
+    for column, name in PHASES.items():
+        written = (solid["column"] == column) & fits(PHASE_TAGS[column])
+        tag[written] = name if fits(name)[written].all() else PHASE_TAGS[column]
     tags = solid.assign(tag=tag).dropna(subset=["tag"])
     inks = {column: max(("#111111", "#FFFFFF"), key=lambda ink, grey=grey: colour_vision.contrast(ink, grey))
             for column, grey in zip(PHASES, PHASE_COLORS)}
@@ -387,7 +395,8 @@ def timing_bars(runs: pd.DataFrame, cold_compiles: pd.DataFrame | None = None) -
         # Named, so that the stylesheet leaves their ink alone (their marks' class is
         # "phase_tags_marks"): it paints chart text in the page's colour, dark on these greys.
         layers.append(alt.Chart(tagged, name="phase_tags").mark_text(baseline="middle").encode(
-            x=alt.X("middle:Q", axis=None, scale=alt.Scale(domain=[0, top], nice=False)), y=y,
+            # The bars' own axis: layers share one, and a layer without (axis=None) took it from the chart.
+            x=alt.X("middle:Q", axis=axis, scale=alt.Scale(domain=[0, top], nice=False)), y=y,
             text="tag:N", color=alt.Color("ink:N", scale=None),
             tooltip=["run:N", alt.Tooltip("named:N", title="phase"),
                      alt.Tooltip("seconds:Q", format=".4f", title="seconds (s)")]))

@@ -621,12 +621,16 @@ def test_speed_ups_with_no_bar_to_draw_say_so_in_the_chart():
 
 def test_each_phase_wide_enough_is_named_in_its_segment_in_the_ink_that_reads_on_its_grey():
     """The phases' greys are close in lightness: a segment with room says which phase it is,
-    in full where it is wide, shortened where it is narrower, not at all where it is thin."""
+    in full where every segment of its phase has room, else shortened, not at all where it is
+    thin; and the chart keeps its time axis."""
     runs = pd.DataFrame([_run(1, "scan", run_s=0.8, compile_s=1.5, trace_lower_s=0.01, first_call_s=0.8),
                          _run(2, "jit_step", status="diverged", run_s=0.5, compile_s=2.0)])
     spec = bars.timing_bars(runs).to_dict()
     (written,) = [layer for layer in spec["layer"] if layer.get("encoding", {}).get("text", {}).get("field") == "tag"]
     assert written["encoding"]["color"] == {"field": "ink", "type": "nominal", "scale": None}
+    # A layer with no axis of its own (axis=None) took the time axis off the whole chart.
+    assert written["encoding"]["x"]["axis"] == spec["layer"][0]["encoding"]["x"]["axis"]
+    assert spec["layer"][0]["encoding"]["x"]["axis"]["title"] == "time (s)"
     tags = pd.DataFrame(spec["datasets"][written["data"]["name"]])
     said = dict(zip(tags["named"], tags["tag"]))
     # Each segment's width decides: compile's 1.5 s is named in full, trace's 0.01 s not at all.
@@ -645,3 +649,19 @@ def test_each_phase_wide_enough_is_named_in_its_segment_in_the_ink_that_reads_on
         if phase in inks:
             other = "#FFFFFF" if inks[phase] == "#111111" else "#111111"
             assert colour_vision.contrast(inks[phase], grey) > colour_vision.contrast(other, grey) >= 1
+
+
+def test_a_phase_is_named_one_way_in_a_chart():
+    """Where one bar's compile has room for "compile or load" and another's only for
+    "compile", both say "compile": two names read as two phases."""
+    runs = pd.DataFrame([_run(1, "scan", run_s=0.1, compile_s=3.0, trace_lower_s=0.01, first_call_s=0.1),
+                         _run(2, "jit_step", run_s=0.1, compile_s=0.9, trace_lower_s=0.01, first_call_s=0.1)])
+    spec = bars.timing_bars(runs).to_dict()
+    (written,) = [layer for layer in spec["layer"] if layer.get("encoding", {}).get("text", {}).get("field") == "tag"]
+    tags = pd.DataFrame(spec["datasets"][written["data"]["name"]])
+    top = spec["layer"][0]["encoding"]["x"]["scale"]["domain"][1]
+    widths = runs.set_index("strategy")["compile_s"] / top * bars.NARROWEST_PLOT_PX
+    full, short = (len(name) * bars.TAG_CHAR_PX + bars.TAG_MARGIN_PX for name in ("compile or load", "compile"))
+    assert widths["scan"] >= full and short <= widths["jit_step"] < full, widths  # the case this test is about
+    compile_tags = tags[tags["named"] == "compile or load"].set_index("run")["tag"]
+    assert dict(compile_tags) == {"scan": "compile", "jit_step": "compile"}
