@@ -10,9 +10,16 @@ each op or call, a compiled loop's launches) and passes over the (n, p) arrays:
 - the part of this strategy: of its stored finished runs with the spec's optimizer,
   precision and device, the one whose data is nearest in cells (n x p, by ratio), at its
   steady-state time per iteration;
-- the passes: the least time per cell per iteration of any stored run of that optimizer,
-  precision and device, whatever its strategy (every strategy does the same arithmetic;
-  the largest compiled runs come nearest to it), times the cells added.
+- the passes: the strategy's own time per cell per iteration, the slope between its smallest
+  and largest stored runs where they are at least MIN_SPAN apart in cells (eager's unfused
+  passes over the arrays cost it more a cell than a compiled loop's); else the least time per
+  cell of any stored run of that optimizer, precision and device, whatever its strategy
+  (every strategy does the same arithmetic; the largest compiled runs come nearest to it);
+  times the cells added, and never under that least time times all the cells.
+
+Scaled up far (more than FAR_REACH times the cells of the run it starts from) an estimate may
+be short: arrays that outgrow the processor's caches run slower a cell. It says so, and warns
+where twice it would pass the budget.
 
 Scaled by the cells alone, eager's 40 ms an iteration at oaks x1, nearly all dispatch, would
 read as 40 s at x1,000. The time is then that per iteration times the iterations and the
@@ -38,6 +45,13 @@ from core.store.run_store import IMPORTED
 
 # Under this a plan is said nothing of: it is over about as soon as said.
 SAY_FROM_SECONDS = 10.0
+# A strategy's own runs this far apart in cells give its own cost of a cell (`_per_cell`).
+MIN_SPAN = 4.0
+# Scaled up by more than this many times the cells, an estimate may be short by up to
+# FAR_FACTOR: work whose arrays outgrow the processor's caches runs slower a cell (on a 2-core
+# CPU, from oaks x1 and x100 to x1,000: eager 2.1 times the estimate, scan 1.4, jit_step 0.74).
+FAR_REACH = 4.0
+FAR_FACTOR = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +63,7 @@ class Estimate:
         compile_s: the nearest run's trace, lower and compile seconds.
         calls: the first call and each repeat.
         basis: the stored run it is scaled from.
+        reach: the data's cells over the basis's.
     """
 
     iterations: int
@@ -56,6 +71,7 @@ class Estimate:
     compile_s: float
     calls: int
     basis: RunResult
+    reach: float = 1.0
 
     @property
     def call_s(self) -> float:
@@ -77,14 +93,25 @@ def estimate(spec: FitSpec, cells: int, history: list[RunResult]) -> Estimate | 
         return None
     basis = min(own, key=lambda run: abs(math.log(run.n * run.p / cells)))
     basis_cells, basis_seconds = basis.n * basis.p, basis.per_iter_ms / 1e3
-    per_cell = min(run.per_iter_ms / 1e3 / (run.n * run.p) for run in usable)
-    # Never below 0 nor the nearest run's own share per cell: per_cell is at most its share.
-    per_iteration = basis_seconds + per_cell * (cells - basis_cells)
+    least = min(run.per_iter_ms / 1e3 / (run.n * run.p) for run in usable)
+    per_iteration = max(basis_seconds + _per_cell(own, least) * (cells - basis_cells), least * cells)
     # A fit that stops at its tolerance: about as many iterations as the nearest one that
     # stopped did (the default on oaks: 49 at x1, 51 at x1,000), not the cap.
     stopped_early = spec.tol > 0 and basis.tol > 0 and basis.iterations_run < basis.iterations
     iterations = min(spec.iterations, basis.iterations_run) if stopped_early else spec.iterations
-    return Estimate(iterations, per_iteration, basis.trace_lower_s + basis.compile_s, 1 + spec.repeats, basis)
+    return Estimate(iterations, per_iteration, basis.trace_lower_s + basis.compile_s, 1 + spec.repeats, basis,
+                    cells / basis_cells)
+
+
+def _per_cell(own: list[RunResult], least: float) -> float:
+    """Seconds an iteration grows by a cell, for a strategy whose stored runs are `own`: the
+    slope between its smallest and its largest run where they are at least MIN_SPAN apart in
+    cells (eager's unfused passes cost it 1.6 times scan's a cell at oaks x100); else `least`,
+    the least time a cell of any strategy of the kind."""
+    small, large = (min(own, key=lambda run: run.n * run.p), max(own, key=lambda run: run.n * run.p))
+    small_cells, large_cells = small.n * small.p, large.n * large.p
+    slope = (large.per_iter_ms - small.per_iter_ms) / 1e3 / (large_cells - small_cells or 1)
+    return slope if large_cells >= MIN_SPAN * small_cells and slope > 0 else least
 
 
 def history_of(store, spec: FitSpec) -> list[RunResult]:
@@ -117,12 +144,26 @@ def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tup
     text = (f"{planned.about} {duration(planned.seconds)} by this server's earlier runs, scaled to "
             f"this size ({slowest.basis.strategy}: {slowest.iterations:,} iterations x {slowest.calls} calls at "
             f"{1e3 * slowest.per_iteration_s:.3g} ms, from {slowest.basis.per_iter_ms:.3g} ms at "
-            f"{slowest.basis.n:,} x {slowest.basis.p:,}){planned.not_counted}")
-    over = planned.seconds > budget_seconds
-    if over:
-        text += (f". That passes the {duration(budget_seconds)} a run may hold the device: it would stop there and "
-                 f"keep what finished. {_what_fits(planned.known, budget_seconds)}")
-    return text + ".", over
+            f"{slowest.basis.n:,} x {slowest.basis.p:,}){planned.far}{planned.not_counted}")
+    return _against_budget(text, [planned], budget_seconds, "That")
+
+
+def _against_budget(text: str, plans: list[_Planned], budget_seconds: float, subject: str,
+                    several: bool = False) -> tuple[str, bool]:
+    """`text` ended with what `plans` (batches run one after another, each under the budget)
+    mean for `budget_seconds`: whether one passes it (`subject` names what does; `several`: more
+    than one), or may (an estimate scaled far up may be short by up to FAR_FACTOR), with a
+    setting at which the longest would fit; and whether to warn."""
+    longest = max(plans, key=lambda plan: plan.seconds)
+    if longest.seconds > budget_seconds:
+        return (text + f". {subject} {'pass' if several else 'passes'} the "
+                f"{duration(budget_seconds)} a run may hold the device: it would stop there and keep what finished. "
+                f"{_what_fits(longest.known, budget_seconds)}."), True
+    if longest.is_far and FAR_FACTOR * longest.seconds > budget_seconds:
+        return (text + f". {subject} may pass the {duration(budget_seconds)} a run may hold the device: it would "
+                f"stop there and keep what finished. {_what_fits(longest.known, budget_seconds / FAR_FACTOR)} "
+                "even at twice the estimate."), True
+    return text + ".", False
 
 
 def sweep_note(specs: list[FitSpec], store, budget_seconds: float) -> tuple[str, bool] | None:
@@ -141,16 +182,12 @@ def sweep_note(specs: list[FitSpec], store, budget_seconds: float) -> tuple[str,
     members, longest = max(planned, key=lambda pair: pair[1].seconds)
     about = "At least" if unknown else "About"
     text = (f"{about} {duration(total)} in all by this server's earlier runs, scaled to each size; the longest, "
-            f"{members[0].dataset.label}, {longest.about.lower()} {duration(longest.seconds)}")
+            f"{members[0].dataset.label}, {longest.about.lower()} {duration(longest.seconds)}{longest.far}")
     if unknown:
         text += f"; {listed(unknown)} not counted: no earlier run of {'its' if len(unknown) == 1 else 'their'} kind"
-    over = [(members, plan) for members, plan in planned if plan.seconds > budget_seconds]
-    if over:
-        names = listed([members[0].dataset.label for members, _ in over])
-        text += (f". {names} {'passes' if len(over) == 1 else 'pass'} the {duration(budget_seconds)} a run may hold "
-                 f"the device: {'it' if len(over) == 1 else 'each'} would stop there and keep what finished. "
-                 f"{_what_fits(longest.known, budget_seconds)}")
-    return text + ".", bool(over)
+    passing = [members[0].dataset.label for members, plan in planned if plan.seconds > budget_seconds]
+    return _against_budget(text, [plan for _, plan in planned], budget_seconds,
+                           listed(passing) if passing else members[0].dataset.label, several=len(passing) > 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +205,18 @@ class _Planned:
     @property
     def about(self) -> str:
         return "At least" if self.unknown else "About"
+
+    @property
+    def is_far(self) -> bool:
+        return max(one.reach for one in self.known) > FAR_REACH
+
+    @property
+    def far(self) -> str:
+        """Where it is scaled far up: by how much, and what that may mean."""
+        if not self.is_far:
+            return ""
+        return (f"; scaled up from runs {max(one.reach for one in self.known):,.0f} times smaller, where work that "
+                "outgrows the processor's caches can take up to twice as long")
 
     @property
     def not_counted(self) -> str:
