@@ -140,6 +140,10 @@ with n_tab:
                               (retime or cold) else "runs every (strategy, size) pair of the grid not yet in the store"
                               if todo else "every pair is already in the store: tick Re-time to run them again"))
     if clicked:
+        # The status box is drawn above the choices (sweep_slot); a user scrolled down to this
+        # button saw only the faded page for the whole sweep. A toast shows wherever one is.
+        st.toast(f"Sweep of {len(todo)} run{'s' * (len(todo) != 1)} started: its progress and Cancel are at the top "
+                 "of this tab.", icon=":material/arrow_upward:")
         # One call: each size's strategies timed together, their repeats in turn (core.run.batches),
         # so that ratios between strategies at one size carry no load of another moment.
         with sweep_slot:

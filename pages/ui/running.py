@@ -45,8 +45,9 @@ class _Reporter:
     """
 
     def __init__(self, bar, live, label: str, live_points: list[dict], run_index: int, strategy: str,
-                 repeats: int) -> None:
+                 repeats: int, stops_early: bool = False) -> None:
         self.bar, self.live, self.label, self.strategy, self.repeats = bar, live, label, strategy, repeats
+        self.stops_early = stops_early
         self.shown_label = md(label)
         self.points, self.run_index = live_points, run_index
         self.started = self.last_draw = None
@@ -60,7 +61,10 @@ class _Reporter:
             return
         text = PHASES[phase].text
         if phase == "first_call" and progress.total and progress.done:
-            text += f": iteration {progress.done:,}/{progress.total:,}"
+            # A fit with a tolerance stops when it converges, often far under its cap: "41/500"
+            # read as a tenth done, and the bar then jumped.
+            text += (f": iteration {progress.done:,} of at most {progress.total:,}" if self.stops_early
+                     else f": iteration {progress.done:,}/{progress.total:,}")
         elif phase == "repeat":
             text += f": repeat {progress.done + 1}/{progress.total}"
             if progress.total > self.repeats:
@@ -363,7 +367,7 @@ def _run_in_status(store, cluster, specs: list[FitSpec], labels: list[str], titl
     live_points: list[dict] = []
     with st.status(f"{title}…", expanded=True) as status:
         cancel_slot, bars, live = _progress_slots(title, labels)
-        reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy, spec.repeats)
+        reporters = [_Reporter(bar, live, label, live_points, index, spec.strategy, spec.repeats, spec.tol > 0)
                      for index, (spec, label, bar) in enumerate(zip(specs, labels, bars))]
         work = watched.Watched(
             lambda post, cancel: _fit_batches(cluster, store, specs, labels, together, counts, cold, owner_id, post,
