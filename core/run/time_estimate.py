@@ -183,8 +183,7 @@ def sweep_note(specs: list[FitSpec], store, budget_seconds: float) -> tuple[str,
     about = "At least" if unknown else "About"
     text = (f"{about} {duration(total)} in all by this server's earlier runs, scaled to each size; the longest, "
             f"{members[0].dataset.label}, {longest.about.lower()} {duration(longest.seconds)}{longest.far}")
-    if unknown:
-        text += f"; {listed(unknown)} not counted: no earlier run of {'its' if len(unknown) == 1 else 'their'} kind"
+    text += _not_counted(unknown)
     passing = [members[0].dataset.label for members, plan in planned if plan.seconds > budget_seconds]
     return _against_budget(text, [plan for _, plan in planned], budget_seconds,
                            listed(passing) if passing else members[0].dataset.label, several=len(passing) > 1)
@@ -220,10 +219,14 @@ class _Planned:
 
     @property
     def not_counted(self) -> str:
-        if not self.unknown:
-            return ""
-        return (f"; {listed(self.unknown)} not counted: no earlier run of "
-                f"{'its' if len(self.unknown) == 1 else 'their'} kind")
+        return _not_counted(self.unknown)
+
+
+def _not_counted(strategies: list[str]) -> str:
+    """"; eager not counted: …", naming the strategies a time leaves out, or ""."""
+    if not strategies:
+        return ""
+    return f"; {listed(strategies)} not counted: no earlier run of {'its' if len(strategies) == 1 else 'their'} kind"
 
 
 def _planned(specs: list[FitSpec], counts, histories: dict[tuple, list[RunResult]], store) -> _Planned | None:
