@@ -156,8 +156,8 @@ def _against_budget(text: str, plans: list[_Planned], budget_seconds: float, sub
     setting at which the longest would fit; and whether to warn."""
     longest = max(plans, key=lambda plan: plan.seconds)
     if longest.seconds > budget_seconds:
-        return (text + f". {subject} {'pass' if several else 'passes'} the "
-                f"{duration(budget_seconds)} a run may hold the device: it would stop there and keep what finished. "
+        return (text + f". {subject} {'pass' if several else 'passes'} the {duration(budget_seconds)} a run may "
+                f"hold the device: {'each' if several else 'it'} would stop there and keep what finished. "
                 f"{_what_fits(longest.known, budget_seconds)}."), True
     if longest.is_far and FAR_FACTOR * longest.seconds > budget_seconds:
         return (text + f". {subject} may pass the {duration(budget_seconds)} a run may hold the device: it would "
