@@ -90,6 +90,11 @@ with about:
         note += (f" · {len(stored)} of these already ran and {'is' if len(stored) == 1 else 'are'} shown below; "
                  f"this runs {', '.join(s.strategy for s in missing)}")
     st.caption(note)
+    if specs[0].tol == 0 and not catalog.OPTIMIZERS[specs[0].optimizer.name].set_steps:
+        # oaks at tol 0, 150 iterations: 13 ms an iteration, against 0.6 ms to convergence.
+        st.caption(":material/info: Tolerance 0 runs every iteration, past convergence too, where a line search "
+                   "that finds no step evaluates the ELBO dozens of times before it stays put: the time per "
+                   "iteration then counts those searches. A tolerance above 0 times the fit's own iterations.")
     if missing:
         running.say_planned_time(store, missing, problem.counts)
     if skipped:
