@@ -40,11 +40,10 @@ PHASES = {"trace_lower_s": "trace+lower", "compile_s": "compile or load",
           "first_call_s": "first call", "run_s": "steady state"}
 # Each phase's name written in its segment where the segment has room: the phases' greys are
 # close in lightness (`style.PHASE_COLORS`), and a legend alone left a viewer matching shades.
-# The full name where every segment of its phase written in has room for it, else the short
-# one; room is judged on the narrowest plot the pages draw (the main column at 1024 px with the
-# sidebar open, less the bars' labels) at about TAG_CHAR_PX a character of the theme's label
-# font, and TAG_MARGIN_PX to spare.
-PHASE_TAGS = {"trace_lower_s": "trace", "compile_s": "compile", "first_call_s": "1st call", "run_s": "steady"}
+# The legend's own name or none: a short form ("compile" for "compile or load") read as
+# another phase. Room is judged on the narrowest plot the pages draw (the main column at 1024
+# px with the sidebar open, less the bars' labels) at about TAG_CHAR_PX a character of the
+# theme's label font, and TAG_MARGIN_PX to spare.
 NARROWEST_PLOT_PX = 420
 TAG_CHAR_PX = 8.0
 TAG_MARGIN_PX = 10
@@ -298,17 +297,8 @@ def _phase_tags(long: pd.DataFrame, top: float) -> pd.DataFrame:
     compile's outline) are not written in: the page's background shows through them."""
     solid = long[~long["diverged"] & ~long["cold"]]
     pixels = (solid["end"] - solid["start"]) / top * NARROWEST_PLOT_PX
-
-    def fits(name: str) -> pd.Series:
-        return pixels >= len(name) * TAG_CHAR_PX + TAG_MARGIN_PX
-
-    # One name a phase in a chart: its full name where every segment written in has room for
-    # it, else the short one ("1st call" on one bar beside "first call" on the next read as two phases).
-    tag = pd.Series(None, index=solid.index, dtype=object)
-    for column, name in PHASES.items():
-        written = (solid["column"] == column) & fits(PHASE_TAGS[column])
-        tag[written] = name if fits(name)[written].all() else PHASE_TAGS[column]
-    tags = solid.assign(tag=tag).dropna(subset=["tag"])
+    room = pixels >= solid["phase"].str.len() * TAG_CHAR_PX + TAG_MARGIN_PX
+    tags = solid[room].assign(tag=solid["phase"])
     inks = {column: max(("#111111", "#FFFFFF"), key=lambda ink, grey=grey: colour_vision.contrast(ink, grey))
             for column, grey in zip(PHASES, PHASE_COLORS)}
     # Columns of their own (`named`, not `phase`): the segments' data is read by its phase column.

@@ -141,11 +141,22 @@ def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tup
     if planned is None or planned.seconds < SAY_FROM_SECONDS:
         return None
     slowest = max(planned.known, key=lambda one: one.seconds)
-    text = (f"{planned.about} {duration(planned.seconds)} by this server's earlier runs, scaled to "
-            f"this size ({slowest.basis.strategy}: {slowest.iterations:,} iterations x {slowest.calls} calls at "
+    several = len(planned.known) > 1
+    text = (f"{planned.about} {_spoken(planned.seconds)}{f' for the {len(planned.known)} strategies' * several} by "
+            f"this server's earlier runs, scaled to this size ({'the longest, ' * several}"
+            f"{slowest.basis.strategy}: {slowest.iterations:,} iterations x {slowest.calls} calls at "
             f"{1e3 * slowest.per_iteration_s:.3g} ms, from {slowest.basis.per_iter_ms:.3g} ms at "
             f"{slowest.basis.n:,} x {slowest.basis.p:,}){planned.far}{planned.not_counted}")
     return _against_budget(text, [planned], budget_seconds, "That")
+
+
+def _spoken(seconds: float) -> str:
+    """An estimate in words, to the second under 20 minutes: "5 minutes" beside a budget of 5
+    minutes that it passes read as a contradiction."""
+    if 120 <= seconds < 1200:
+        minutes, rest = divmod(round(seconds), 60)
+        return f"{minutes} minutes {rest} s" if rest else f"{minutes} minutes"
+    return duration(seconds)
 
 
 def _against_budget(text: str, plans: list[_Planned], budget_seconds: float, subject: str,
@@ -181,8 +192,8 @@ def sweep_note(specs: list[FitSpec], store, budget_seconds: float) -> tuple[str,
     unknown = sorted({name for _, plan in planned for name in plan.unknown})
     members, longest = max(planned, key=lambda pair: pair[1].seconds)
     about = "At least" if unknown else "About"
-    text = (f"{about} {duration(total)} in all by this server's earlier runs, scaled to each size; the longest, "
-            f"{members[0].dataset.label}, {longest.about.lower()} {duration(longest.seconds)}{longest.far}")
+    text = (f"{about} {_spoken(total)} in all by this server's earlier runs, scaled to each size; the longest, "
+            f"{members[0].dataset.label}, {longest.about.lower()} {_spoken(longest.seconds)}{longest.far}")
     text += _not_counted(unknown)
     passing = [members[0].dataset.label for members, plan in planned if plan.seconds > budget_seconds]
     return _against_budget(text, [plan for _, plan in planned], budget_seconds,

@@ -81,7 +81,8 @@ def test_three_strategies_at_oaks_x1000_are_told_they_pass_the_budget_and_what_f
     # 60.3 s each (above), 15 s a call: timed together they share one budget.
     text, over = time_estimate.plan_note(specs, None, store, budget_seconds=100.0)
     assert over
-    assert text.startswith("About 3 minutes by this server's earlier runs, scaled to this size (")
+    assert text.startswith("About 3 minutes 1 s for the 3 strategies by this server's earlier runs, scaled to this "
+                           "size (the longest, ")
     assert "50 iterations x 4 calls at 300 ms, from 30 ms at 11,600 x 114" in text
     assert "That passes the 100 s a run may hold the device" in text
     assert text.endswith("With Repeats at 1 it would fit.")  # 2 calls of 45 s
@@ -133,17 +134,18 @@ def test_a_sweep_is_told_its_total_and_which_size_passes_the_budget(store):
     text, over = time_estimate.sweep_note(sweep, store, budget_seconds=100.0)
     assert over
     # Two strategies' calls of 15 s: three calls fit in 100 s.
-    assert text == ("About 2 minutes in all by this server's earlier runs, scaled to each size; the longest, oaks "
-                    "x1000, about 2 minutes; scaled up from runs 10 times smaller, where work that outgrows the "
-                    "processor's caches can take up to twice as long. oaks x1000 passes the 100 s a run may hold the "
-                    "device: it would stop there and keep what finished. With Repeats at 2 it would fit."), text
+    assert text == ("About 2 minutes 13 s in all by this server's earlier runs, scaled to each size; the longest, "
+                    "oaks x1000, about 2 minutes 1 s; scaled up from runs 10 times smaller, where work that "
+                    "outgrows the processor's caches can take up to twice as long. oaks x1000 passes the 100 s a run "
+                    "may hold the device: it would stop there and keep what finished. With Repeats at 2 it would "
+                    "fit."), text
     # Under the budget, each size: said, not warned.
     text, over = time_estimate.sweep_note(sweep, store, budget_seconds=300.0)
-    assert not over and "the longest, oaks x1000, about 2 minutes; scaled up from runs 10 times smaller" in text
+    assert not over and "the longest, oaks x1000, about 2 minutes 1 s; scaled up from runs 10 times smaller" in text
     # A strategy never run is named once, however many sizes it is in.
     with_new = [*sweep, _spec("fori_loop"), _spec("fori_loop", dataset=sizes[100])]
     text, _ = time_estimate.sweep_note(with_new, store, budget_seconds=300.0)
-    assert text.startswith("At least 2 minutes in all") and text.count("fori_loop") == 1
+    assert text.startswith("At least 2 minutes 13 s in all") and text.count("fori_loop") == 1
     # Short sweeps are said nothing of.
     small = [_spec(name, dataset=DatasetSpec(kind="oaks", replicate=1)) for name in ("scan", "jit_step")]
     assert time_estimate.sweep_note(small, store, budget_seconds=300.0) is None
