@@ -145,9 +145,14 @@ def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tup
     text = (f"{planned.about} {_spoken(planned.seconds)}{f' for the {len(planned.known)} strategies' * several} by "
             f"this server's earlier runs, scaled to this size ({'the longest, ' * several}"
             f"{slowest.basis.strategy}: {slowest.iterations:,} iterations x {slowest.calls} calls at "
-            f"{1e3 * slowest.per_iteration_s:.3g} ms, from {slowest.basis.per_iter_ms:.3g} ms at "
+            f"{_ms(1e3 * slowest.per_iteration_s)}, from {_ms(slowest.basis.per_iter_ms)} at "
             f"{slowest.basis.n:,} x {slowest.basis.p:,}){planned.far}{planned.not_counted}")
     return _against_budget(text, [planned], budget_seconds, "That")
+
+
+def _ms(milliseconds: float) -> str:
+    """"2,000 ms", not .3g's "2e+03 ms"; "0.716 ms" and "62.6 ms" to three figures."""
+    return f"{milliseconds:,.0f} ms" if milliseconds >= 100 else f"{milliseconds:.3g} ms"
 
 
 def _spoken(seconds: float) -> str:
