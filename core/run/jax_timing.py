@@ -73,6 +73,10 @@ class Timing:
             output, self.first_call_s = timed(
                 lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, self._between_steps))
         self.elbo = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
+        if watched and steps_between and self.elbo.size < problem.iterations:
+            # Stopped at its tolerance between two reports: its bar kept the last count ("41 of at
+            # most 500" where it converged at 49) while the first calls timed beside it ran.
+            report(Progress("first_call", int(self.elbo.size), problem.iterations))
         # The change the stopping test read (float64-accumulated), not the trace's, which a
         # float32 trace may round to 0 (`core.results.outcome`).
         tested = None if output.stop is None else float(output.stop.change)

@@ -220,3 +220,16 @@ def test_cancel_lands_between_calls_of_a_split_compiled_loop(monkeypatch):
         engine.run(_spec(strategy="scan", iterations=40), cache=prepared.ExecutableCache(),
                    on_progress=on_progress, cancel=cancel)
     assert max(p.done for p in seen if p.phase == "first_call") == 20
+
+
+def test_a_fit_that_stops_at_its_tolerance_reports_the_iteration_it_stopped_at():
+    # Between two reports a fit converged: its bar kept the last count ("41 of at most 500",
+    # converged at 49) while the first calls timed beside it ran.
+    from core.spec import FitSpec
+
+    seen = []
+    spec = FitSpec(dataset=TINY, strategy="jit_step", repeats=1)  # the front doors' fit, to its tolerance
+    result = engine.run(spec, on_progress=seen.append)
+    assert 0 < result.iterations_run < spec.iterations  # it stopped at its tolerance
+    last = [p for p in seen if p.phase == "first_call"][-1]
+    assert (last.done, last.total) == (result.iterations_run, spec.iterations)
