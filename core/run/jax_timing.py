@@ -48,8 +48,10 @@ class Timing:
         # own work was cut, not because a budget it shares with fits timed beside it passed
         # after it had finished (its curve and repeats whole).
         self._first_call_cut = False
-        # Python loops and compiled loops split into calls come back between iterations.
+        # Python loops and compiled loops split into calls come back between iterations, and
+        # where someone watches, they report them.
         steps_between = strategy.python_loop or problem.iterations_per_call < problem.iterations
+        counted = watched and steps_between
         if steps_between:
             between = (progress.live_elbo_reporter(report, problem.iterations, cancel, budget)
                        if watched else progress.stop_checker(cancel, budget))
@@ -64,7 +66,7 @@ class Timing:
         self._recompiles: list[compile_log.Compile] = []
         # A total only where iterations will be reported: one compiled call says nothing until
         # it returns, and a bar at 0/500 all through it read as hung.
-        report(Progress("first_call", 0, problem.iterations if watched and steps_between else 0))
+        report(Progress("first_call", 0, problem.iterations if counted else 0))
         with jax.default_device(prep.device):
             # Copied outside the timing (a run that donates its state consumes it) and outside
             # the count: the copy compiles helpers of its own.
@@ -73,7 +75,7 @@ class Timing:
             output, self.first_call_s = timed(
                 lambda: strategy.run(prep.executables, problem, start, prep.data, prep.tol, self._between_steps))
         self.elbo = np.asarray(output.elbo, dtype=np.float64)[: int(output.iterations_run)]
-        if watched and steps_between and self.elbo.size < problem.iterations:
+        if counted and self.elbo.size < problem.iterations:
             # Stopped at its tolerance between two reports: its bar kept the last count ("41 of at
             # most 500" where it converged at 49) while the first calls timed beside it ran.
             report(Progress("first_call", int(self.elbo.size), problem.iterations))
