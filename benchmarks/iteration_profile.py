@@ -30,7 +30,6 @@ import gzip
 import json
 import os
 import pathlib
-import re
 import sys
 import tempfile
 import time
@@ -47,27 +46,11 @@ import jax  # noqa: E402
 
 from core.data import corpus  # noqa: E402
 from core.data.datasets import load_oaks  # noqa: E402
-from core.fit import model, profiled  # noqa: E402
+from core.fit import model  # noqa: E402
 from core.fit.algorithms import preconditioned_lbfgs  # noqa: E402
+from core.inspect import iteration_parts  # noqa: E402
 from core.machine.runtime import configure  # noqa: E402
 from core.spec import DEFAULTS  # noqa: E402
-
-# The part of the iteration an operation belongs to, by the jitted function its name is under.
-PARTS = ((profiled.P_BY_P_SCOPE, "p x p (factor, inverse, log-det)"), ("jit(_descent_direction)", "direction"),
-         ("jit(_safe_search)", "line search"))
-OPERATION = re.compile(r'^\s*(?:ROOT )?%([\w.-]+) = .*?op_name="([^"]*)"')
-# Control flow: on a CPU its event spans the kernels of its body, which are counted themselves.
-CONTROL_FLOW = re.compile(r'[\])}] (?:while|conditional|call)\(')
-
-
-def _part_of_each_kernel(hlo_text: str) -> dict[str, str]:
-    parts = {}
-    for line in hlo_text.splitlines():
-        found = OPERATION.match(line)
-        if found and not CONTROL_FLOW.search(line):
-            name, op_name = found.groups()
-            parts[name] = next((part for marker, part in PARTS if marker in op_name), "rest of the step")
-    return parts
 
 
 def _kernel_times(trace_dir: str) -> tuple[collections.Counter, collections.Counter]:
@@ -112,7 +95,7 @@ def main() -> None:
         jax.block_until_ready(compiled(start))
         jax.profiler.stop_trace()
         total, count = _kernel_times(trace_dir)
-    parts = _part_of_each_kernel(compiled.as_text())
+    parts = iteration_parts.part_of_each_op(compiled.as_text())
     by_part = collections.Counter()
     for name, microseconds in total.items():
         if name in parts:

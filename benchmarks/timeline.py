@@ -8,7 +8,9 @@ at the front door's defaults (`core.inspect.timeline`, as the page does; a strat
 cannot run the optimizer is named and left out) and prints, per strategy: ms per iteration
 without and with the profiler, executables launched from the host and jit calls per
 iteration, XLA ops per iteration, the share of the run with no XLA program running (the
-gaps: Python, launching, waiting), and its heaviest ops.
+gaps: Python, launching, waiting), and its heaviest ops; then, for the compiled strategies
+whose ops fall in named parts of the algorithm (`core.inspect.iteration_parts`), µs per
+iteration by part.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ def main() -> None:
             print(f"  {row['strategy']:16s} {row['ms/it']:8.3f} {row['ms/it traced']:8.3f} {row['launches/it']:9.1f} "
                   f"{trace.per_iteration(trace.jit_calls):7.1f} {row['XLA ops/it']:7.0f} {row['gaps']:6.1%}  "
                   f"{heaviest}")
+        for trace in traced.traces:
+            if trace.parts:
+                print(f"  {trace.strategy} by part: " + ", ".join(
+                    f"{part.name} {part.us_per_iteration:,.0f} µs" for part in trace.parts))
 
 
 if __name__ == "__main__":

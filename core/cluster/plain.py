@@ -46,6 +46,7 @@ _TYPE_PATHS = {
     "PitfallResult": "core.inspect.pitfall_notes", "Compile": "core.machine.compile_log",
     "Timeline": "core.inspect.trace_findings", "StrategyTrace": "core.inspect.trace_findings",
     "Span": "core.inspect.trace_findings", "OpTime": "core.inspect.trace_findings",
+    "PartTime": "core.inspect.trace_findings",
     "Stopped": "core.cluster.plain", "Refused": "core.cluster.plain",
 }
 # NumPy dtypes an array may have: numbers only (an object array would hold anything).

@@ -5,8 +5,9 @@ does (its own executable cache, so nothing is shared with stored runs), runs it 
 (compile and first calls, then `UNTRACED_RUNS` runs: the fastest is the untraced time),
 then runs every strategy once more inside one `jax.profiler.trace` session, each run
 marked by an annotation, and reads
-the trace (`core.inspect.trace_reading`). A traced run is never a timing: nothing is
-stored, and the profiler's own cost shows as traced against untraced time.
+the trace (`core.inspect.trace_reading`), each compiled program's ops added up by the part of
+the algorithm they belong to (`core.inspect.iteration_parts`). A traced run is never a
+timing: nothing is stored, and the profiler's own cost shows as traced against untraced time.
 
 Runs on a worker (`core.cluster.tasks.timeline`) under the device's lock, so that it does
 not land in another run's timed window. Python's own tracer is off: on CPU it made eager
@@ -27,7 +28,7 @@ import jaxlib
 
 from core import catalog
 from core.coordination.device_queue import device_lock
-from core.inspect import trace_reading
+from core.inspect import iteration_parts, trace_reading
 from core.inspect.trace_findings import STRATEGIES, Timeline
 from core.run.prepared import ExecutableCache, prepare
 from core.spec import FitSpec, SpecError
@@ -64,6 +65,15 @@ def _perfetto(trace_dir: str) -> bytes:
     if found is None or found.stat().st_size > MAX_TRACE_BYTES:
         return b""
     return found.read_bytes()
+
+
+def _parts(prep) -> dict[str, str]:
+    """{op name: part of the algorithm} over a prepared fit's compiled programs: none for
+    eager, whose ops are programs of their own."""
+    found = {}
+    for compiled in prep.executables.values():
+        found.update(iteration_parts.part_of_each_op(compiled.as_text() or ""))
+    return found
 
 
 def trace_strategies(spec: FitSpec, counts=None, names: tuple[str, ...] = STRATEGIES,
@@ -105,11 +115,13 @@ def trace_strategies(spec: FitSpec, counts=None, names: tuple[str, ...] = STRATE
                         _run(prep, trace_reading.ANNOTATION + prep.strategy.name)
             events = _events(trace_dir)
             perfetto = _perfetto(trace_dir)
+    parts = {prep.strategy.name: found for prep in prepared
+             if iteration_parts.names_a_part(found := _parts(prep))}
     first = prepared[0]
     device = first.device
     return Timeline(
         dataset=spec.dataset.label, n=first.problem.n, p=first.problem.p, precision=spec.precision,
         device=device.platform if device.device_kind == device.platform
         else f"{device.platform} ({device.device_kind})",
-        optimizer=spec.optimizer.label, traces=trace_reading.read(events, iterations, untraced), perfetto=perfetto,
-        versions={"jax": jax.__version__, "jaxlib": jaxlib.__version__}, skipped=tuple(skipped))
+        optimizer=spec.optimizer.label, traces=trace_reading.read(events, iterations, untraced, parts),
+        perfetto=perfetto, versions={"jax": jax.__version__, "jaxlib": jaxlib.__version__}, skipped=tuple(skipped))

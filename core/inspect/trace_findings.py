@@ -18,6 +18,13 @@ LAUNCH_LANE = "host: launches"
 XLA_LANE = "XLA: ops"
 # What a span on the XLA lane with no op in it is: time with no XLA program running.
 GAP = "gap (no XLA program running)"
+# The parts of an iteration its ops are told apart by (`core.inspect.iteration_parts`), in
+# the order an iteration runs them, the rest last.
+DIRECTION = "direction"
+LINE_SEARCH = "line search"
+P_BY_P = "p x p (factor, inverse, log-det)"
+REST = "rest of the step"
+PARTS = (DIRECTION, LINE_SEARCH, P_BY_P, REST)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,11 +52,27 @@ class OpTime:
         name: the HLO instruction's name (e.g. "convert_dot_fusion.1").
         us_per_iteration: its summed duration over the traced run, per iteration.
         calls_per_iteration: how often it ran, per iteration.
+        part: the part of the algorithm it belongs to (`PartTime`), or "" where not told.
     """
 
     name: str
     us_per_iteration: float
     calls_per_iteration: float
+    part: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class PartTime:
+    """One part of the algorithm's share of an iteration (`core.inspect.iteration_parts`).
+
+    Attributes:
+        name: the part ("direction", "line search", "p x p (factor, inverse, log-det)", "rest
+            of the step").
+        us_per_iteration: the summed duration of its ops over the traced run, per iteration.
+    """
+
+    name: str
+    us_per_iteration: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +94,9 @@ class StrategyTrace:
             taken from its middle.
         spans: the bars inside that window, in time order.
         spans_left_out: bars in the window not drawn (past `trace_reading.MAX_SPANS`).
+        parts: XLA's time per iteration by part of the algorithm, in the order an iteration
+            runs them; empty where the strategy's ops are not of one compiled program whose
+            metadata names a part (eager runs each op as a program of its own).
     """
 
     strategy: str
@@ -85,6 +111,7 @@ class StrategyTrace:
     window_us: float
     spans: tuple[Span, ...]
     spans_left_out: int = 0
+    parts: tuple[PartTime, ...] = ()
 
     def per_iteration(self, count: float) -> float:
         return count / self.iterations
@@ -145,9 +172,23 @@ def summary_rows(timeline: Timeline) -> list[dict]:
 
 
 def top_op_rows(timeline: Timeline) -> list[dict]:
-    """The heaviest ops of each strategy, a row each."""
-    return [{"strategy": trace.strategy, "op": op.name, "µs / iteration": op.us_per_iteration,
-             "calls / iteration": op.calls_per_iteration,
+    """The heaviest ops of each strategy, a row each, with the part each belongs to where
+    any strategy's parts are told."""
+    told = any(trace.parts for trace in timeline.traces)
+    return [{"strategy": trace.strategy, "op": op.name, **({"part": op.part} if told else {}),
+             "µs / iteration": op.us_per_iteration, "calls / iteration": op.calls_per_iteration,
              "share of the iteration": op.us_per_iteration / trace.per_iteration(trace.traced_us)
              if trace.traced_us else 0.0}
             for trace in timeline.traces for op in trace.top_ops]
+
+
+def part_rows(timeline: Timeline) -> list[dict]:
+    """A row per part of the algorithm of each strategy whose parts are told: its XLA time
+    per iteration and its share of the parts' sum (the ops' time, gaps left out)."""
+    rows = []
+    for trace in timeline.traces:
+        total = sum(part.us_per_iteration for part in trace.parts)
+        rows += [{"strategy": trace.strategy, "part": part.name, "µs / iteration": part.us_per_iteration,
+                  "share of XLA's time": part.us_per_iteration / total if total else 0.0}
+                 for part in trace.parts]
+    return rows

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from core.inspect.trace_findings import GAP, LAUNCH_LANE, XLA_LANE, OpTime, Span, StrategyTrace
+from core.inspect.trace_findings import GAP, LAUNCH_LANE, PARTS, REST, XLA_LANE, OpTime, PartTime, Span, StrategyTrace
 
 ANNOTATION = "plnlab strategy: "
 # Bars drawn per strategy: eager's iteration at oaks x1 has a few hundred.
@@ -38,7 +38,10 @@ _JIT_CALL = re.compile(r"^PjitFunction\(")
 _PROGRAM = "ThunkExecutor::Execute"
 # An HLO instruction's name: lower case, digits, "_" and "-", an optional ".N".
 _HLO_NAME = re.compile(r"^[a-z][a-z0-9_\-]*(\.\d+)?$")
-_CONTAINER = re.compile(r"^(while|conditional|call)(\.\d+)?$")
+# Control flow, whose event on a CPU spans the ops of its body: JAX names a `lax.cond`'s
+# instruction "cond.N" (counted as an op, a jit_step's choice of direction read as 10% of its
+# iteration on top of the ops it ran).
+_CONTAINER = re.compile(r"^(while|conditional|cond|call)(\.\d+)?$")
 
 
 class Event(NamedTuple):
@@ -143,12 +146,16 @@ def uncovered(intervals: Iterable[tuple[float, float]], start: float, end: float
     return [(a, b) for a, b in holes if b > a]
 
 
-def read(events: Iterable[Event], iterations: int, untraced_us: dict[str, float]) -> tuple[StrategyTrace, ...]:
+def read(events: Iterable[Event], iterations: int, untraced_us: dict[str, float],
+         parts: dict[str, dict[str, str]] | None = None) -> tuple[StrategyTrace, ...]:
     """One `StrategyTrace` per annotated run in `events`, in the order they ran.
 
     Args:
         iterations: iterations of each traced run.
         untraced_us: each strategy's wall time for the same run without the profiler.
+        parts: for the strategies whose iteration is told apart by part of the algorithm,
+            {op name: part} (`core.inspect.iteration_parts`); an op it does not name is of
+            the rest of the step.
     """
     events = list(events)
     ops = _Ops(events)
@@ -157,7 +164,8 @@ def read(events: Iterable[Event], iterations: int, untraced_us: dict[str, float]
     for run in runs:
         strategy = run.name[len(ANNOTATION):]
         inside = [e for e in events if e.end_ns > run.start_ns and e.start_ns < run.end_ns and e is not run]
-        traces.append(_one(strategy, run, inside, iterations, untraced_us.get(strategy, 0.0), ops))
+        traces.append(_one(strategy, run, inside, iterations, untraced_us.get(strategy, 0.0), ops,
+                           (parts or {}).get(strategy, {})))
     return tuple(traces)
 
 
@@ -178,7 +186,7 @@ def _clipped(event: Event, start: float, end: float) -> tuple[float, float]:
 
 
 def _one(strategy: str, run: Event, inside: list[Event], iterations: int, untraced_us: float,
-         which: _Ops) -> StrategyTrace:
+         which: _Ops, part_of: dict[str, str]) -> StrategyTrace:
     ops = [e for e in inside if which.op(e)]
     running = [_clipped(e, run.start_ns, run.end_ns) for e in inside if which.running(e)]
     launches = [e for e in inside if not _on_device(e) and _LAUNCH.search(e.name)]
@@ -186,8 +194,14 @@ def _one(strategy: str, run: Event, inside: list[Event], iterations: int, untrac
     for op in ops:
         time_by_op[op.name] += op.duration_ns
         calls_by_op[op.name] += 1
-    top = tuple(OpTime(name, ns / 1e3 / iterations, calls_by_op[name] / iterations)
+    top = tuple(OpTime(name, ns / 1e3 / iterations, calls_by_op[name] / iterations,
+                       part_of.get(name, REST) if part_of else "")
                 for name, ns in time_by_op.most_common(TOP_OPS))
+    time_by_part = Counter()
+    for name, ns in time_by_op.items():
+        time_by_part[part_of.get(name, REST)] += ns
+    parts = tuple(PartTime(part, time_by_part[part] / 1e3 / iterations) for part in PARTS
+                  if part in time_by_part) if part_of else ()
     # One iteration's share of the run, centred where half of XLA's ops' time is done: past a
     # Python loop's first calls, and inside a compiled loop rather than its set-up (a tiny
     # scan's loop is a sliver of its run). The ops, not all of XLA's running: a program's
@@ -212,4 +226,4 @@ def _one(strategy: str, run: Event, inside: list[Event], iterations: int, untrac
         strategy=strategy, iterations=iterations, traced_us=run.duration_ns / 1e3, untraced_us=untraced_us,
         launches=len(launches), jit_calls=_outermost(e for e in inside if _JIT_CALL.match(e.name)), ops=len(ops),
         busy_us=union_length(running) / 1e3, top_ops=top, window_us=window / 1e3,
-        spans=tuple(spans[:MAX_SPANS]), spans_left_out=max(0, len(spans) - MAX_SPANS))
+        spans=tuple(spans[:MAX_SPANS]), spans_left_out=max(0, len(spans) - MAX_SPANS), parts=parts)

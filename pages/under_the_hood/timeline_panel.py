@@ -103,6 +103,17 @@ def show(timeline: Timeline) -> None:
                "every op and launch, and its cost grows with their number, so under it a strategy of many short ops "
                "can fall behind one it outruns (\"ms/it traced\"). The timeline shows where an iteration's time "
                "goes, not how long it takes.")
+    parts = trace_findings.part_rows(timeline)
+    if parts:
+        st.markdown("**By part of the algorithm**: where a compiled iteration's XLA time goes. The p x p work "
+                    "(Sigma's factor, Omega and its log-determinant) grows as p³ and is timed apart from the line "
+                    "search's evaluations it is part of.")
+        shares = pd.DataFrame(parts)
+        shares["share of XLA's time"] *= 100  # whole percents, as the gaps above
+        display.table(shares, hide_index=True, column_config={
+            "µs / iteration": st.column_config.NumberColumn(format="%.1f"),
+            "share of XLA's time": st.column_config.ProgressColumn(
+                format="%.0f%%", min_value=0.0, max_value=100.0, help="of the ops' summed time, gaps left out")})
     with st.expander("The heaviest ops of each strategy", icon=":material/list:"):
         display.table(pd.DataFrame(trace_findings.top_op_rows(timeline)), hide_index=True, column_config={
             "µs / iteration": st.column_config.NumberColumn(format="%.1f"),

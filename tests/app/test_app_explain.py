@@ -125,6 +125,16 @@ def test_under_the_hood_traces_an_iteration_of_each_strategy_on_a_worker(app):
     app.session_state["sb_sim_n"] = 31
     app.run()
     assert any("problem has changed" in c.value for c in app.caption)
+    # The tutorial's optimizer has no named parts; the default's compiled iterations are
+    # told apart by part of the algorithm.
+    assert not any("share of XLA's time" in frame.value.columns for frame in app.dataframe)
+    app.session_state["sb_optimizer"] = "preconditioned_lbfgs"
+    app.run()
+    app.button(key="uth_trace").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    parts = next(frame.value for frame in app.dataframe if "share of XLA's time" in frame.value.columns)
+    assert set(parts["strategy"]) == {"jit_step", "scan"}
+    assert {"direction", "line search", "p x p (factor, inverse, log-det)"} <= set(parts["part"])
 
 
 def test_under_the_hood_roofline_compares_a_stored_run_with_the_floor(app, monkeypatch):

@@ -97,6 +97,30 @@ def test_a_strategy_that_cannot_run_the_optimizer_is_named_with_why_and_the_rest
     assert name == "jit_per_function" and "preconditioned_lbfgs" in why
 
 
+def test_a_compiled_iteration_is_told_apart_by_part_of_the_algorithm():
+    # The default optimizer's direction, line search and p x p work, read from the compiled
+    # programs' metadata; eager's ops are programs of their own and are not told apart.
+    traced = timeline.trace_strategies(_spec("preconditioned_lbfgs", "log_rates"), names=("eager", "jit_step", "scan"))
+    by_strategy = {trace.strategy: trace for trace in traced.traces}
+    assert by_strategy["eager"].parts == ()
+    for name in ("jit_step", "scan"):
+        trace = by_strategy[name]
+        assert [part.name for part in trace.parts][:3] == list(trace_findings.PARTS[:3]), name
+        assert all(part.us_per_iteration > 0 for part in trace.parts)
+        # Every op is in one part: the parts add up to the ops' time.
+        assert {op.part for op in trace.top_ops} <= set(trace_findings.PARTS)
+    rows = trace_findings.part_rows(traced)
+    for name in ("jit_step", "scan"):
+        assert sum(row["share of XLA's time"] for row in rows if row["strategy"] == name) == pytest.approx(1.0)
+    assert "part" in trace_findings.top_op_rows(traced)[0]
+
+
+def test_an_optimizer_with_no_named_part_is_not_told_apart(traced):
+    # The tutorial's optimizer: its ops are in none of the parts, so no breakdown.
+    assert all(trace.parts == () for trace in traced.traces)
+    assert trace_findings.part_rows(traced) == [] and "part" not in trace_findings.top_op_rows(traced)[0]
+
+
 def test_the_chart_draws_a_row_per_lane_and_marks_each_iterations_end(traced):
     frame = timeline_chart.frame(traced)
     assert set(frame["kind"]) == {"launch", "XLA op", "gap"}

@@ -5,7 +5,7 @@ test_timeline.py)."""
 import pytest
 
 from core.inspect import trace_reading
-from core.inspect.trace_findings import GAP, LAUNCH_LANE, XLA_LANE
+from core.inspect.trace_findings import DIRECTION, GAP, LAUNCH_LANE, LINE_SEARCH, P_BY_P, REST, XLA_LANE
 from core.inspect.trace_reading import ANNOTATION, Event
 
 HOST = "/host:CPU"
@@ -97,6 +97,33 @@ def test_ops_inside_a_program_on_the_calling_thread_count_and_loops_hold_ops_wit
     assert trace.ops == 2 and {op.name for op in trace.top_ops} == {"wrapped_add.1", "cholesky.104"}
     assert trace.busy_us == pytest.approx(880.0)
     assert trace.per_iteration(trace.launches) == 0.25
+
+
+def test_a_cond_holds_ops_without_being_one():
+    # JAX names a lax.cond's instruction "cond.N"; its event spans its branch's ops.
+    events = [host("python", ANNOTATION + "jit_step", 0, 1000), host("python", LAUNCH, 10, 900),
+              host("python", "ThunkExecutor::Execute", 20, 880), host("python", "cond.2", 30, 300),
+              host("python", "negate_fusion.3", 40, 100)]
+    (trace,) = trace_reading.read(events, iterations=1, untraced_us={})
+    assert trace.ops == 1 and [op.name for op in trace.top_ops] == ["negate_fusion.3"]
+
+
+def test_a_compiled_programs_ops_add_up_by_part_and_the_unnamed_are_the_rest():
+    events = [host("python", ANNOTATION + "scan", 0, 1000), host("python", LAUNCH, 10, 900),
+              host("python", "ThunkExecutor::Execute", 20, 880), host("python", "while.76", 30, 860),
+              host("python", "bitcast_add_fusion", 40, 100), host("python", "bitcast_add_fusion", 150, 100),
+              host("python", "cholesky.104", 300, 300), host("python", "exponential_fusion", 620, 200),
+              host("python", "copy.9", 830, 20)]
+    parts = {"scan": {"bitcast_add_fusion": DIRECTION, "cholesky.104": P_BY_P, "exponential_fusion": LINE_SEARCH}}
+    (trace,) = trace_reading.read(events, iterations=2, untraced_us={}, parts=parts)
+    # In the order an iteration runs them; copy.9, in no named part, is the rest.
+    assert [(part.name, part.us_per_iteration) for part in trace.parts] == [
+        (DIRECTION, pytest.approx(100.0)), (LINE_SEARCH, pytest.approx(100.0)), (P_BY_P, pytest.approx(150.0)),
+        (REST, pytest.approx(10.0))]
+    assert {op.name: op.part for op in trace.top_ops}["cholesky.104"] == P_BY_P
+    # A strategy whose parts are not told has none, and its ops no part.
+    (untold,) = trace_reading.read(events, iterations=2, untraced_us={})
+    assert untold.parts == () and {op.part for op in untold.top_ops} == {""}
 
 
 def test_an_op_after_a_nested_program_ended_is_still_inside_its_launch():
