@@ -16,7 +16,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.charts import colour_vision
+from core.charts import colour_vision, theme
 from core.charts.style import (
     CHART_CHAR_PX,
     PHASE_COLORS,
@@ -86,11 +86,29 @@ def run_labels(runs: pd.DataFrame) -> pd.DataFrame:
     return df.drop(columns=["_r", "_i"])
 
 
+# Each whisker's marks are named, so that the stylesheet (pages/ui/projector.css) paints the
+# line and its caps in the page's text colour and the halo under them in that colour's
+# inverse, the page's background: a white halo read as "=" on the dark theme, its two edges
+# brighter than the line.
+WHISKER_LAYERS = ("whisker_halo", "whisker_line", "whisker_caps")
+# A cap's length across the bar, in px.
+CAP_PX = 12
+
+
 def whiskers(data: pd.DataFrame, x: str, x2: str, y: alt.Y) -> alt.LayerChart:
-    """A range drawn so that it reads on any bar and either theme: a light halo under a dark line."""
+    """A range from `x` to `x2`, capped at both ends so that a short one reads as a range
+    and not as a dash at a bar's end: a line in the text's colour over a halo in the
+    background's, so that it reads on any bar (strategy colours reach 2.2:1 against either
+    theme's text) and on either theme (as drawn here, light; the stylesheet follows the page's)."""
+    halo_colour, ink = theme.LIGHT["background"], theme.LIGHT["text"]
     base = alt.Chart(data).encode(x=f"{x}:Q", x2=f"{x2}:Q", y=y)
-    return alt.layer(base.mark_rule(color="#FFFFFF", strokeWidth=6, opacity=0.85),
-                     base.mark_rule(color="#111111", strokeWidth=2))
+    ends = data.melt(id_vars=[c for c in data.columns if c not in (x, x2)], value_vars=[x, x2], var_name="_which",
+                     value_name="_end")
+    return alt.layer(
+        base.mark_rule(color=halo_colour, strokeWidth=4, opacity=0.85).properties(name=WHISKER_LAYERS[0]),
+        base.mark_rule(color=ink, strokeWidth=2).properties(name=WHISKER_LAYERS[1]),
+        alt.Chart(ends, name=WHISKER_LAYERS[2]).mark_tick(
+            color=ink, thickness=2, size=CAP_PX, opacity=1, stroke=halo_colour, strokeWidth=1).encode(x="_end:Q", y=y))
 
 
 # Where a long label breaks onto a second line: a run's name before its optimizer, a

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.charts import bars, colour_vision, comparisons, lines, style
+from core.charts import bars, colour_vision, comparisons, lines, style, theme
 from core.results import agreement, ordering
 
 from project import ROOT
@@ -321,6 +321,34 @@ def test_timing_bars_stack_in_chronological_order_with_a_whisker_over_the_steady
     assert (whisker.loc[1, "range_low"], whisker.loc[1, "range_high"]) == pytest.approx(
         (before + eager["run_s_min"], before + eager["run_s_max"]))
     assert not (whisker["status"] == "diverged").any()  # a diverged run's timings mean nothing
+
+
+def _named_layers(spec: dict) -> dict[str, dict]:
+    found = {}
+    for layer in spec.get("layer", []):
+        if "name" in layer:
+            found[layer["name"]] = layer
+        found.update(_named_layers(layer))
+    return found
+
+
+def test_a_whisker_is_a_capped_line_over_a_halo_that_the_stylesheet_paints_for_either_theme(runs):
+    # A white halo under a dark line read as "=" on the dark theme: the stylesheet paints the
+    # line and caps in the page's text colour and the halo in its inverse, by the layers' names.
+    layers = _named_layers(bars.timing_bars(runs).to_dict())
+    # Altair numbers a name it meets again ("whisker_line_2"), as the stylesheet expects.
+    halo, line, caps = (next(layer for named, layer in layers.items() if named.startswith(name))
+                        for name in bars.WHISKER_LAYERS)
+    assert halo["mark"]["strokeWidth"] > line["mark"]["strokeWidth"]
+    assert halo["mark"]["color"] == theme.LIGHT["background"] and line["mark"]["color"] == theme.LIGHT["text"]
+    assert caps["mark"]["type"] == "tick" and caps["encoding"]["x"]["field"] == "_end"
+    css = Path(ROOT, "pages/ui/projector.css").read_text()
+    for name in bars.WHISKER_LAYERS:
+        assert f'[class*="{name}"]' in css, name
+    # The inverse of either theme's text is (about) that theme's background.
+    for scheme in (theme.LIGHT, theme.DARK):
+        text = int(scheme["text"][1:3], 16)
+        assert abs((255 - text) - int(scheme["background"][1:3], 16)) <= 20
 
 
 def test_cached_runs_say_so_and_show_the_cold_compile_beside_them():
