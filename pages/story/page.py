@@ -65,10 +65,13 @@ if current < len(steps) - 1:
 else:  # the talk's end: a way back to its start rather than a greyed-out Next (→ stays put here)
     following.button("Step 1", key="story_restart", icon=":material/first_page:", on_click=move,
                      args=(-len(steps),), width="stretch", help="back to the first step")
+# Timed together on a busy machine, the steps say "time it again on a quiet machine": the
+# button then offers that, rather than stand greyed out as done.
+busy = together and any(run is not None and run.unstable for run in runs)
 warm_label = (f"Warm up: time the {len(steps)} steps together" if not together
-              else "Warmed up: every step timed together")
-warm_up = warm.button(warm_label, key="story_warm", icon=":material/local_fire_department:", disabled=together,
-                      width="stretch")
+              else f"Time the {len(steps)} steps again" if busy else "Warmed up: every step timed together")
+warm_up = warm.button(warm_label, key="story_warm", icon=":material/replay:" if busy
+                      else ":material/local_fire_department:", disabled=together and not busy, width="stretch")
 keys.bind({"ArrowRight": "story_next", "PageDown": "story_next", "ArrowLeft": "story_prev", "PageUp": "story_prev"})
 
 arrived_by_next = st.session_state.pop(PENDING, False)
@@ -202,7 +205,8 @@ with page:
         "**Next** (→, Page Down) adds a step and times it, with any step before it not timed yet (step 1, eager, "
         "takes several seconds); **Previous** (←, Page Up) goes back. **Warm up**, before a talk, times every step "
         "together, their repeats in turn, so that the machine's load at any moment lands on all of them alike; "
-        "each Next then shows a stored run at once.")
+        "each Next then shows a stored run at once; where the machine was busy while they were timed, the same "
+        "button times them again.")
     st.caption(settings.spec_summary(specs[1]))
     if tutorial != problem.optimizer:  # names from the catalog: code spans need no escaping
         refusing = next(spec.strategy for spec in specs if refusal(spec.strategy, problem.optimizer))

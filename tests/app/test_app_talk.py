@@ -160,6 +160,25 @@ def test_warming_up_times_every_step_together(store):
     assert not any("Timed apart" in caption.value for caption in at.caption)
 
 
+def test_steps_timed_on_a_busy_machine_can_be_timed_again(store, monkeypatch):
+    # Each step then says "time it again on a quiet machine": the button does that, rather
+    # than stand greyed out as "Warmed up" (a dead end).
+    from core.results.result import RunResult
+
+    at = tiny_problem(open_app(), strategies=("scan",))
+    at.switch_page("pages/story/page.py").run()
+    at.button(key="story_warm").click().run()
+    assert at.button(key="story_warm").disabled
+    monkeypatch.setattr(RunResult, "unstable", property(lambda run: "unstable: a busy machine"))
+    at.run()
+    again = at.button(key="story_warm")
+    assert not again.disabled and again.label == f"Time the {len(story.STEPS)} steps again"
+    again.click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = store.list()
+    assert len(runs) == 2 * len(story.STEPS) and len({r.timed_with for r in runs}) == 2
+
+
 def test_next_from_a_fresh_story_runs_step_1_with_step_2(store):
     at = tiny_problem(open_app(), strategies=("scan",))
     at.switch_page("pages/story/page.py").run()
