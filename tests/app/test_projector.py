@@ -215,6 +215,8 @@ def test_the_story_moves_with_the_arrow_keys(after_a_run):
     page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=60_000)
     # The run's three strategies are the story's first three steps: stored, nothing ran.
     assert "step=3" in page.url and page.locator(".story-speedup").inner_text().startswith(("×", "within"))
+    # A presenter's click on the slide puts the focus in the main column, and the keys go on working.
+    page.get_by_text(re.compile(r"Step 3 of \d+")).click()
     page.keyboard.press("ArrowLeft")
     page.get_by_text(re.compile(r"Step 2 of \d+")).wait_for(timeout=60_000)
     # No focus ring framing the whole slide after a key (Streamlit's, on the main column's ::before).
