@@ -265,6 +265,8 @@ def _dataset_inputs() -> None:
         _whole_number_input(st, "seed", 0, 2**31 - 1, "sb_sim_seed")
     else:
         upload.csv_inputs()
+    if kind != "csv":
+        upload.uploaders_hidden()
 
 
 def _device_inputs() -> None:

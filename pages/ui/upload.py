@@ -5,7 +5,10 @@ columns one-hot coded, a constant column added; a formula such as "~ 1 + group" 
 columns, as pyPLNmodels' `Pln.from_formula` does: `core.data.covariates`).
 
 A parsed upload lives in session state as "sb_csv" (None after a failed validation, with
-the message in "sb_csv_error"); `current_upload()` reads it from there. How the file was
+the message in "sb_csv_error"); `current_upload()` reads it from there. The files it was read
+from are held too, by slot: a file uploader forgets its file while another dataset hides it,
+so the formula or the header choice, changed after a switch back, reads the held files (the
+sidebar names them, and can forget them). How the file was
 read (separator, header line and why) and changed (all-zero columns dropped) is shown
 under the uploaders, and so is a float32 refusal, before anyone presses Run.
 """
@@ -66,28 +69,50 @@ def largest_upload_mb() -> int:
         return 47
 
 
+# The uploaders' widget keys, by the file each takes.
+_UPLOADERS = {"counts": "sb_upload_counts", "offsets": "sb_upload_offsets", "covariates": "sb_upload_covariates"}
+# The files last uploaded, by slot (`_Held`): a file uploader forgets its file when it is not
+# drawn (another dataset chosen in the sidebar), and the browser cannot be given it back.
+_HELD = "sb_csv_files"
+# The slots whose uploader shows its held file (given since the uploaders were last hidden).
+_SHOWN = "sb_csv_shown"
+# The ids of the files held when the uploaders were last hidden.
+_STALE = "sb_csv_stale"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Held:
+    """An uploaded file as this session holds it."""
+
+    name: str
+    content: bytes
+    file_id: str
+
+
 def csv_inputs() -> None:
     """The counts and log-offsets uploaders, and what became of the upload."""
     largest = largest_upload_mb()
-    st.file_uploader("Counts (CSV, one row per sample)", type=TABLE_TYPES, key="sb_upload_counts",
-                     on_change=_parse_upload, max_upload_size=largest,
+    st.file_uploader("Counts (CSV, one row per sample)", type=TABLE_TYPES, key=_UPLOADERS["counts"],
+                     on_change=_file_changed, args=("counts",), max_upload_size=largest,
                      help="whole numbers >= 0, cells separated by commas, semicolons or tabs; a header line of "
                           "names and a column of row names are allowed")
-    st.file_uploader("Log-offsets (optional CSV, same shape)", type=TABLE_TYPES, key="sb_upload_offsets",
-                     on_change=_parse_upload, max_upload_size=largest)
+    st.file_uploader("Log-offsets (optional CSV, same shape)", type=TABLE_TYPES, key=_UPLOADERS["offsets"],
+                     on_change=_file_changed, args=("offsets",), max_upload_size=largest)
     st.radio("Line 1 names the columns", HEADER_CHOICES, key="sb_csv_header", persist_state="session",
              horizontal=True, format_func=HEADER_LABELS.get, on_change=_parse_upload,
              help="auto: words make line 1 a header, numbers make it data (what was decided, and why, is shown "
                   "below); choose yes when the column names are numbers, such as taxon ids")
-    st.file_uploader("Covariates (optional CSV with a header line)", type=TABLE_TYPES, key="sb_upload_covariates",
-                     on_change=_parse_upload, max_upload_size=largest,
+    st.file_uploader("Covariates (optional CSV with a header line)", type=TABLE_TYPES, key=_UPLOADERS["covariates"],
+                     on_change=_file_changed, args=("covariates",), max_upload_size=largest,
                      help="one row per sample, a column per covariate; text columns are one-hot coded (the first "
                           "level is the reference) and a constant column is added")
+    # Kept with the files it picks from when another dataset hides it, and sent as the box's
+    # default so that the box, drawn again, shows it (`sidebar._shown` says why).
     st.text_input("Formula (optional)", key="sb_csv_formula", on_change=_parse_upload, placeholder="~ 1 + group",
-                  max_chars=200, help="which covariate columns, as pyPLNmodels' formulas: '~ 1 + group + dose'; "
-                                      "'~ 0 + ...' drops the constant; empty: every column")
-    counts_file = st.session_state.get("sb_upload_counts")
-    if counts_file is not None and _upload_ids() != st.session_state.get("sb_csv_ids"):
+                  max_chars=200, persist_state="session", value=st.session_state.get("sb_csv_formula", ""),
+                  help="which covariate columns, as pyPLNmodels' formulas: '~ 1 + group + dose'; "
+                       "'~ 0 + ...' drops the constant; empty: every column")
+    if _take_new_files() or _upload_ids() != st.session_state.get("sb_csv_ids"):
         _parse_upload()
     if st.session_state.get("sb_csv_error"):
         st.error(public(st.session_state["sb_csv_error"]), icon=":material/error:")
@@ -95,6 +120,21 @@ def csv_inputs() -> None:
         _describe(st.session_state["sb_csv"])
     else:
         st.info("Upload a counts CSV to fit your own data.", icon=":material/upload_file:")
+    unseen = [held.name for slot, held in _held_files().items() if slot not in _shown()]
+    if unseen:
+        st.caption(f":material/inventory_2: Held from your upload before another dataset was chosen (the boxes "
+                   f"above cannot show {'it' if len(unseen) == 1 else 'them'} again): "
+                   f"{', '.join(f'**{md(name)}**' for name in unseen)}. A file uploaded above replaces its own.")
+        st.button("Forget these files", key="sb_csv_forget", icon=":material/delete:", type="tertiary",
+                  on_click=_forget_unseen)
+
+
+def uploaders_hidden() -> None:
+    """Another dataset is chosen: the uploaders are not drawn, and forget their files (the
+    session holds them). Drawn again, an uploader can still report its old file, though it
+    shows none: that file is not taken again (`_take_new_files`)."""
+    st.session_state[_SHOWN] = set()
+    st.session_state[_STALE] = {held.file_id for held in _held_files().values()}
 
 
 def _describe(upload: Upload) -> None:
@@ -134,29 +174,75 @@ def load_upload(counts_bytes: bytes, counts_name: str, offsets_bytes: bytes | No
                   header, covariates_name if covariates_bytes is not None else "", formula)
 
 
+def _held_files() -> dict[str, _Held]:
+    return st.session_state.setdefault(_HELD, {})
+
+
+def _shown() -> set[str]:
+    return st.session_state.setdefault(_SHOWN, set())
+
+
+def _file_changed(slot: str) -> None:
+    """An uploader's own change (a file given, or removed with its x): hold what it now has,
+    and read the files again. An uploader drawn again after it was hidden reports its old
+    file at first, then none at the next rerun, though no one removed anything (its box
+    shows no file to remove): that is not a removal."""
+    file = st.session_state.get(_UPLOADERS[slot])
+    if file is None:
+        if slot not in _shown():
+            return
+        _held_files().pop(slot, None)
+        _shown().discard(slot)
+    else:
+        _held_files()[slot] = _Held(file.name, file.getvalue(), file.file_id)
+        _shown().add(slot)
+    _parse_upload()
+
+
+def _forget_unseen() -> None:
+    """Drop the held files that no uploader shows, and read what is left."""
+    held = _held_files()
+    for slot in [slot for slot in held if slot not in _shown()]:
+        del held[slot]
+    _parse_upload()
+
+
+def _take_new_files() -> bool:
+    """Hold any file an uploader has that is not held yet (given without its change being
+    reported); whether one was. An empty uploader leaves its held file alone: it is empty
+    after another dataset hid it, and only its own change (`_file_changed`) removes a file."""
+    held, taken, stale = _held_files(), False, st.session_state.get(_STALE, set())
+    for slot, key in _UPLOADERS.items():
+        file = st.session_state.get(key)
+        if file is not None and file.file_id not in stale and (slot not in held or held[slot].file_id != file.file_id):
+            held[slot] = _Held(file.name, file.getvalue(), file.file_id)
+            _shown().add(slot)
+            taken = True
+    return taken
+
+
 def _upload_ids() -> tuple:
-    files = [st.session_state.get(k) for k in ("sb_upload_counts", "sb_upload_offsets", "sb_upload_covariates")]
-    return (*(None if f is None else f.file_id for f in files), st.session_state.get("sb_csv_header", "auto"),
-            st.session_state.get("sb_csv_formula", ""))
+    held = _held_files()
+    return (*(held[slot].file_id if slot in held else None for slot in _UPLOADERS),
+            st.session_state.get("sb_csv_header", "auto"), st.session_state.get("sb_csv_formula", ""))
 
 
 def _parse_upload() -> None:
-    counts_file = st.session_state.get("sb_upload_counts")
-    offsets_file = st.session_state.get("sb_upload_offsets")
-    covariates_file = st.session_state.get("sb_upload_covariates")
+    """Read the held files (with the header choice and formula) into "sb_csv", or say why not."""
+    held = _held_files()
     st.session_state["sb_csv_ids"] = _upload_ids()
     st.session_state["sb_csv_error"] = None
-    if counts_file is None:  # the user removed the file
+    counts, offsets, covariates = (held.get(slot) for slot in _UPLOADERS)
+    if counts is None:  # none given, or the user removed it
         st.session_state["sb_csv"] = None
         return
     try:
         st.session_state["sb_csv"] = load_upload(
-            counts_file.getvalue(), counts_file.name,
-            offsets_file.getvalue() if offsets_file is not None else None,
-            offsets_file.name if offsets_file is not None else "",
+            counts.content, counts.name,
+            offsets.content if offsets is not None else None, offsets.name if offsets is not None else "",
             st.session_state.get("sb_csv_header", "auto"),
-            covariates_file.getvalue() if covariates_file is not None else None,
-            covariates_file.name if covariates_file is not None else "",
+            covariates.content if covariates is not None else None,
+            covariates.name if covariates is not None else "",
             st.session_state.get("sb_csv_formula", "") or "")
     except DataError as exc:
         st.session_state["sb_csv"] = None  # never fit a file that failed validation

@@ -469,3 +469,47 @@ def test_settings_made_in_the_sidebar_survive_page_changes_with_the_optimizer_bo
     assert all(part in page.url for part in ("precision=float64", "iterations=300", "optimizer=adam",
                                              "init=log_counts")), page.url
     context.close()
+
+
+def test_an_upload_outlives_a_switch_to_another_dataset_and_back(app, browser, tmp_path):
+    """The uploaders forget their files while another dataset hides them (the browser cannot
+    be given a file back): the session holds the files, says so, keeps the formula in its box,
+    and a new formula reads the held files again. The data once stayed in use while the boxes
+    showed none, and a formula typed then dropped it ("Upload a counts CSV")."""
+    counts, covariates = tmp_path / "counts.csv", tmp_path / "covariates.csv"
+    counts.write_text("a,b,c\n" + "".join(f"{i % 3},{i % 5},{(i * 7) % 4}\n" for i in range(12)))
+    covariates.write_text("site,temp\n" + "".join(f"{'abc'[i % 3]},{i * 0.5}\n" for i in range(12)))
+    context = browser.new_context(viewport=PROJECTOR)
+    page = context.new_page()
+    page.goto(app)
+    wait_painted(page)
+    bar = page.locator("[data-testid='stSidebar']")
+    bar.get_by_text("CSV", exact=True).click()
+    wait_painted(page)
+    inputs = bar.locator("[data-testid='stFileUploader'] input[type=file]")
+    inputs.nth(0).set_input_files(str(counts))
+    bar.get_by_text("Using counts.csv").wait_for()
+    inputs.nth(2).set_input_files(str(covariates))
+    bar.get_by_text(re.compile("d = 4 covariates")).wait_for()
+    formula = bar.get_by_label("Formula (optional)", exact=True)
+    formula.fill("~ 1 + site")
+    formula.press("Enter")
+    bar.get_by_text(re.compile("d = 3 covariates")).wait_for()
+    bar.get_by_text("oaks", exact=True).click()
+    wait_painted(page)
+    bar.get_by_text("CSV", exact=True).click()
+    wait_painted(page)
+    said = bar.get_by_text(re.compile("Using counts.csv"))
+    said.wait_for()
+    assert "d = 3 covariates" in said.inner_text()
+    held = bar.get_by_text(re.compile("Held from your upload"))
+    assert "counts.csv" in held.inner_text() and "covariates.csv" in held.inner_text()
+    assert formula.input_value() == "~ 1 + site"
+    formula.fill("~ 1 + site + temp")
+    formula.press("Enter")
+    bar.get_by_text(re.compile("d = 4 covariates")).wait_for()
+    assert not bar.get_by_text("Upload a counts CSV").count()
+    # The held files can be let go; then there is nothing to fit.
+    bar.get_by_role("button", name="Forget these files").click()
+    bar.get_by_text("Upload a counts CSV").wait_for()
+    context.close()
