@@ -95,7 +95,7 @@ def csv_inputs() -> None:
     st.file_uploader("Counts (CSV, one row per sample)", type=TABLE_TYPES, key=_UPLOADERS["counts"],
                      on_change=_file_changed, args=("counts",), max_upload_size=largest,
                      help="whole numbers >= 0, cells separated by commas, semicolons or tabs; a header line of "
-                          "names and a column of row names are allowed")
+                          f"names and a column of row names are allowed. {_size_cap(largest)}")
     st.file_uploader("Log-offsets (optional CSV, same shape)", type=TABLE_TYPES, key=_UPLOADERS["offsets"],
                      on_change=_file_changed, args=("offsets",), max_upload_size=largest)
     st.radio("Line 1 names the columns", HEADER_CHOICES, key="sb_csv_header", persist_state="session",
@@ -135,6 +135,16 @@ def uploaders_hidden() -> None:
     shows none: that file is not taken again (`_take_new_files`)."""
     st.session_state[_SHOWN] = set()
     st.session_state[_STALE] = {held.file_id for held in _held_files().values()}
+
+
+def _size_cap(largest_mib: int) -> str:
+    """The cap on a file in the unit the docs and the command line use, beside the uploader's
+    own figure, which Streamlit writes "47MB" for 47 MiB (a cap of 50 MB)."""
+    try:
+        cap = f"{csv_counts.max_csv_bytes() / 1e6:,.3g} MB"
+    except DataError:
+        return ""
+    return f"At most {cap} a file (the box says {largest_mib}MB: it counts 1,048,576 bytes to a MB)."
 
 
 def _describe(upload: Upload) -> None:

@@ -694,6 +694,15 @@ def test_choosing_csv_invites_an_upload_without_an_error(store, page):
     assert any("Upload a counts CSV" in plain(i.value) for i in [*at.info, *at.sidebar.info])
 
 
+def test_the_counts_uploader_says_its_cap_in_the_docs_unit(store, monkeypatch):
+    # Streamlit writes the uploader's limit in MiB ("47MB" for a cap of 50 MB).
+    monkeypatch.setenv("PLNLAB_MAX_CSV_MB", "20")
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    said = at.sidebar.file_uploader(key="sb_upload_counts").help
+    assert "At most 20 MB a file (the box says 19MB" in said, said
+
+
 def test_bad_csv_upload_shows_the_error_and_stores_nothing(store):
     at = open_app()
     at.sidebar.radio(key="sb_dataset").set_value("csv").run()
