@@ -34,6 +34,11 @@ CONSTANT = "(intercept)"
 # Relative size under which a column's part outside the span of the columns before it counts
 # as zero: well above float64 rounding, well below any real covariate's.
 _COLLINEAR = 1e-9
+# Variance inflation (VIF) over which a covariate is said to be nearly a combination of the
+# others: its coefficients' variance is that many times what it would be alone, and the fit
+# reads B through (X^T X)^-1. (Regression's rule of thumb warns from 10; this says only what
+# moves estimates by orders of magnitude.)
+NEARLY_COLLINEAR_VIF = 1e3
 _TERM = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 
 
@@ -45,11 +50,13 @@ class Design:
         matrix: X, (n, d) float64.
         columns: the d column names: CONSTANT, a numeric column's name, or "name[level]".
         notes: how it was made, one sentence each (a factor's reference level).
+        warnings: what the reader of a fit on it must know (nearly collinear columns).
     """
 
     matrix: np.ndarray
     columns: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def d(self) -> int:
@@ -143,7 +150,7 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
         raise DataError(f"{label}: no covariate column and no constant: the model needs at least one")
     matrix = np.column_stack(columns)
     _check_rank(matrix, column_names, label)
-    return Design(matrix, tuple(column_names), tuple(notes))
+    return Design(matrix, tuple(column_names), tuple(notes), _nearly_collinear(matrix, column_names, label))
 
 
 def _as_numbers(values: np.ndarray) -> np.ndarray | None:
@@ -187,6 +194,31 @@ def _check_rank(matrix: np.ndarray, names: list[str], label: str) -> None:
             raise DataError(f"{label}: covariate column {names[j]!r} {why}: the design is rank-deficient, so B is not "
                             "identifiable; remove it")
         basis = np.column_stack([basis, rest / np.linalg.norm(rest)])
+
+
+def _nearly_collinear(matrix: np.ndarray, names: list[str], label: str) -> tuple[str, ...]:
+    """One warning naming the columns whose variance inflation passes `NEARLY_COLLINEAR_VIF`,
+    worst first, or none. VIF_j = 1 / (1 - R_j^2), R_j^2 that of column j on the others: the
+    diagonal of the inverse of the columns' correlation matrix (centred where the design has
+    its constant, whose own VIF is not told)."""
+    varying = [j for j in range(matrix.shape[1]) if np.ptp(matrix[:, j]) > 0]
+    if len(varying) < 2:
+        return ()
+    part = matrix[:, varying]
+    part = part - part.mean(axis=0) if CONSTANT in names else part
+    part = part / np.linalg.norm(part, axis=0)
+    try:
+        inflation = np.diag(np.linalg.inv(part.T @ part))
+    except np.linalg.LinAlgError:  # past what _check_rank measures: as good as rank-deficient
+        inflation = np.full(len(varying), np.inf)
+    worst = sorted(((float(v), names[j]) for v, j in zip(inflation, varying) if not v < NEARLY_COLLINEAR_VIF),
+                   reverse=True)
+    if not worst:
+        return ()
+    listed = ", ".join(f"{name!r} ({value:.1e})" for value, name in worst)
+    return (f"{label}: covariate columns {listed} are nearly combinations of the others (variance inflation "
+            f"over {NEARLY_COLLINEAR_VIF:,.0f}): their coefficients in B are unstable and the fit may stop short; "
+            "remove one of them",)
 
 
 def read_table(data: bytes, label: str):

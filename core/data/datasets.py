@@ -60,7 +60,8 @@ def with_covariates(data: CountData, table: bytes, name: str, formula: str = "",
     """`data` with the covariates of a table's bytes (`core.data.covariates`), checked for
     what the fit needs (full rank, as many rows as the counts)."""
     design = covariates.read(table, data.n, name, formula or None, intercept)
-    return dataclasses.replace(data, covariates=design.matrix, notes=data.notes + _design_notes(design))
+    return dataclasses.replace(data, covariates=design.matrix, notes=data.notes + _design_notes(design),
+                               warnings=data.warnings + design.warnings)
 
 
 def _design_notes(design: covariates.Design) -> tuple[str, ...]:

@@ -1,6 +1,8 @@
 """Covariates as users have them: a table or a formula over one, coded as pyPLNmodels codes
 them, and bad covariates refused in one line that names the column."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from specs import tutorial_spec
@@ -79,6 +81,33 @@ def test_bad_covariates_get_one_line_that_names_the_column(text, rows, formula, 
         covariates.read(text.encode(), rows, "t.csv", formula=formula)
     message = str(caught.value)
     assert says in message and "\n" not in message
+
+
+def test_nearly_collinear_covariates_are_fitted_with_a_warning_that_names_them():
+    # Under the rank test's 1e-9 but a thousand times a lone column's variance, or more: a
+    # column rounded from twice another (the try-out's temp2) was taken without a word.
+    rows = 12
+    temp = np.arange(rows) * 0.5
+    text = "site,temp,temp2,other\n" + "".join(
+        f"{'abc'[i % 3]},{temp[i]},{round(2 * temp[i] + 1e-3 * np.sin(i), 4)},{np.cos(i)}\n" for i in range(rows))
+    design = covariates.read(text.encode(), rows, "t.csv")
+    (warning,) = design.warnings
+    assert warning.startswith("t.csv: covariate columns 'temp")
+    assert "'temp'" in warning and "'temp2'" in warning and "'other'" not in warning and "site" not in warning
+    assert "\n" not in warning
+    # Carried with the data to the run's warnings.
+    counts = datasets.with_covariates(_rows_of_oaks(rows), text.encode(), "t.csv")
+    assert warning in counts.warnings
+    # Covariates that are merely correlated say nothing, nor do oaks' own.
+    assert covariates.read(("x,y\n" + "".join(f"{i},{i + np.sin(i)}\n" for i in range(rows))).encode(), rows,
+                           "t.csv").warnings == ()
+    assert covariates.oaks_design("~ 1 + tree + orientation + dist2ground").warnings == ()
+
+
+def _rows_of_oaks(rows: int):
+    oaks = datasets.load_oaks(1)
+    return dataclasses.replace(oaks, counts=oaks.counts[:rows], offsets=oaks.offsets[:rows],
+                               covariates=oaks.covariates[:rows])
 
 
 def test_a_spec_refuses_covariates_where_they_do_not_apply():
