@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 REQUIRED = {"id", "strategy", "dataset", "n", "p", "precision", "device", "iterations", "optimizer", "status",
@@ -216,6 +217,30 @@ def test_solve_fits_to_convergence_then_reuses_the_fastest_stored_configuration(
     assert cli("solve", "--tol", "0", env=store).returncode == 2
     refused = cli("solve", "--strategy", "scan_analytic", "--optimizer", "lbfgs", env=store)
     assert refused.returncode == 2 and "runs only the optimizers" in refused.stderr
+
+
+def test_solve_writes_what_the_fit_estimates_named_by_the_files_columns(store, tmp_path):
+    rng = np.random.default_rng(2)
+    counts, samples = tmp_path / "counts.csv", tmp_path / "samples.csv"
+    counts.write_text("a,b,c\n" + "".join(f"{x},{y},{z}\n" for x, y, z in rng.poisson(4, (50, 3))))
+    samples.write_text("site\n" + "".join(f"{'uvw'[i % 3]}\n" for i in range(50)))
+    folder = tmp_path / "out" / "estimates"
+    done = cli("solve", "--dataset", "csv", "--counts", str(counts), "--covariates", str(samples), "--precision",
+               "float64", "--repeats", "1", "--estimates", str(folder), env=store)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {folder / 'coefficients.csv'}" in done.stderr
+    coef = pd.read_csv(folder / "coefficients.csv", index_col=0)
+    assert list(coef.index) == ["(intercept)", "site[v]", "site[w]"] and list(coef.columns) == ["a", "b", "c"]
+    sigma = pd.read_csv(folder / "covariance.csv", index_col=0)
+    assert list(sigma.columns) == ["a", "b", "c"] and np.allclose(sigma.to_numpy(), sigma.to_numpy().T)
+    assert np.all(np.linalg.eigvalsh(sigma.to_numpy()) > 0)
+    # A folder that cannot be: said before the fit, in one line, and nothing stored.
+    runs = len(json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1]))
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    refused = cli("solve", "--dataset", "csv", "--counts", str(counts), "--estimates", str(blocked / "x"), env=store)
+    assert refused.returncode == 2 and "--estimates" in refused.stderr and "cannot make that folder" in refused.stderr
+    assert len(json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1])) == runs
 
 
 def test_solve_says_how_it_read_a_csv_and_reuses_no_run_of_another_file_of_the_same_name(store, tmp_path):

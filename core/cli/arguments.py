@@ -139,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="choose among the runs of every host in the store (default: this host's only: a "
                             "time measured elsewhere, or imported, says nothing of this machine)")
     solve.add_argument("--json", action="store_true", help="print the stored run as one JSON line")
+    solve.add_argument("--estimates", metavar="DIR", default=None,
+                       help="write what the fit estimates into DIR: coefficients.csv (B, a row per covariate) and "
+                            "covariance.csv (Sigma), named by the files' columns")
     add_db(solve)
     add_scheduler(solve)
 

@@ -108,6 +108,8 @@ def command_solve(args) -> int:
     if args.tol is not None and not args.tol > 0:
         raise SpecError(f"solve stops at a tolerance: --tol must be > 0; got {args.tol}")
     dataset = dataset_spec(args)
+    # Before the fit: a folder that cannot be written is said now, not after a long fit.
+    folder = estimates_folder(args.estimates) if args.estimates is not None else None
     # Read (and a formula over oaks' sample table coded) before the line that says what is
     # solved, so that bad input is one line; how a CSV was read is said (its header decided).
     counts = read_csv_saying_how(dataset) if dataset.kind == "csv" else None
@@ -129,7 +131,47 @@ def command_solve(args) -> int:
     else:
         result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
     print_run(result, args.json)
+    if folder is not None:
+        write_estimates(result, folder)
     return EXIT_OK
+
+
+def estimates_folder(directory: str):
+    """`directory` as a folder the estimates can be written to, made if missing; SpecError
+    naming it otherwise."""
+    import os
+    import pathlib
+
+    folder = pathlib.Path(directory)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(f"--estimates {directory}: cannot make that folder: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK):
+        raise SpecError(f"--estimates {directory}: that folder cannot be written to")
+    return folder
+
+
+def write_estimates(result, folder) -> None:
+    """B and Sigma of `result` as CSV files in `folder`, each file named on stderr; SpecError
+    where the fit left none to write (it failed or diverged: the run is stored all the same)."""
+    from core.results import estimates
+
+    if result.estimates is None or result.status != "ok" or result.diverged_at is not None:
+        raise SpecError(f"no estimates written to {folder}: run {result.id} "
+                        + ("diverged" if result.diverged_at is not None else f"ended {result.status}")
+                        + ", so its final point estimates nothing")
+    try:
+        for name, text in result.estimates.files().items():
+            (folder / name).write_text(text)
+            sys.stderr.write(f"wrote {folder / name}\n")
+    except OSError as exc:
+        raise SpecError(f"cannot write the estimates to {folder}: {exc.strerror or exc}") from None
+    if result.estimates.covariance is None:
+        sys.stderr.write(f"covariance.csv not written: Sigma is kept for at most "
+                         f"{estimates.MAX_COVARIANCE_COLUMNS:,} columns, and these data have {result.p:,}\n")
+    if not result.converged:
+        sys.stderr.write("these estimates are where the fit stopped, which is not its optimum (above)\n")
 
 
 def command_bench(args) -> int:

@@ -38,7 +38,7 @@ from core.spec import SpecError
 # The types a task may return, by the name written on the wire: every result type of
 # `core.cluster.tasks` and what they hold. Each is plain data (no JAX), importable by the server.
 _TYPE_PATHS = {
-    "RunResult": "core.results.result",
+    "RunResult": "core.results.result", "Estimates": "core.results.estimates",
     "Inspection": "core.inspect.findings", "Executable": "core.inspect.findings",
     "ArrayLayout": "core.inspect.findings", "Peaks": "core.inspect.findings", "Floor": "core.inspect.findings",
     "Analysis": "core.inspect.findings",

@@ -36,6 +36,9 @@ class CountData:
             taken as column names and why), for the person who gave it.
         warnings: how the data fitted differ from the file (columns dropped, and why); a
             run of these data carries them.
+        column_names: each count column's name (a file's header, else its column number in
+            the file, all-zero columns dropped), or () where the source names none.
+        covariate_names: each column of X's name ("(intercept)", "tree[1]", ...), or ().
     """
 
     counts: np.ndarray
@@ -46,10 +49,23 @@ class CountData:
     true_covariance: np.ndarray | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    column_names: tuple[str, ...] = ()
+    covariate_names: tuple[str, ...] = ()
 
     n = property(lambda self: int(self.counts.shape[0]), doc="rows (samples)")
     p = property(lambda self: int(self.counts.shape[1]), doc="count columns (variables)")
     d = property(lambda self: int(self.covariates.shape[1]), doc="covariate columns")
+
+    def column_labels(self) -> tuple[str, ...]:
+        """`column_names`, or "y1", "y2", ... where the source names none."""
+        return self.column_names if len(self.column_names) == self.p else tuple(f"y{j + 1}" for j in range(self.p))
+
+    def covariate_labels(self) -> tuple[str, ...]:
+        """`covariate_names`, or "(intercept)" for a column of ones and "x2", "x3", ... (by
+        position) for the others."""
+        if len(self.covariate_names) == self.d:
+            return self.covariate_names
+        return tuple("(intercept)" if np.all(self.covariates[:, k] == 1.0) else f"x{k + 1}" for k in range(self.d))
 
 
 def content_hash(*sources: PathLike | bytes) -> str:

@@ -92,7 +92,15 @@ def read_csv_bytes(
     counts, offsets = counts[:, kept], offsets[:, kept]
     covariates = np.ones((counts.shape[0], 1))
     validate(counts, offsets, covariates)
-    return CountData(counts, offsets, covariates, name=f"csv {name}", notes=tuple(notes), warnings=warnings)
+    return CountData(counts, offsets, covariates, name=f"csv {name}", notes=tuple(notes), warnings=warnings,
+                     column_names=_column_names(layout, kept))
+
+
+def _column_names(layout: csv_layout.Layout, kept: np.ndarray) -> tuple[str, ...]:
+    """The kept count columns' names: the header's, else "column K", K the column's number in
+    the file as an editor shows it (a column of row names is column 1)."""
+    first_column = 1 + int(layout.row_names)
+    return tuple(str(layout.names[j]) if layout.names else f"column {j + first_column}" for j in kept)
 
 
 # Dropped columns named in a warning; the rest are counted.

@@ -33,7 +33,7 @@ def load(spec: DatasetSpec) -> CountData:
             return data
         design = covariates.oaks_design(spec.formula, spec.replicate)
         return dataclasses.replace(data, covariates=design.matrix, name=spec.label,
-                                   notes=data.notes + _design_notes(design))
+                                   notes=data.notes + _design_notes(design), covariate_names=design.columns)
     if spec.kind == "simulated":
         return simulate(spec.n, spec.p, spec.d, spec.seed)
     if spec.kind == "simulated_on_device":
@@ -61,7 +61,7 @@ def with_covariates(data: CountData, table: bytes, name: str, formula: str = "",
     what the fit needs (full rank, as many rows as the counts)."""
     design = covariates.read(table, data.n, name, formula or None, intercept)
     return dataclasses.replace(data, covariates=design.matrix, notes=data.notes + _design_notes(design),
-                               warnings=data.warnings + design.warnings)
+                               warnings=data.warnings + design.warnings, covariate_names=design.columns)
 
 
 def _design_notes(design: covariates.Design) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from core import catalog
 from core.results import outcome, stability
+from core.results.estimates import Estimates
 from core.spec import DEFAULTS, FitSpec
 
 STATUSES = ("ok", "diverged", "interrupted", "timed_out")
@@ -118,6 +119,8 @@ class Measurement:
         certified_elbo, estimated_gap: that check (`core.run.certified`), or None.
         program: the fingerprint of the compiled program that ran (`core.run.fingerprint`),
             "" where nothing is compiled ahead (eager, the peers).
+        estimates: B and Sigma at the final point (`core.results.estimates`), made with the
+            check; None where it is.
     """
 
     elbo: np.ndarray
@@ -148,6 +151,7 @@ class Measurement:
     certified_elbo: float | None = None
     estimated_gap: float | None = None
     program: str = ""
+    estimates: Estimates | None = None
 
 
 @dataclasses.dataclass
@@ -233,6 +237,9 @@ class RunResult:
             median, min and max are run_s, run_s_min and run_s_max), so that a difference
             between two runs can be tested again later (`core.results.significance`). Empty
             for runs stored before they were kept.
+        estimates: what the fit estimates, B and Sigma (`core.results.estimates`), for the
+            caller of the run that made it; never stored (`NOT_STORED`), so None for a run
+            read from the store.
     """
 
     spec: dict[str, Any]
@@ -290,6 +297,7 @@ class RunResult:
     estimated_gap: float | None = None
     program: str = ""
     repeat_times: list[float] = dataclasses.field(default_factory=list)
+    estimates: Estimates | None = None
 
     def _verdict(self) -> tuple[bool | None, bool, bool]:
         if self.status != "ok":
@@ -342,7 +350,10 @@ class RunResult:
         return stability.unstable(self.versions)
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
+        """The run as plain JSON data, as stored and exported (its estimates are neither)."""
+        out = dataclasses.asdict(dataclasses.replace(self, estimates=None))
+        for name in NOT_STORED:
+            out.pop(name)
         out["timed_window"] = [self.timed_start, self.timed_end]
         out["unstable"] = self.unstable
         out["converged"] = self.converged
@@ -402,6 +413,8 @@ class RunResult:
         return cls(**{k: v for k, v in values.items() if k in names})
 
 
+# Fields a run carries to its caller but the store never keeps (nor an export).
+NOT_STORED = ("estimates",)
 # The fields a run keeps as its measurement measured them (same name, same meaning), and those
 # it takes from its spec as they are; `RunResult.measured` derives the others.
 _DERIVED = ("elbo", "times", "shape", "timed_out", "from_scratch", "warnings", "final_change", "final_latent")

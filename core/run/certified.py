@@ -10,12 +10,14 @@ import numpy as np
 
 from core.data.counts import CountData
 from core.fit import certificate
+from core.results import estimates
 from core.results.result import Measurement
 
 
 def certified(measurement: Measurement, counts: CountData | None) -> Measurement:
     """`measurement` with `certified_elbo` and `estimated_gap` filled in from its final M and
-    S, and those dropped; as it is where there are none, or no host data (drawn on the devices)."""
+    S, and its `estimates` (B and Sigma there), and M and S dropped; as it is where there are
+    none, or no host data (drawn on the devices)."""
     latent = measurement.final_latent
     if latent is None:
         return measurement
@@ -24,4 +26,6 @@ def certified(measurement: Measurement, counts: CountData | None) -> Measurement
     # Padded rows (sharded layouts) are cut off: the check is of the real rows.
     mean, sd = (np.asarray(array, dtype=np.float64)[: counts.n] for array in latent)
     found = certificate.certify(counts.counts, counts.offsets, counts.covariates, mean, sd)
-    return dataclasses.replace(measurement, final_latent=None, certified_elbo=found.elbo, estimated_gap=found.gap)
+    made = estimates.at(mean, sd, counts.covariates, counts.covariate_labels(), counts.column_labels())
+    return dataclasses.replace(measurement, final_latent=None, certified_elbo=found.elbo, estimated_gap=found.gap,
+                               estimates=made)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from core.results.result import CACHE_STATES, STATUSES, RunResult, is_cache_label
+from core.results.result import CACHE_STATES, NOT_STORED, STATUSES, RunResult, is_cache_label
 from core.spec import FitSpec, SpecError
 from core.store import record_checks
 
@@ -33,10 +33,13 @@ class StoreError(Exception):
 
 @functools.cache
 def field_kinds() -> dict[str, tuple[type, bool]]:
-    """Every RunResult field -> (base type, optional), read from its annotation."""
+    """Every stored RunResult field -> (base type, optional), read from its annotation (not
+    those the store never keeps, `NOT_STORED`)."""
     hints = typing.get_type_hints(RunResult)
     kinds = {}
     for field in dataclasses.fields(RunResult):
+        if field.name in NOT_STORED:
+            continue
         args = typing.get_args(hints[field.name])
         optional = type(None) in args
         hint = next(a for a in args if a is not type(None)) if optional else hints[field.name]
@@ -103,6 +106,8 @@ def validate_record(values: Any, where: str) -> RunResult:
         raise StoreError(f"{where}: expected a run record (an object); got {type(values).__name__}")
     out: dict[str, Any] = {}
     for field in dataclasses.fields(RunResult):
+        if field.name in NOT_STORED:  # never exported; dropped from a file that has it
+            continue
         base, optional = field_kinds()[field.name]
         if field.name not in values:
             # Fields added since a file was written have defaults: older exports still import.

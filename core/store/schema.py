@@ -171,6 +171,8 @@ def run_from_row(row: sqlite3.Row) -> RunResult:
     values: dict[str, Any] = {}
     columns = row.keys()
     for field in dataclasses.fields(RunResult):
+        if field.name not in field_kinds():  # never stored
+            continue
         base, optional = field_kinds()[field.name]
         if base not in _SQL_TYPES or field.name not in columns:
             continue

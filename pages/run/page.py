@@ -12,7 +12,7 @@ from core.results.frame import results_frame
 from core.results.ordering import listed
 from core.spec import FitSpec, SpecError
 from core.store import cold_compiles
-from pages.ui import clock, display, resources, running, settings, state
+from pages.ui import clock, display, estimates_download, resources, running, settings, state
 from pages.ui.text import md, public
 
 # The first chart in the first screen of a projector, however many strategies, with the tie line
@@ -123,6 +123,7 @@ if clicked:
     else:  # redraw, so that the button offers "Run again" rather than a finished run
         st.session_state["run_flash"] = running.stored_flash(results)
         st.session_state["run_handed"] = results
+        estimates_download.keep(results)
         st.rerun()
 with body:
     if error:
@@ -352,3 +353,4 @@ with body:
                   help=f"{listed(far)} still changed the ELBO by over {SWITCH_FACTOR:,} times the tolerance: far "
                        f"from converged. {converging} (L-BFGS with a model of the curvature) converges in tens of "
                        "iterations on oaks; the sidebar's optimizer, for the next Run")
+    estimates_download.offer(shown)

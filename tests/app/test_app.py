@@ -757,6 +757,31 @@ def test_good_csv_upload_is_fitted_from_memory(store):
     assert any("**csv good.csv** (n = 12, p = 3)" in line for line in said), said
 
 
+def test_a_run_on_uploaded_counts_offers_its_estimates_named_by_the_files_columns(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    rows = "\n".join(f"{i % 3 + 1},{i % 5},{(i * 7) % 4}" for i in range(30))
+    at.sidebar.file_uploader(key="sb_upload_counts").set_value(("counts.csv", f"a,b,c\n{rows}\n".encode(),
+                                                                 "text/csv")).run()
+    run_jit_step(at, 40)
+    (button,) = [b for b in at.get("download_button") if b.proto.id.endswith("run_estimates_file")] or [None]
+    assert button is not None and button.proto.label == "Download the estimates: B and Sigma"
+    (kept,) = at.session_state["run_estimates"].values()
+    assert kept.column_names == ("a", "b", "c") and kept.covariate_names == ("(intercept)",)
+    assert kept.coef.shape == (1, 3) and kept.covariance.shape == (3, 3)
+    # Another session reads the run from the store, which keeps no estimates: it says how to get them.
+    other = open_app()
+    other.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    other.sidebar.file_uploader(key="sb_upload_counts").set_value(("counts.csv", f"a,b,c\n{rows}\n".encode(),
+                                                                    "text/csv")).run()
+    other.sidebar.number_input(key="sb_iterations").set_value(40)
+    other.sidebar.number_input(key="sb_repeats").set_value(1)
+    other.run()
+    other.pills(key="run_strategies").set_value(["jit_step"]).run()
+    assert not [b for b in other.get("download_button") if b.proto.id.endswith("run_estimates_file")]
+    assert any("Run again** to download them" in c.value for c in other.caption)
+
+
 def test_oaks_with_its_tree_covariate_is_a_sidebar_choice(store):
     at = open_app()
     at.sidebar.selectbox(key="sb_formula").set_value("~ 1 + tree")

@@ -11,6 +11,7 @@ from core.cluster import plain
 from core.inspect.pitfall_notes import PitfallResult
 from core.inspect.trace_findings import OpTime, Span, StrategyTrace, Timeline
 from core.machine.compile_log import Compile
+from core.results.estimates import Estimates
 from core.results.result import RunResult
 
 
@@ -61,7 +62,9 @@ def test_every_result_type_goes_and_comes_back_whole():
                         (("jit_per_function", "only the gradient optimizers"),))
     pitfall = PitfallResult("recompiles", "t", "e", {"a": 4.0}, {"b": 1.0}, True,
                             recompiles=(Compile("f", "never seen", "x.py:1:1", 0.1, None, 0.2),))
-    for value in (timeline, pitfall, (_run_result(), {"worker": "tls://1", "runs": 3}),
+    with_estimates = _run_result(estimates=Estimates(np.arange(6.0).reshape(2, 3), np.eye(3), ("(intercept)", "x2"),
+                                                     ("a", "b", "c")))
+    for value in (timeline, pitfall, (_run_result(), {"worker": "tls://1", "runs": 3}), with_estimates,
                   ([_run_result(), _run_result(id=2)], {"x": None}), (["table"], [_run_result()])):
         back = plain.decode(plain.encode(value))
         assert repr(back) == repr(value)  # NaN != NaN; their reprs agree

@@ -63,6 +63,27 @@ def test_add_get_round_trip_keeps_every_field(store):
     assert back.to_dict() | {"final_elbo": 0} == run.to_dict() | {"final_elbo": 0}
 
 
+def test_a_runs_estimates_go_to_its_caller_never_into_the_store_or_an_export(store, tmp_path):
+    import numpy as np
+
+    from core.results.estimates import Estimates
+
+    made = Estimates(np.ones((1, 114)), np.eye(114), ("(intercept)",), tuple(f"y{j}" for j in range(114)))
+    run = make_run(estimates=made)
+    store.add(run)
+    assert run.estimates is made  # the caller keeps them
+    assert store.get(run.id).estimates is None and "estimates" not in run.to_dict()
+    exported = tmp_path / "runs.json"
+    store.export(exported)
+    (record,) = json.loads(exported.read_text())
+    assert "estimates" not in record
+    # A file that has them (written elsewhere) imports, without them.
+    other = RunStore(tmp_path / "other.sqlite3")
+    other.import_bytes(json.dumps([record | {"estimates": {"coef": [[1.0]]}}]).encode(), "runs.json")
+    (imported,) = other.list()
+    assert imported.estimates is None and imported.spec_key == run.spec_key
+
+
 def test_each_repeat_is_kept_in_order_and_must_be_what_the_summary_says(store):
     run_id = store.add(make_run(repeat_times=[0.041, 0.039, 0.04], program="0123456789abcdef"))
     back = store.get(run_id)

@@ -1,0 +1,48 @@
+"""The Run page's download of what a fit estimates (`core.results.estimates`): B and Sigma,
+named by the data's columns, as a statistician who brought the counts wants them.
+
+The estimates come back with the runs a click made and are kept in the session for the
+last click's runs only: the store never holds them (p x p matrices), so a run read from it,
+made earlier or by someone else, has none to give, and the page says how to get them.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.results import estimates
+from core.results.result import RunResult
+from pages.ui.text import md
+
+_KEPT = "run_estimates"
+
+
+def keep(results: list[RunResult]) -> None:
+    """Hold the estimates of the runs a click just made, in place of the last click's."""
+    st.session_state[_KEPT] = {result.id: result.estimates for result in results if result.estimates is not None}
+
+
+def offer(shown: list[RunResult]) -> None:
+    """A download of the shown runs' estimates: a converged run's where one is, else where a
+    fit stopped, said so; a line saying how to get them where no shown run has them here."""
+    kept = st.session_state.get(_KEPT, {})
+    usable = [run for run in shown if run.status == "ok" and run.diverged_at is None]
+    if not usable:
+        return
+    with_estimates = [run for run in usable if run.id in kept]
+    if not with_estimates:
+        st.caption(":material/download: The estimates (B and Sigma) come with a run made in this session, not with "
+                   "one read from the store: **Run again** to download them.")
+        return
+    run = next((run for run in with_estimates if run.converged), with_estimates[0])
+    found = kept[run.id]
+    what = "B and Sigma" if found.covariance is not None else "B"
+    stem = md(run.dataset).replace(" ", "_").replace("/", "_")
+    st.download_button(f"Download the estimates: {what}", found.archive(), key="run_estimates_file",
+                       file_name=f"plnlab_estimates_{stem}.zip", mime="application/zip", icon=":material/download:",
+                       help=f"from run #{run.id} ({run.strategy}): coefficients.csv (B, a row per covariate, a column "
+                            "per count column) and covariance.csv (Sigma), at the fit's final point"
+                            + ("" if run.converged else "; it did not converge, so these are where it stopped, not "
+                                                        "the optimum")
+                            + ("" if found.covariance is not None else
+                               f"; Sigma is kept for at most {estimates.MAX_COVARIANCE_COLUMNS:,} columns"))

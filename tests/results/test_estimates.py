@@ -1,0 +1,57 @@
+"""What a fit estimates, for the person who brought the counts: B and Sigma at the final
+point, named by the data's columns, written as CSV, carried to the caller and never stored."""
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.data import csv_counts, datasets
+from core.results import estimates
+from core.run import direct
+
+
+def test_a_fit_estimates_the_b_and_sigma_that_made_the_data():
+    # 3,000 draws of a known PLN: the fit's closed forms at its optimum are near the truth
+    # (a variational fit shrinks Sigma's off-diagonal a little).
+    counts = datasets.simulate(3000, 5, 2, 3)
+    fit = direct.fit(counts, "preconditioned_lbfgs", "log_rates_sd", "float64", 500, tol=1e-9)
+    found = estimates.at(fit.latent_mean, fit.latent_sd, counts.covariates, counts.covariate_labels(),
+                         counts.column_labels())
+    assert found.covariate_names == ("(intercept)", "x2") and found.column_names == ("y1", "y2", "y3", "y4", "y5")
+    np.testing.assert_allclose(found.coef, counts.true_coef, atol=0.06)
+    np.testing.assert_allclose(np.diag(found.covariance), np.diag(counts.true_covariance), rtol=0.1)
+    np.testing.assert_allclose(found.covariance, counts.true_covariance, atol=0.08)
+    np.testing.assert_array_equal(found.covariance, found.covariance.T)
+
+
+def test_the_files_read_back_as_the_same_numbers_under_the_same_names():
+    rng = np.random.default_rng(1)
+    made = estimates.Estimates(rng.normal(size=(2, 3)), rng.normal(size=(3, 3)), ("(intercept)", 'site "b", east'),
+                               ("a", "b,c", "d"))
+    files = made.files()
+    assert set(files) == {"coefficients.csv", "covariance.csv"}
+    coef = pd.read_csv(io.StringIO(files["coefficients.csv"]), index_col=0)
+    assert list(coef.index) == ["(intercept)", 'site "b", east'] and list(coef.columns) == ["a", "b,c", "d"]
+    np.testing.assert_array_equal(coef.to_numpy(), made.coef)  # every digit: repr of a float64
+    sigma = pd.read_csv(io.StringIO(files["covariance.csv"]), index_col=0)
+    assert list(sigma.index) == list(sigma.columns) == ["a", "b,c", "d"]
+    np.testing.assert_array_equal(sigma.to_numpy(), made.covariance)
+
+
+def test_past_the_cap_on_columns_b_travels_alone(monkeypatch):
+    monkeypatch.setattr(estimates, "MAX_COVARIANCE_COLUMNS", 2)
+    found = estimates.at(np.zeros((4, 3)), np.ones((4, 3)), np.ones((4, 1)), ("(intercept)",), ("a", "b", "c"))
+    assert found.covariance is None and found.coef.shape == (1, 3)
+    assert set(found.files()) == {"coefficients.csv"}
+
+
+@pytest.mark.parametrize("text, header, names", [
+    ("a,b,zero,c\n1,2,0,3\n4,5,0,6\n", "auto", ("a", "b", "c")),  # the all-zero column dropped, named as read
+    ("1,2,0,3\n4,5,0,6\n", "no", ("column 1", "column 2", "column 4")),  # by position in the file
+    (",a,b\nr1,1,2\nr2,3,4\n", "auto", ("a", "b")),  # a column of row names (R's write.csv) is not counts
+])
+def test_a_csv_names_its_count_columns_as_the_file_does(text, header, names):
+    counts = csv_counts.read_csv_bytes(text.encode(), None, "t.csv", header=header)
+    assert counts.column_labels() == names
