@@ -8,11 +8,12 @@ made earlier or by someone else, has none to give, and the page says how to get 
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from core.results import estimates
 from core.results.result import RunResult
-from pages.ui.text import md
 
 _KEPT = "run_estimates"
 
@@ -37,7 +38,7 @@ def offer(shown: list[RunResult]) -> None:
     run = next((run for run in with_estimates if run.converged), with_estimates[0])
     found = kept[run.id]
     what = "B and Sigma" if found.covariance is not None else "B"
-    stem = md(run.dataset).replace(" ", "_").replace("/", "_")
+    stem = re.sub(r"[^A-Za-z0-9.+-]+", "_", run.dataset).strip("_")  # "csv counts.csv + cov.csv": a file name
     st.download_button(f"Download the estimates: {what}", found.archive(), key="run_estimates_file",
                        file_name=f"plnlab_estimates_{stem}.zip", mime="application/zip", icon=":material/download:",
                        help=f"from run #{run.id} ({run.strategy}): coefficients.csv (B, a row per covariate, a column "
