@@ -242,6 +242,8 @@ def _dataset_inputs() -> None:
              help="oaks: 116 tree-leaf samples x 114 amplicons (pyPLNmodels). simulated: PLN draws "
                   "with a known B and Sigma. upload: your own counts.")
     kind = st.session_state["sb_dataset"]
+    if kind != "csv":  # first: a run cut short by the next click has still said it
+        upload.uploaders_hidden()
     if kind == "oaks":
         if st.session_state["sb_replicate"] not in OAKS_REPLICATES:
             st.session_state["sb_replicate"] = DEFAULTS.replicate
@@ -265,8 +267,6 @@ def _dataset_inputs() -> None:
         _whole_number_input(st, "seed", 0, 2**31 - 1, "sb_sim_seed")
     else:
         upload.csv_inputs()
-    if kind != "csv":
-        upload.uploaders_hidden()
 
 
 def _device_inputs() -> None:

@@ -145,7 +145,12 @@ def test_a_step_timed_before_step_1_says_what_its_speed_up_waits_for(store):
     assert any("once step 1 has run" in info.value for info in at.info)
 
 
-def test_warming_up_times_every_step_together(store):
+def test_warming_up_times_every_step_together(store, monkeypatch):
+    # On a quiet machine (the suite's load would make the runs "unstable", and the button
+    # then offers to time them again: the next test).
+    from core.results.result import RunResult
+
+    monkeypatch.setattr(RunResult, "unstable", property(lambda run: ""))
     at = tiny_problem(open_app(), strategies=("scan",))
     at.switch_page("pages/story/page.py").run()
     assert at.button(key="story_warm").label == f"Warm up: time the {len(story.STEPS)} steps together"
@@ -165,6 +170,7 @@ def test_steps_timed_on_a_busy_machine_can_be_timed_again(store, monkeypatch):
     # than stand greyed out as "Warmed up" (a dead end).
     from core.results.result import RunResult
 
+    monkeypatch.setattr(RunResult, "unstable", property(lambda run: ""))  # timed on a quiet machine, first
     at = tiny_problem(open_app(), strategies=("scan",))
     at.switch_page("pages/story/page.py").run()
     at.button(key="story_warm").click().run()

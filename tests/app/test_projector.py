@@ -426,15 +426,20 @@ def _choose(page, box, choice: str, tries: int = 5) -> None:
     raise AssertionError(f"the list never showed {choice!r} in {tries} clicks")
 
 
-def test_settings_made_in_the_sidebar_survive_page_changes_with_the_optimizer_box_open(app, browser):
-    """Set by hand (not by a link), with the Optimizer box left open: after page changes the
-    browser drew every box at a blank default (float32, seed, Iterations 0) while the session
-    still held the settings, and the next click made those blanks the settings."""
+def _fresh_page(app, browser):
+    """(context, page, sidebar) of a new browser session on the Run page, drawn."""
     context = browser.new_context(viewport=PROJECTOR)
     page = context.new_page()
     page.goto(app)
     wait_painted(page)
-    bar = page.locator("[data-testid='stSidebar']")
+    return context, page, page.locator("[data-testid='stSidebar']")
+
+
+def test_settings_made_in_the_sidebar_survive_page_changes_with_the_optimizer_box_open(app, browser):
+    """Set by hand (not by a link), with the Optimizer box left open: after page changes the
+    browser drew every box at a blank default (float32, seed, Iterations 0) while the session
+    still held the settings, and the next click made those blanks the settings."""
+    context, page, bar = _fresh_page(app, browser)
     bar.get_by_text("float64", exact=True).click()
     wait_painted(page)
     for label, value in (("Iterations", "300"), ("Repeats", "4")):
@@ -479,11 +484,7 @@ def test_an_upload_outlives_a_switch_to_another_dataset_and_back(app, browser, t
     counts, covariates = tmp_path / "counts.csv", tmp_path / "covariates.csv"
     counts.write_text("a,b,c\n" + "".join(f"{i % 3},{i % 5},{(i * 7) % 4}\n" for i in range(12)))
     covariates.write_text("site,temp\n" + "".join(f"{'abc'[i % 3]},{i * 0.5}\n" for i in range(12)))
-    context = browser.new_context(viewport=PROJECTOR)
-    page = context.new_page()
-    page.goto(app)
-    wait_painted(page)
-    bar = page.locator("[data-testid='stSidebar']")
+    context, page, bar = _fresh_page(app, browser)
     bar.get_by_text("CSV", exact=True).click()
     wait_painted(page)
     inputs = bar.locator("[data-testid='stFileUploader'] input[type=file]")
@@ -496,6 +497,7 @@ def test_an_upload_outlives_a_switch_to_another_dataset_and_back(app, browser, t
     formula.press("Enter")
     bar.get_by_text(re.compile("d = 3 covariates")).wait_for()
     bar.get_by_text("oaks", exact=True).click()
+    bar.get_by_text("Size: each row repeated").wait_for()  # the uploaders are gone
     wait_painted(page)
     bar.get_by_text("CSV", exact=True).click()
     wait_painted(page)
