@@ -238,9 +238,14 @@ def test_solve_writes_what_the_fit_estimates_named_by_the_files_columns(store, t
     runs = len(json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1]))
     blocked = tmp_path / "a-file"
     blocked.write_text("")
-    refused = cli("solve", "--dataset", "csv", "--counts", str(counts), "--estimates", str(blocked / "x"), env=store)
-    assert refused.returncode == 2 and "--estimates" in refused.stderr and "cannot make that folder" in refused.stderr
+    for path in (blocked, blocked / "x"):
+        refused = cli("solve", "--dataset", "csv", "--counts", str(counts), "--estimates", str(path), env=store)
+        assert refused.returncode == 2 and f"--estimates {path}: {blocked} is a file, not a folder" in refused.stderr
     assert len(json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1])) == runs
+    # Written again: said to replace the earlier fit's files.
+    again = cli("solve", "--dataset", "csv", "--counts", str(counts), "--covariates", str(samples), "--precision",
+                "float64", "--repeats", "1", "--estimates", str(folder), env=store)
+    assert again.returncode == 0 and f"wrote {folder / 'coefficients.csv'} (replacing the file there)" in again.stderr
 
 
 def test_solve_says_how_it_read_a_csv_and_reuses_no_run_of_another_file_of_the_same_name(store, tmp_path):

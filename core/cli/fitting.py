@@ -109,7 +109,7 @@ def command_solve(args) -> int:
         raise SpecError(f"solve stops at a tolerance: --tol must be > 0; got {args.tol}")
     dataset = dataset_spec(args)
     # Before the fit: a folder that cannot be written is said now, not after a long fit.
-    folder = estimates_folder(args.estimates) if args.estimates is not None else None
+    folder, made = estimates_folder(args.estimates) if args.estimates is not None else (None, False)
     # Read (and a formula over oaks' sample table coded) before the line that says what is
     # solved, so that bad input is one line; how a CSV was read is said (its header decided).
     counts = read_csv_saying_how(dataset) if dataset.kind == "csv" else None
@@ -132,39 +132,48 @@ def command_solve(args) -> int:
         result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
     print_run(result, args.json)
     if folder is not None:
-        write_estimates(result, folder)
+        write_estimates(result, folder, made)
     return EXIT_OK
 
 
 def estimates_folder(directory: str):
-    """`directory` as a folder the estimates can be written to, made if missing; SpecError
-    naming it otherwise."""
+    """(`directory` as a folder the estimates can be written to, whether it was made now);
+    SpecError naming it otherwise, before any fit."""
     import os
     import pathlib
 
     folder = pathlib.Path(directory)
+    blocking = next((path for path in (folder, *folder.parents) if path.exists() and not path.is_dir()), None)
+    if blocking is not None:
+        raise SpecError(f"--estimates {directory}: {blocking} is a file, not a folder")
+    made = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SpecError(f"--estimates {directory}: cannot make that folder: {exc.strerror or exc}") from None
     if not os.access(folder, os.W_OK):
         raise SpecError(f"--estimates {directory}: that folder cannot be written to")
-    return folder
+    return folder, made
 
 
-def write_estimates(result, folder) -> None:
-    """B and Sigma of `result` as CSV files in `folder`, each file named on stderr; SpecError
-    where the fit left none to write (it failed or diverged: the run is stored all the same)."""
+def write_estimates(result, folder, made: bool) -> None:
+    """B and Sigma of `result` as CSV files in `folder`, each file named on stderr (and said
+    where it replaces an earlier one); SpecError where the fit left none to write (it failed or
+    diverged: the run is stored all the same), the folder removed again if made for them."""
     from core.results import estimates
 
     if result.estimates is None or result.status != "ok" or result.diverged_at is not None:
+        if made and not any(folder.iterdir()):
+            folder.rmdir()
         raise SpecError(f"no estimates written to {folder}: run {result.id} "
                         + ("diverged" if result.diverged_at is not None else f"ended {result.status}")
                         + ", so its final point estimates nothing")
     try:
-        for name, text in result.estimates.files().items():
-            (folder / name).write_text(text)
-            sys.stderr.write(f"wrote {folder / name}\n")
+        for name, text in result.estimates.files(estimates.about(result)).items():
+            path = folder / name
+            replacing = path.exists()
+            path.write_text(text)
+            sys.stderr.write(f"wrote {path}" + (" (replacing the file there)" if replacing else "") + "\n")
     except OSError as exc:
         raise SpecError(f"cannot write the estimates to {folder}: {exc.strerror or exc}") from None
     if result.estimates.covariance is None:

@@ -18,6 +18,8 @@ import zipfile
 
 import numpy as np
 
+from core.results import outcome
+
 # Sigma travels for data up to this many columns (a p x p float64 matrix: 32 MB at 2,000,
 # the dashboard's cap on an upload's columns); past it B alone does, and the result says why.
 MAX_COVARIANCE_COLUMNS = 2_000
@@ -33,33 +35,72 @@ class Estimates:
             `MAX_COVARIANCE_COLUMNS` columns.
         covariate_names: X's columns ("(intercept)", "site[b]", ...), d of them.
         column_names: the counts' columns, p of them (a file's header where it has one).
+        notes: how the data were read and the covariates coded (a factor's reference level),
+            one sentence each, as `CountData.notes` says them.
     """
 
     coef: np.ndarray
     covariance: np.ndarray | None
     covariate_names: tuple[str, ...]
     column_names: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
-    def files(self) -> dict[str, str]:
-        """CSV text by file name: coefficients.csv (a row per covariate, a column per count
-        column) and covariance.csv (p x p, both ways named by column), where there is Sigma."""
-        out = {"coefficients.csv": _table(self.coef, self.covariate_names, self.column_names, "covariate")}
+    def files(self, about: str = "") -> dict[str, str]:
+        """Text by file name: coefficients.csv (a row per covariate, a column per count
+        column), covariance.csv (p x p, both ways named by column) where there is Sigma, and
+        README.txt, what they are, with `about` (which fit, how it ended) first."""
+        out = {"README.txt": self._readme(about),
+               "coefficients.csv": _table(self.coef, self.covariate_names, self.column_names, "covariate")}
         if self.covariance is not None:
             out["covariance.csv"] = _table(self.covariance, self.column_names, self.column_names, "column")
         return out
 
-    def archive(self) -> bytes:
-        """`files()` in one zip archive, for a browser's single download."""
+    def archive(self, about: str = "") -> bytes:
+        """`files(about)` in one zip archive, for a browser's single download."""
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, text in self.files().items():
-                archive.writestr(name, text)
+            for name, text in self.files(about).items():
+                entry = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+                entry.external_attr = 0o644 << 16  # readable by all once unpacked (the default is 0600)
+                archive.writestr(entry, text, zipfile.ZIP_DEFLATED)
         return out.getvalue()
+
+    def _readme(self, about: str) -> str:
+        lines = [about, ""] if about else []
+        lines += [
+            "What a Poisson log-normal fit estimates (PLN: Y_ij ~ Poisson(exp(O_ij + Z_ij)), Z_i ~ N(X_i B, Sigma)).",
+            "",
+            "coefficients.csv: B, a row per covariate (the columns of X, as coded), a column per count column:",
+            "  each covariate's effect on that column's log rate. A level of a text column is read against",
+            "  its reference level (below); (intercept) is the log rate at the references, offsets aside.",
+        ]
+        if self.covariance is not None:
+            lines += ["covariance.csv: Sigma, the covariance of the latent log rates Z between count columns."]
+        else:
+            lines += [f"Sigma is not written: it is kept for at most {MAX_COVARIANCE_COLUMNS:,} columns."]
+        lines += [
+            "",
+            "Both are the closed forms at the fit's final variational means M and deviations S:",
+            "  B = (X'X)^-1 X'M and Sigma = (R'R + diag(sum_i S_i^2)) / n, R = M - X B, in float64.",
+        ]
+        if self.notes:
+            lines += ["", "How the data were read:", *(f"  {note}" for note in self.notes)]
+        return "\n".join(lines) + "\n"
+
+
+def about(run) -> str:
+    """Which fit a `RunResult` with estimates is, and how it ended, as README.txt's first line."""
+    ended = outcome.finished_as(run.status, run.converged, run.stalled, run.short)
+    gap = (f", its float64 gradient putting it about {run.estimated_gap:.0e} (relative) below the optimum"
+           if run.estimated_gap is not None and run.status == "ok" else "")
+    return (f"Run {run.id}: {run.dataset} ({run.n:,} x {run.p:,}, {run.d} covariate column"
+            f"{'s' if run.d != 1 else ''}), {run.precision}, {run.strategy} with {run.optimizer}: {ended}{gap}.")
 
 
 def at(latent_mean: np.ndarray, latent_sd: np.ndarray, covariates: np.ndarray, covariate_names: tuple[str, ...],
-       column_names: tuple[str, ...]) -> Estimates:
-    """B and Sigma at their closed forms for the final M and S (all float64, (n, p) but X (n, d))."""
+       column_names: tuple[str, ...], notes: tuple[str, ...] = ()) -> Estimates:
+    """B and Sigma at their closed forms for the final M and S (all float64, (n, p) but X (n, d)),
+    with how the data were read (`notes`)."""
     M, S, X = (np.asarray(a, dtype=np.float64) for a in (latent_mean, latent_sd, covariates))
     n, p = M.shape
     B = np.linalg.solve(X.T @ X, X.T @ M)
@@ -67,7 +108,7 @@ def at(latent_mean: np.ndarray, latent_sd: np.ndarray, covariates: np.ndarray, c
     if p <= MAX_COVARIANCE_COLUMNS:
         R = M - X @ B
         covariance = (R.T @ R + np.diag(np.sum(S * S, axis=0))) / n
-    return Estimates(B, covariance, tuple(covariate_names), tuple(column_names))
+    return Estimates(B, covariance, tuple(covariate_names), tuple(column_names), tuple(notes))
 
 
 def _table(values: np.ndarray, rows: tuple[str, ...], columns: tuple[str, ...], corner: str) -> str:

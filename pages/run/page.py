@@ -246,6 +246,11 @@ with body:
         others = f" ({len(frame) - 1} more, in the notes below)" if len(frame) > 1 else ""
         st.error(f"No run finished. **{failed['strategy']}** {failed['status']}: {public(failed.get('error') or '')}"
                  f"{others}{'.' + button_hint if button_hint else ''}", icon=":material/error:")
+        # What the data's reading found may be why (covariates nearly combinations of each
+        # other diverged in float32, where the error above names float32): beside it, not only
+        # under Numbers.
+        for warning in dict.fromkeys(warning for run in shown for warning in run.warnings):
+            st.warning(md(warning), icon=":material/warning:")
     elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
         why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
                else "No tolerance is set (the sidebar's Tolerance)")
@@ -256,6 +261,12 @@ with body:
         st.caption(f"{why}, so no strategy has a time to solution: **{fastest['strategy']}** ran its "
                    f"{int(fastest['iterations_run']):,} iterations fastest{how_far}, and the charts below compare the "
                    f"fits as run.{button_hint}")
+
+    # Your own counts: what the fit estimates is what you came for, offered at the top; on the
+    # built-in data, a demo's, under Numbers (the first chart stays in a projector's first screen).
+    uploaded = shown[0].spec.get("dataset", {}).get("kind") == "csv"
+    if uploaded:
+        estimates_download.offer(shown)
 
     # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
     # at a fixed height, so that a run of many strategies still keeps its chart in the first screen.
@@ -353,4 +364,5 @@ with body:
                   help=f"{listed(far)} still changed the ELBO by over {SWITCH_FACTOR:,} times the tolerance: far "
                        f"from converged. {converging} (L-BFGS with a model of the curvature) converges in tens of "
                        "iterations on oaks; the sidebar's optimizer, for the next Run")
-    estimates_download.offer(shown)
+    if not uploaded:
+        estimates_download.offer(shown)

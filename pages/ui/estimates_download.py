@@ -39,10 +39,11 @@ def offer(shown: list[RunResult]) -> None:
     found = kept[run.id]
     what = "B and Sigma" if found.covariance is not None else "B"
     stem = re.sub(r"[^A-Za-z0-9.+-]+", "_", run.dataset).strip("_")  # "csv counts.csv + cov.csv": a file name
-    st.download_button(f"Download the estimates: {what}", found.archive(), key="run_estimates_file",
+    st.download_button(f"Download the estimates: {what}", found.archive(estimates.about(run)), key="run_estimates_file",
                        file_name=f"plnlab_estimates_{stem}.zip", mime="application/zip", icon=":material/download:",
-                       help=f"from run #{run.id} ({run.strategy}): coefficients.csv (B, a row per covariate, a column "
-                            "per count column) and covariance.csv (Sigma), at the fit's final point"
+                       help=f"from run #{run.id} ({run.strategy}): coefficients.csv (B, each covariate's effect on "
+                            "each count column's log rate) and covariance.csv (Sigma, the latent log rates' "
+                            "covariance), at the fit's final point; README.txt says how to read them"
                             + ("" if run.converged else "; it did not converge, so these are where it stopped, not "
                                                         "the optimum")
                             + ("" if found.covariance is not None else

@@ -91,6 +91,7 @@ class _Held:
 
 def csv_inputs() -> None:
     """The counts and log-offsets uploaders, and what became of the upload."""
+    _say_held()
     largest = largest_upload_mb()
     st.file_uploader("Counts (CSV, one row per sample)", type=TABLE_TYPES, key=_UPLOADERS["counts"],
                      on_change=_file_changed, args=("counts",), max_upload_size=largest,
@@ -120,13 +121,19 @@ def csv_inputs() -> None:
         _describe(st.session_state["sb_csv"])
     else:
         st.info("Upload a counts CSV to fit your own data.", icon=":material/upload_file:")
+
+
+def _say_held() -> None:
+    """Above the uploaders, where the eye lands after a switch back to CSV: the files held
+    that the boxes below cannot show (`_HELD`), and a way to forget them."""
     unseen = [held.name for slot, held in _held_files().items() if slot not in _shown()]
-    if unseen:
-        st.caption(f":material/inventory_2: Held from your upload before another dataset was chosen (the boxes "
-                   f"above cannot show {'it' if len(unseen) == 1 else 'them'} again): "
-                   f"{', '.join(f'**{md(name)}**' for name in unseen)}. A file uploaded above replaces its own.")
-        st.button("Forget these files", key="sb_csv_forget", icon=":material/delete:", type="tertiary",
-                  on_click=_forget_unseen)
+    if not unseen:
+        return
+    st.info(f"Still holding {', '.join(f'**{md(name)}**' for name in unseen)} from your upload before another "
+            f"dataset was chosen: the boxes below cannot show {'it' if len(unseen) == 1 else 'them'} again. A "
+            "file uploaded below replaces its own.", icon=":material/inventory_2:")
+    st.button("Forget these files", key="sb_csv_forget", icon=":material/delete:", type="tertiary",
+              on_click=_forget_unseen)
 
 
 def uploaders_hidden() -> None:

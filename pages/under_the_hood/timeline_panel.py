@@ -105,13 +105,16 @@ def show(timeline: Timeline) -> None:
                "goes, not how long it takes.")
     parts = trace_findings.part_rows(timeline)
     if parts:
-        st.markdown("**By part of the algorithm**: where a compiled iteration's XLA time goes. The p x p work "
-                    "(Sigma's factor, Omega and its log-determinant) grows as p³ and is timed apart from the line "
-                    "search's evaluations it is part of.")
+        st.markdown("**By part of the algorithm**: where a compiled iteration's XLA time goes, its ops' times "
+                    "under the profiler added up by the part of the algorithm they come from. The profiler "
+                    "lengthens every op, so the parts add up to more than **ms/it** above: compare them with each "
+                    "other, by their shares. The p x p work (Sigma's factor, Omega and its log-determinant) grows "
+                    "as p³ and is timed apart from the line search's evaluations it is part of.")
         shares = pd.DataFrame(parts)
         shares["share of XLA's time"] *= 100  # whole percents, as the gaps above
         display.table(shares, hide_index=True, column_config={
-            "µs / iteration": st.column_config.NumberColumn(format="%.1f"),
+            "µs / iteration": st.column_config.NumberColumn(format="%.1f",
+                                                            help="under the profiler, which adds to each op"),
             "share of XLA's time": st.column_config.ProgressColumn(
                 format="%.0f%%", min_value=0.0, max_value=100.0, help="of the ops' summed time, gaps left out")})
     with st.expander("The heaviest ops of each strategy", icon=":material/list:"):

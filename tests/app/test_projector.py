@@ -504,7 +504,7 @@ def test_an_upload_outlives_a_switch_to_another_dataset_and_back(app, browser, t
     said = bar.get_by_text(re.compile("Using counts.csv"))
     said.wait_for()
     assert "d = 3 covariates" in said.inner_text()
-    held = bar.get_by_text(re.compile("Held from your upload"))
+    held = bar.get_by_text(re.compile("Still holding"))
     assert "counts.csv" in held.inner_text() and "covariates.csv" in held.inner_text()
     assert formula.input_value() == "~ 1 + site"
     formula.fill("~ 1 + site + temp")

@@ -29,9 +29,11 @@ def test_a_fit_estimates_the_b_and_sigma_that_made_the_data():
 def test_the_files_read_back_as_the_same_numbers_under_the_same_names():
     rng = np.random.default_rng(1)
     made = estimates.Estimates(rng.normal(size=(2, 3)), rng.normal(size=(3, 3)), ("(intercept)", 'site "b", east'),
-                               ("a", "b,c", "d"))
-    files = made.files()
-    assert set(files) == {"coefficients.csv", "covariance.csv"}
+                               ("a", "b,c", "d"), notes=("site: 2 levels, 'a' the reference",))
+    files = made.files("Run 7: a test fit.")
+    assert set(files) == {"README.txt", "coefficients.csv", "covariance.csv"}
+    readme = files["README.txt"]
+    assert readme.startswith("Run 7: a test fit.\n") and "'a' the reference" in readme and "log rate" in readme
     coef = pd.read_csv(io.StringIO(files["coefficients.csv"]), index_col=0)
     assert list(coef.index) == ["(intercept)", 'site "b", east'] and list(coef.columns) == ["a", "b,c", "d"]
     np.testing.assert_array_equal(coef.to_numpy(), made.coef)  # every digit: repr of a float64
@@ -44,7 +46,18 @@ def test_past_the_cap_on_columns_b_travels_alone(monkeypatch):
     monkeypatch.setattr(estimates, "MAX_COVARIANCE_COLUMNS", 2)
     found = estimates.at(np.zeros((4, 3)), np.ones((4, 3)), np.ones((4, 1)), ("(intercept)",), ("a", "b", "c"))
     assert found.covariance is None and found.coef.shape == (1, 3)
-    assert set(found.files()) == {"coefficients.csv"}
+    assert set(found.files()) == {"README.txt", "coefficients.csv"}
+    assert "Sigma is not written: it is kept for at most 2 columns" in found.files()["README.txt"]
+
+
+def test_the_archive_unpacks_readable_by_all():
+    import zipfile
+
+    made = estimates.Estimates(np.ones((1, 2)), np.eye(2), ("(intercept)",), ("a", "b"))
+    with zipfile.ZipFile(io.BytesIO(made.archive("Run 1."))) as archive:
+        assert sorted(archive.namelist()) == ["README.txt", "coefficients.csv", "covariance.csv"]
+        assert all((entry.external_attr >> 16) & 0o777 == 0o644 for entry in archive.infolist())
+        assert archive.read("README.txt").decode().startswith("Run 1.")
 
 
 @pytest.mark.parametrize("text, header, names", [
