@@ -62,11 +62,15 @@ class Certificate(NamedTuple):
         gap: the estimated relative distance to the optimum (module docstring); inf where
             the ELBO could not be evaluated (Sigma not positive definite).
         settled: whether the steps settled before their budget (else `gap` is the floor doubled).
+        coef, covariance: B and Sigma at their closed forms there, float64 (None where Sigma
+            was not positive definite): what the fit estimates (`core.results.estimates`).
     """
 
     elbo: float
     gap: float
     settled: bool = True
+    coef: np.ndarray | None = None
+    covariance: np.ndarray | None = None
 
 
 class _Point(NamedTuple):
@@ -77,6 +81,8 @@ class _Point(NamedTuple):
     residual: np.ndarray  # R
     variance: np.ndarray  # S^2
     diagonal: np.ndarray  # diag(Omega), (p,)
+    coef: np.ndarray  # B
+    covariance: np.ndarray  # Sigma
 
 
 def _evaluate(Y, O, X, M, log_S, log_factorial_sum) -> _Point | None:
@@ -94,7 +100,7 @@ def _evaluate(Y, O, X, M, log_S, log_factorial_sum) -> _Point | None:
     A = np.exp(O + M + 0.5 * S2)
     elbo = -n * np.sum(np.log(np.diagonal(chol))) + np.sum(Y * (O + M) - A + log_S) - log_factorial_sum
     w = np.diagonal(omega)
-    return _Point(float(elbo), -(Y - A - R @ omega), -(1.0 - S2 * (A + w)), A, R, S2, w)
+    return _Point(float(elbo), -(Y - A - R @ omega), -(1.0 - S2 * (A + w)), A, R, S2, w, B, sigma)
 
 
 class _Preconditioner:
@@ -136,13 +142,15 @@ def certify(counts: np.ndarray, offsets: np.ndarray, covariates: np.ndarray, lat
         log_S = np.log(np.abs(np.asarray(latent_sd, dtype=np.float64)))
         constant = log_factorial.log_factorial_sum(Y)
         point = _evaluate(Y, O, X, M, log_S, constant)
-        if point is None or not np.isfinite(point.elbo):
-            return Certificate(float("nan") if point is None else point.elbo, float("inf"))
+        if point is None:
+            return Certificate(float("nan"), float("inf"))
+        if not np.isfinite(point.elbo):
+            return Certificate(point.elbo, float("inf"), True, point.coef, point.covariance)
         decrease, settled = _newton_decrease(point, Y, O, X, M, log_S, constant, step_budget(Y.size))
     if not settled:
         decrease *= 2.0
     gap = decrease / abs(point.elbo) if np.isfinite(decrease) else float("inf")
-    return Certificate(point.elbo, float(gap), settled)
+    return Certificate(point.elbo, float(gap), settled, point.coef, point.covariance)
 
 
 def step_budget(cells: int) -> int:

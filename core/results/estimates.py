@@ -1,11 +1,12 @@
 """What a fit estimates, for the person who brought the counts: B and Sigma at their closed
 forms for the fit's final M and S, with the names of the columns and covariates they are of.
 
-The fit's own answer, not its timing: `core.run.certified` makes it from the final point it
-checks in float64 (B = (X^T X)^-1 X^T M, Sigma = (R^T R + diag(sum_i S^2)) / n with R = M - X B,
-as the fit and pyPLNmodels take them), and it travels with the run's result to the command
-line (`solve --estimates DIR`) and the Run page (a download), never into the run store: a
-store of thousands of runs is no place for p x p matrices.
+The fit's own answer, not its timing: `core.run.certified` takes it from the check of the
+final point in float64 (`core.fit.certificate`: B = (X^T X)^-1 X^T M, Sigma = (R^T R +
+diag(sum_i S^2)) / n with R = M - X B, as the fit and pyPLNmodels take them), and it
+travels with the run's result to the command line (`solve --estimates DIR`) and the Run page
+(a download), never into the run store: a store of thousands of runs is no place for p x p
+matrices.
 
 Plain NumPy, as every result: the dashboard's server reads it without JAX.
 """
@@ -97,18 +98,12 @@ def about(run) -> str:
             f"{'s' if run.d != 1 else ''}), {run.precision}, {run.strategy} with {run.optimizer}: {ended}{gap}.")
 
 
-def at(latent_mean: np.ndarray, latent_sd: np.ndarray, covariates: np.ndarray, covariate_names: tuple[str, ...],
-       column_names: tuple[str, ...], notes: tuple[str, ...] = ()) -> Estimates:
-    """B and Sigma at their closed forms for the final M and S (all float64, (n, p) but X (n, d)),
-    with how the data were read (`notes`)."""
-    M, S, X = (np.asarray(a, dtype=np.float64) for a in (latent_mean, latent_sd, covariates))
-    n, p = M.shape
-    B = np.linalg.solve(X.T @ X, X.T @ M)
-    covariance = None
-    if p <= MAX_COVARIANCE_COLUMNS:
-        R = M - X @ B
-        covariance = (R.T @ R + np.diag(np.sum(S * S, axis=0))) / n
-    return Estimates(B, covariance, tuple(covariate_names), tuple(column_names), tuple(notes))
+def of(coef: np.ndarray, covariance: np.ndarray, covariate_names: tuple[str, ...], column_names: tuple[str, ...],
+       notes: tuple[str, ...] = ()) -> Estimates:
+    """The estimates of B and Sigma as the float64 check made them (`core.fit.certificate`),
+    Sigma dropped past `MAX_COVARIANCE_COLUMNS` columns, with how the data were read (`notes`)."""
+    kept = covariance if covariance.shape[0] <= MAX_COVARIANCE_COLUMNS else None
+    return Estimates(np.asarray(coef, np.float64), kept, tuple(covariate_names), tuple(column_names), tuple(notes))
 
 
 def _table(values: np.ndarray, rows: tuple[str, ...], columns: tuple[str, ...], corner: str) -> str:

@@ -26,6 +26,7 @@ def certified(measurement: Measurement, counts: CountData | None) -> Measurement
     # Padded rows (sharded layouts) are cut off: the check is of the real rows.
     mean, sd = (np.asarray(array, dtype=np.float64)[: counts.n] for array in latent)
     found = certificate.certify(counts.counts, counts.offsets, counts.covariates, mean, sd)
-    made = estimates.at(mean, sd, counts.covariates, counts.covariate_labels(), counts.column_labels(), counts.notes)
+    made = None if found.coef is None else estimates.of(found.coef, found.covariance, counts.covariate_labels(),
+                                                         counts.column_labels(), counts.notes)
     return dataclasses.replace(measurement, final_latent=None, certified_elbo=found.elbo, estimated_gap=found.gap,
                                estimates=made)

@@ -39,7 +39,10 @@ def offer(shown: list[RunResult]) -> None:
     found = kept[run.id]
     what = "B and Sigma" if found.covariance is not None else "B"
     stem = re.sub(r"[^A-Za-z0-9.+-]+", "_", run.dataset).strip("_")  # "csv counts.csv + cov.csv": a file name
-    st.download_button(f"Download the estimates: {what}", found.archive(estimates.about(run)), key="run_estimates_file",
+    about = estimates.about(run)
+    # Made when clicked, not at every rerun of the page: at 1,209 columns writing Sigma's
+    # 1.5 million numbers took 3 s.
+    st.download_button(f"Download the estimates: {what}", lambda: found.archive(about), key="run_estimates_file",
                        file_name=f"plnlab_estimates_{stem}.zip", mime="application/zip", icon=":material/download:",
                        help=f"from run #{run.id} ({run.strategy}): coefficients.csv (B, each covariate's effect on "
                             "each count column's log rate) and covariance.csv (Sigma, the latent log rates' "

@@ -9,7 +9,8 @@ import pytest
 
 from core.data import csv_counts, datasets
 from core.results import estimates
-from core.run import direct
+from core.results.result import Measurement
+from core.run import certified, direct
 
 
 def test_a_fit_estimates_the_b_and_sigma_that_made_the_data():
@@ -17,8 +18,10 @@ def test_a_fit_estimates_the_b_and_sigma_that_made_the_data():
     # (a variational fit shrinks Sigma's off-diagonal a little).
     counts = datasets.simulate(3000, 5, 2, 3)
     fit = direct.fit(counts, "preconditioned_lbfgs", "log_rates_sd", "float64", 500, tol=1e-9)
-    found = estimates.at(fit.latent_mean, fit.latent_sd, counts.covariates, counts.covariate_labels(),
-                         counts.column_labels())
+    # As a run makes them: from the float64 check of its final point.
+    measured = certified.certified(Measurement(np.zeros(1), [], (3000, 5, 2), 0.0, 0.0, "cpu", {}, "x", 0.0, "x",
+                                               final_latent=(fit.latent_mean, fit.latent_sd)), counts)
+    found = measured.estimates
     assert found.covariate_names == ("(intercept)", "x2") and found.column_names == ("y1", "y2", "y3", "y4", "y5")
     np.testing.assert_allclose(found.coef, counts.true_coef, atol=0.06)
     np.testing.assert_allclose(np.diag(found.covariance), np.diag(counts.true_covariance), rtol=0.1)
@@ -44,7 +47,7 @@ def test_the_files_read_back_as_the_same_numbers_under_the_same_names():
 
 def test_past_the_cap_on_columns_b_travels_alone(monkeypatch):
     monkeypatch.setattr(estimates, "MAX_COVARIANCE_COLUMNS", 2)
-    found = estimates.at(np.zeros((4, 3)), np.ones((4, 3)), np.ones((4, 1)), ("(intercept)",), ("a", "b", "c"))
+    found = estimates.of(np.zeros((1, 3)), np.eye(3), ("(intercept)",), ("a", "b", "c"))
     assert found.covariance is None and found.coef.shape == (1, 3)
     assert set(found.files()) == {"README.txt", "coefficients.csv"}
     assert "Sigma is not written: it is kept for at most 2 columns" in found.files()["README.txt"]
