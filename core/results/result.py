@@ -351,7 +351,7 @@ class RunResult:
 
     def to_dict(self, with_elbo: bool = True) -> dict[str, Any]:
         """The run as plain JSON data, as stored and exported (its estimates are neither)."""
-        out = dataclasses.asdict(dataclasses.replace(self, estimates=None))
+        out = dataclasses.asdict(dataclasses.replace(self, **dict.fromkeys(NOT_STORED)))  # not copied
         for name in NOT_STORED:
             out.pop(name)
         out["timed_window"] = [self.timed_start, self.timed_end]

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from core.results.result import RunResult
+from core.results.result import NOT_STORED, RunResult
 from core.store.records import StoreError, field_kinds, scalar_fields
 
 _SQL_TYPES = {int: "INTEGER", float: "REAL", str: "TEXT"}
@@ -171,7 +171,7 @@ def run_from_row(row: sqlite3.Row) -> RunResult:
     values: dict[str, Any] = {}
     columns = row.keys()
     for field in dataclasses.fields(RunResult):
-        if field.name not in field_kinds():  # never stored
+        if field.name in NOT_STORED:
             continue
         base, optional = field_kinds()[field.name]
         if base not in _SQL_TYPES or field.name not in columns:

@@ -113,7 +113,8 @@ def csv_inputs() -> None:
                   max_chars=200, persist_state="session", value=st.session_state.get("sb_csv_formula", ""),
                   help="which covariate columns, as pyPLNmodels' formulas: '~ 1 + group + dose'; "
                        "'~ 0 + ...' drops the constant; empty: every column")
-    if _take_new_files() or _upload_ids() != st.session_state.get("sb_csv_ids"):
+    _take_new_files()
+    if _upload_ids() != st.session_state.get("sb_csv_ids"):  # a file taken, or the header or formula changed
         _parse_upload()
     if st.session_state.get("sb_csv_error"):
         st.error(public(st.session_state["sb_csv_error"]), icon=":material/error:")
@@ -211,9 +212,14 @@ def _file_changed(slot: str) -> None:
         _held_files().pop(slot, None)
         _shown().discard(slot)
     else:
-        _held_files()[slot] = _Held(file.name, file.getvalue(), file.file_id)
-        _shown().add(slot)
+        _hold(slot, file)
     _parse_upload()
+
+
+def _hold(slot: str, file) -> None:
+    """Hold `file` (an uploader's) in `slot`, shown by its uploader."""
+    _held_files()[slot] = _Held(file.name, file.getvalue(), file.file_id)
+    _shown().add(slot)
 
 
 def _forget_unseen() -> None:
@@ -224,18 +230,15 @@ def _forget_unseen() -> None:
     _parse_upload()
 
 
-def _take_new_files() -> bool:
+def _take_new_files() -> None:
     """Hold any file an uploader has that is not held yet (given without its change being
-    reported); whether one was. An empty uploader leaves its held file alone: it is empty
-    after another dataset hid it, and only its own change (`_file_changed`) removes a file."""
-    held, taken, stale = _held_files(), False, st.session_state.get(_STALE, set())
+    reported). An empty uploader leaves its held file alone: it is empty after another
+    dataset hid it, and only its own change (`_file_changed`) removes a file."""
+    held, stale = _held_files(), st.session_state.get(_STALE, set())
     for slot, key in _UPLOADERS.items():
         file = st.session_state.get(key)
         if file is not None and file.file_id not in stale and (slot not in held or held[slot].file_id != file.file_id):
-            held[slot] = _Held(file.name, file.getvalue(), file.file_id)
-            _shown().add(slot)
-            taken = True
-    return taken
+            _hold(slot, file)
 
 
 def _upload_ids() -> tuple:
