@@ -57,6 +57,17 @@ def test_run_json_then_disk_cache_in_a_second_process(store):
     assert REQUIRED - {"elbo"} <= set(listed[0])
 
 
+def test_a_diverged_run_says_its_ends_elbo_is_the_last_finite_one_with_the_advice(store):
+    done = cli("run", "--strategy", "scan", "--optimizer", "adam", "--lr", "10", "--init", "seed",
+               "--iterations", "50", "--repeats", "1", env=store)
+    assert done.returncode == 0, done.stderr
+    summary, error = done.stdout.strip().splitlines()[-2:]
+    iterations = re.search(r"= (\d+) iterations", summary).group(1)
+    assert " diverged;" in summary and "last finite ELBO " in summary and f"(iteration {iterations})" in summary
+    assert "final ELBO" not in summary
+    assert "try the default, 0.01" in error
+
+
 def test_cold_compiles_from_scratch_every_time_and_leaves_the_cache_filled(store):
     args = ["run", "--dataset", "oaks", "--strategy", "scan", "--iterations", "10", "--repeats", "1", "--json"]
     warm = json.loads(cli(*args, env=store).stdout.strip().splitlines()[-1])
@@ -113,6 +124,8 @@ BAD_INPUTS = [
     (["run", "--dataset", "simulated", "--n", "1"], "n must be between"),
     (["run", "--dataset", "csv"], "needs --counts"),
     (["run", "--dataset", "csv", "--counts", "/nonexistent.csv"], "no such file"),
+    (["run", "--counts", "/nonexistent.csv"], "no such file"),  # --counts is csv data
+    (["solve", "--dataset", "simulated", "--counts", "counts.csv"], "--counts and --offsets apply to --dataset csv"),
     (["run", "--tol", "2"], "tol must be between"),
     (["run", "--repeats", "0"], "repeats must be between"),
     (["run", "--devices", "-1"], "devices must be between 0 and 4,096"),
@@ -241,11 +254,17 @@ def test_solve_writes_what_the_fit_estimates_named_by_the_files_columns(store, t
     for path in (blocked, blocked / "x"):
         refused = cli("solve", "--dataset", "csv", "--counts", str(counts), "--estimates", str(path), env=store)
         assert refused.returncode == 2 and f"--estimates {path}: {blocked} is a file, not a folder" in refused.stderr
+    # A bad flag: its one line, before any line about how the file was read.
+    refused = cli("solve", "--counts", str(counts), "--tol", "5", env=store)
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        "python -m core: error: tol must be between 0 and 0.99; got 5.0"]
     assert len(json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1])) == runs
-    # Written again: said to replace the earlier fit's files.
-    again = cli("solve", "--dataset", "csv", "--counts", str(counts), "--covariates", str(samples), "--precision",
+    # Written again, --counts alone naming the data (oaks was fitted without --dataset csv):
+    # said to replace the earlier fit's files.
+    again = cli("solve", "--counts", str(counts), "--covariates", str(samples), "--precision",
                 "float64", "--repeats", "1", "--estimates", str(folder), env=store)
     assert again.returncode == 0 and f"wrote {folder / 'coefficients.csv'} (replacing the file there)" in again.stderr
+    assert "csv counts.csv" in (folder / "README.txt").read_text().splitlines()[0]
 
 
 def test_solve_says_how_it_read_a_csv_and_reuses_no_run_of_another_file_of_the_same_name(store, tmp_path):

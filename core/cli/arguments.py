@@ -39,6 +39,14 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         raise BadUsage(message)
 
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, rest = super().parse_known_args(args, namespace)
+        if getattr(parsed, "dataset", "") is None:
+            # --counts names the data: without --dataset csv beside it, oaks was fitted and its
+            # estimates written in the user's folder, without a word.
+            parsed.dataset = "csv" if parsed.counts else "oaks"
+        return parsed, rest
+
 
 def add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", help="run store file (default: $PLNLAB_DB or the per-user store)")
@@ -51,14 +59,15 @@ def add_scheduler(parser: argparse.ArgumentParser) -> None:
 
 
 def add_data(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", choices=DATASET_KINDS, default="oaks")
+    parser.add_argument("--dataset", choices=DATASET_KINDS, default=None,
+                        help="default: csv with --counts, else oaks")
     parser.add_argument("--replicate", type=int, default=1, help="oaks: repeat each row K times")
     parser.add_argument("--n", type=int, default=1000, help="simulated, simulated_on_device: rows")
     parser.add_argument("--p", type=int, default=50, help="simulated, simulated_on_device: columns")
     parser.add_argument("--d", type=int, default=1,
                         help="simulated, simulated_on_device: covariates (intercept included)")
     parser.add_argument("--seed", type=int, default=0, help="simulated, simulated_on_device: random seed")
-    parser.add_argument("--counts", default="", help="csv: counts file")
+    parser.add_argument("--counts", default="", help="csv: counts file (implies --dataset csv)")
     parser.add_argument("--offsets", default="", help="csv: log-offsets file (optional)")
     parser.add_argument("--header", choices=HEADER_CHOICES, default="auto",
                         help="csv: whether line 1 names the columns; auto decides and says why (default)")
@@ -213,6 +222,9 @@ def fit_spec(args: argparse.Namespace) -> FitSpec:
 def dataset_spec(args: argparse.Namespace) -> DatasetSpec:
     from core.data.counts import content_hash
 
+    if args.dataset != "csv" and (args.counts or args.offsets):
+        raise SpecError(f"--counts and --offsets apply to --dataset csv only (the default with --counts); got "
+                        f"--dataset {args.dataset}")
     if args.dataset != "csv" and args.header != "auto":
         raise SpecError(f"--header applies to --dataset csv only; got --dataset {args.dataset}")
     if args.dataset != "csv" and (args.covariates or args.no_intercept):

@@ -9,7 +9,7 @@ from core import catalog, config
 from core.cli import EXIT_OK
 from core.cli.arguments import check_strategies, dataset_spec, fit_spec
 from core.cli.output import StderrProgress, elbo_text, print_json, print_run, read_csv_saying_how
-from core.spec import DEFAULTS, FitSpec, SpecError
+from core.spec import DEFAULTS, FitSpec, OptimizerSpec, SpecError
 
 
 def command_run(args) -> int:
@@ -108,6 +108,12 @@ def command_solve(args) -> int:
     if args.tol is not None and not args.tol > 0:
         raise SpecError(f"solve stops at a tolerance: --tol must be > 0; got {args.tol}")
     dataset = dataset_spec(args)
+    # The flags given, checked as the run's spec will check them, before any file is read: a
+    # bad --tol was said under a line about how the CSV's header was read.
+    FitSpec(dataset=dataset, strategy=args.strategy or DEFAULTS.strategy, precision=args.precision,
+            device=args.device, iterations=args.iterations or DEFAULTS.solve_iterations, tol=args.tol,
+            repeats=args.repeats, init=args.init,
+            optimizer=OptimizerSpec(args.optimizer, DEFAULTS.lr) if args.optimizer else None)
     # Before the fit: a folder that cannot be written is said now, not after a long fit.
     folder, made = estimates_folder(args.estimates) if args.estimates is not None else (None, False)
     # Read (and a formula over oaks' sample table coded) before the line that says what is

@@ -103,9 +103,19 @@ def print_run(result, as_json: bool) -> None:
     print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {ended}; "
           f"compile {compile_text(result)}, first call {result.first_call_s:.3f} s, "
           f"steady {result.run_s:.4f} s = {result.iterations_run} iterations x {result.per_iter_ms:.3f} ms"
-          f"{solved}; final ELBO {elbo_text(result.final_elbo, result.precision)}")
+          f"{solved}; {final_elbo_text(result)}")
     for line in ([result.error] if result.error else []) + convergence(result) + result.warnings:
         print(f"  {line}")
+
+
+def final_elbo_text(result) -> str:
+    """The ELBO the run ended on. A diverged run's is its last finite one, before the
+    iteration that went wrong: printed as "final ELBO", a finite number beside "not finite"
+    in the error read as a contradiction."""
+    value = elbo_text(result.final_elbo, result.precision)
+    if result.status == "diverged" and result.final_elbo is not None:
+        return f"last finite ELBO {value} (iteration {result.iterations_run})"
+    return f"final ELBO {value}"
 
 
 def say_on_stderr(result) -> None:

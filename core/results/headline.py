@@ -59,6 +59,13 @@ class Fastest(NamedTuple):
             return f"same program as {others} other{'s' * (others > 1)}"
         return f"tied with {others} other{'s' * (others > 1)}"
 
+    def one_speed(self) -> str:
+        """Beside the fastest's time per iteration, the strategies that ran its very program
+        ("" for none): their figure is the same speed, whichever name the headline shows."""
+        if not self.same_program:
+            return ""
+        return f"; {listed(sorted(self.same_program))} ran the same compiled program: one speed"
+
     def sentence(self) -> str:
         """The tie in a sentence across the page ("" without one): which strategies are one
         program with the fastest (one speed), which another program it cannot be told from."""

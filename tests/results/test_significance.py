@@ -130,6 +130,9 @@ def test_the_headline_says_one_program_apart_from_a_tie_of_two_programs():
     # No winner named among strategies of one program: the program is what was fastest.
     assert found.sentence() == ("Fastest to solution: scan and scan_namedtuple, one compiled program: one speed, "
                                 "converged in 40 iterations.")
+    # Beside the per-iteration figure, which shows one of them: the others are the same speed.
+    other = ({"scan", "scan_namedtuple"} - {found.run["strategy"]}).pop()
+    assert found.one_speed() == f"; {other} ran the same compiled program: one speed"
     both = pd.concat([one, pd.DataFrame([_run(3, "fori_loop", _times(1.0, 12, 9), "def")])], ignore_index=True)
     found = headline.fastest(both)
     assert found.brief() == "tied with 2 others"
@@ -142,7 +145,7 @@ def test_the_headline_says_one_program_apart_from_a_tie_of_two_programs():
                                 "jit_step: too few repeats for a test, and their ranges overlap (more Repeats in the "
                                 "sidebar can tell them apart).")
     alone = headline.fastest(one.iloc[:1])
-    assert alone.brief() == "scan · converged in 40 it" and alone.sentence() == ""
+    assert alone.brief() == "scan · converged in 40 it" and alone.sentence() == alone.one_speed() == ""
 
 
 def test_compare_retests_two_stored_runs_in_one_sentence():
