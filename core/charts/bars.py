@@ -316,7 +316,10 @@ def _phase_tags(long: pd.DataFrame, top: float) -> pd.DataFrame:
     solid = long[~long["diverged"] & ~long["cold"]]
     pixels = (solid["end"] - solid["start"]) / top * NARROWEST_PLOT_PX
     room = pixels >= solid["phase"].str.len() * TAG_CHAR_PX + TAG_MARGIN_PX
-    tags = solid[room].assign(tag=solid["phase"])
+    # The segment's own phase: assigned from `solid`, a frame of no segments took solid's
+    # rows back, each a tag with no run, which drew a row named "null".
+    tags = solid[room]
+    tags = tags.assign(tag=tags["phase"])
     inks = {column: max(("#111111", "#FFFFFF"), key=lambda ink, grey=grey: colour_vision.contrast(ink, grey))
             for column, grey in zip(PHASES, PHASE_COLORS)}
     # Columns of their own (`named`, not `phase`): the segments' data is read by its phase column.

@@ -369,6 +369,19 @@ def test_cached_runs_say_so_and_show_the_cold_compile_beside_them():
 
 
 
+def test_no_row_without_a_run_when_no_phase_has_room_for_its_name():
+    # Three cached loads of 0.02 s beside a 2.2 s compile: no segment of a solid bar is wide
+    # enough to be named, and the names' layer drew a row labelled "null" (seen on the Run page).
+    runs = pd.DataFrame([_run(i, name, run_s=0.02, compile_s=0.001, trace_lower_s=0.001, first_call_s=0.02,
+                              cache="disk") for i, name in ((2, "scan"), (3, "scan_namedtuple"))])
+    cold = pd.DataFrame([_run(1, "scan", run_s=0.02, compile_s=2.0, trace_lower_s=0.2)])
+    spec = bars.timing_bars(runs, cold_compiles=cold).to_dict()
+    drawn = {"scan (cached)", "scan: compiled by run #1", "scan_namedtuple (cached)"}
+    for data in _datasets(spec):
+        if "run" in data:
+            assert set(data["run"]) <= drawn, data
+
+
 @pytest.mark.parametrize("eager_s", [0.08, 8.0])
 def test_a_bar_that_dwarfs_the_rest_is_cut_with_its_total_and_the_page_is_told(eager_s):
     runs = pd.DataFrame([_run(1, "eager", run_s=eager_s, compile_s=0.0, trace_lower_s=0.0, first_call_s=eager_s),
