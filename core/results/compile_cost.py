@@ -27,12 +27,16 @@ class CompileCost(NamedTuple):
             (every program came from a cache made before any stored run compiled it).
         loaded: how many of the runs loaded their program from a cache.
         places: where they loaded it from ("disk", "memory", "disk and memory").
+        paid_by: the run that paid the longest, "run #7 (scan)" ("" when none says): it may
+            be a run not shown, which made a shown run's program (the figure then read as
+            longer than every bar drawn).
     """
 
     label: str
     seconds: float | None
     loaded: int
     places: str
+    paid_by: str = ""
 
 
 def longest(runs: "pandas.DataFrame", makers: "pandas.DataFrame") -> CompileCost | None:
@@ -43,9 +47,12 @@ def longest(runs: "pandas.DataFrame", makers: "pandas.DataFrame") -> CompileCost
     if compiled.empty:
         return None
     loaded = compiled[compiled["cache"].isin(CACHED)]
-    paid = [float(s) for s in compiled.loc[~compiled.index.isin(loaded.index), "compile_total_s"]]
-    made = [float(s) for s in makers["trace_lower_s"] + makers["compile_s"]] if not makers.empty else []
+    own = compiled.loc[~compiled.index.isin(loaded.index)]
+    paid = [(float(row["compile_total_s"]), row) for _, row in own.iterrows()]
+    made = [(float(row["trace_lower_s"] + row["compile_s"]), row) for _, row in makers.iterrows()]
     places = " and ".join(sorted(set(loaded["cache"])))
     if not paid and not made:
         return CompileCost("Longest compile", None, len(loaded), places)
-    return CompileCost("Longest compile" if paid else "Compile, when made", max(paid + made), len(loaded), places)
+    seconds, row = max(paid + made, key=lambda pair: pair[0])
+    return CompileCost("Longest compile" if paid else "Compile, when made", seconds, len(loaded), places,
+                       f"run #{int(row['id'])} ({row['strategy']})")

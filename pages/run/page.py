@@ -225,7 +225,7 @@ with body:
                               delta_color="off", delta_arrow="off",
                               help="trace + lower + XLA compile of these strategies' programs, as it was paid: by this "
                                    "run, or for a program loaded from a cache, by the run on this machine that made it "
-                                   "(the same program, whichever strategy asked for it)")
+                                   f"(the same program, whichever strategy asked for it); the longest: {cost.paid_by}")
         elif cost is not None:
             metrics[2].metric(cost.label, "not measured", f"loaded from {cost.places}", delta_color="off",
                               delta_arrow="off",

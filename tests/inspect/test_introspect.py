@@ -69,6 +69,17 @@ def test_loop_strategies_show_the_whole_loop(inspections):
     assert "one iteration" in inspections["jit_step"].jaxpr_of
 
 
+@pytest.mark.parametrize("name", ["jit_step", "scan"])
+def test_a_fit_that_stops_at_its_tolerance_says_its_per_run_cost_is_an_upper_bound(inspections, name):
+    # jit_step's Python loop stops at tol as a compiled loop does: its FLOP per run, at the
+    # cap of 500, read ten times what a fit converged in 49 iterations did.
+    executables = inspections[name].executables
+    stopping = introspect._costs(strategies.get(name), SimpleNamespace(iterations=500, stops=True), executables, 1)
+    assert "cap of 500 iterations" in stopping[2] and "upper bound" in stopping[2]
+    capped = introspect._costs(strategies.get(name), SimpleNamespace(iterations=500, stops=False), executables, 1)
+    assert "cap of 500 iterations" in capped[2] and "upper bound" not in capped[2]
+
+
 def test_eager_reports_nothing_compiled(inspections):
     eager = inspections["eager"]
     assert not eager.compiled and eager.executables == ()
