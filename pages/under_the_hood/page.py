@@ -76,7 +76,8 @@ def show_inspection(inspection: findings.Inspection) -> None:
         columns[2].metric("Exp, log… / iteration", si(per_iteration.transcendentals),
                           help="transcendental function calls (exp, log, ...) in one iteration")
         columns[3].metric("FLOP / run", si(per_run.flops),
-                          help=f"per iteration x {inspection.iterations:,} iterations")
+                          help=f"per iteration x {inspection.iterations:,} iterations, the cap: a fit that stops at "
+                               "its tolerance does less (the note under these figures says)")
         st.caption(inspection.cost_note)
         columns = st.columns(4)
         columns[0].metric("Executables", len(inspection.executables),
