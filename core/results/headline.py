@@ -126,3 +126,19 @@ def one_program_groups(runs: "pandas.DataFrame") -> list[OneProgram]:
             groups[identity].append(str(row["strategy"]))
             fingerprints[identity] = str(row["program"])
     return [OneProgram(fingerprints[key], names) for key, names in groups.items() if len(names) > 1]
+
+
+def one_program_at_every_size(runs: "pandas.DataFrame") -> list[list[str]]:
+    """Groups of strategies in `runs` (a runs frame over several sizes) that ran one program
+    (`one_program_groups`) at every size where two or more of them ran: on a chart of timings
+    against n their lines lie on one another, the one drawn last hiding the others."""
+    names = set(runs["strategy"].astype(str))
+    together = {name: set(names) for name in names}
+    for _, at_size in runs.groupby("n", sort=False):
+        absent = names - set(at_size["strategy"].astype(str))
+        grouped = {name: set(group.strategies) for group in one_program_groups(at_size) for name in group.strategies}
+        for name in names - absent:
+            together[name] &= grouped.get(name, {name}) | absent
+    groups = {tuple(sorted(alike)) for alike in together.values()
+              if len(alike) > 1 and all(together[other] == alike for other in alike)}
+    return [list(group) for group in sorted(groups)]

@@ -7,6 +7,8 @@ import math
 import streamlit as st
 
 from core.charts import lines
+from core.results import headline
+from core.results.ordering import listed
 from core.spec import OAKS_REPLICATES, OAKS_ROWS, DatasetSpec, SpecError
 from pages.scaling import device_count
 from pages.ui import display, resources, running, settings, state
@@ -176,15 +178,18 @@ with n_tab:
         ask = ("press **Run sweep** to time the sizes ticked above" if len(sizes) >= 2
                else "tick two or more sizes above and **Run sweep**")
         st.info(f"Runs at one size so far: {ask} to see how the timings grow with n.", icon=":material/trending_up:")
+    # Strategies of one program draw one line: the others' lines lie under it, unseen.
+    hidden = "".join(f" {listed(group)} ran one compiled program at every size: one speed, their lines drawn over "
+                     "one another." for group in headline.one_program_at_every_size(runs))
     left, right = st.columns(2)
     with left:
         display.chart(lines.scaling_lines(runs, "per_iter_ms").properties(height=280),
                       "Milliseconds per iteration at steady state, log-log: a slope of 1 means time grows like n. "
-                      "Whiskers: the fastest to the slowest repeat.")
+                      "Whiskers: the fastest to the slowest repeat." + hidden)
     with right:
         display.chart(lines.scaling_lines(runs, "run_s").properties(height=280),
                       "Seconds for one whole fit (all iterations) at steady state, log-log. Whiskers: the "
-                      "fastest to the slowest repeat.")
+                      "fastest to the slowest repeat." + hidden)
 
     display.chart(lines.compile_vs_run(runs).properties(height=340),
                   "Dashed: trace+lower+compile of runs that compiled, solid: one steady-state fit. Where solid "

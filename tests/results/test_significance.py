@@ -122,6 +122,20 @@ def test_the_fastest_is_named_only_where_it_is_significantly_faster():
     assert [(g.program, g.strategies) for g in groups] == [("abc", ["scan", "scan_namedtuple"])]
 
 
+def test_strategies_of_one_program_at_every_size_are_named_for_a_chart_against_n():
+    times = _times(1.0, 12, 7)
+    runs = pd.DataFrame([_run(1, "scan", times, "a116", n=116), _run(2, "fori_loop", times, "a116", n=116),
+                         _run(3, "jit_step", times, "j116", n=116),
+                         _run(4, "scan", times, "a1160", n=1160), _run(5, "fori_loop", times, "a1160", n=1160),
+                         _run(6, "jit_step", times, "j1160", n=1160),
+                         # Ran at one size alone: nothing to tell it from there.
+                         _run(7, "scan", times, "a11600", n=11600)])
+    assert headline.one_program_at_every_size(runs) == [["fori_loop", "scan"]]
+    # One size where the two compiled apart: their lines part there.
+    parted = pd.concat([runs, pd.DataFrame([_run(8, "fori_loop", times, "other", n=11600)])], ignore_index=True)
+    assert headline.one_program_at_every_size(parted) == []
+
+
 def test_the_headline_says_one_program_apart_from_a_tie_of_two_programs():
     one = pd.DataFrame([dict(_run(1, "scan", _times(1.0, 12, 7), "abc"), iterations_run=40),
                         dict(_run(2, "scan_namedtuple", _times(1.01, 12, 8), "abc"), iterations_run=40)])
