@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 import zipfile
 
 import numpy as np
@@ -96,6 +97,17 @@ def about(run) -> str:
            if run.estimated_gap is not None and run.status == "ok" else "")
     return (f"Run {run.id}: {run.dataset} ({run.n:,} x {run.p:,}, {run.d} covariate column"
             f"{'s' if run.d != 1 else ''}), {run.precision}, {run.strategy} with {run.optimizer}: {ended}{gap}.")
+
+
+def archive_name(dataset_label: str) -> str:
+    """The download's file name for a run's data (`DatasetSpec.label`): the files' stems and
+    the formula's terms, "csv counts.csv ~ 1 + group" as plnlab_estimates_counts_group.zip
+    (as the label's characters, it read "csv_counts.csv_1_+_group")."""
+    label = re.sub(r"^csv ", "", dataset_label)
+    label = re.sub(r"\.(csv|tsv|txt)\b", "", label, flags=re.IGNORECASE)
+    label = re.sub(r"~\s*[01]\s*(\+|$)", " ", label)  # the constant's term, said by every formula
+    words = re.findall(r"[A-Za-z0-9][A-Za-z0-9_-]*", label)
+    return "plnlab_estimates_" + ("_".join(words) or "data") + ".zip"
 
 
 def of(coef: np.ndarray, covariance: np.ndarray, covariate_names: tuple[str, ...], column_names: tuple[str, ...],

@@ -8,8 +8,6 @@ made earlier or by someone else, has none to give, and the page says how to get 
 
 from __future__ import annotations
 
-import re
-
 import streamlit as st
 
 from core.results import estimates
@@ -38,12 +36,11 @@ def offer(shown: list[RunResult]) -> None:
     run = next((run for run in with_estimates if run.converged), with_estimates[0])
     found = kept[run.id]
     what = "B and Sigma" if found.covariance is not None else "B"
-    stem = re.sub(r"[^A-Za-z0-9.+-]+", "_", run.dataset).strip("_")  # "csv counts.csv + cov.csv": a file name
     about = estimates.about(run)
     # Made when clicked, not at every rerun of the page: at 1,209 columns writing Sigma's
     # 1.5 million numbers took 3 s.
     st.download_button(f"Download the estimates: {what}", lambda: found.archive(about), key="run_estimates_file",
-                       file_name=f"plnlab_estimates_{stem}.zip", mime="application/zip", icon=":material/download:",
+                       file_name=estimates.archive_name(run.dataset), mime="application/zip", icon=":material/download:",
                        help=f"from run #{run.id} ({run.strategy}): coefficients.csv (B, each covariate's effect on "
                             "each count column's log rate) and covariance.csv (Sigma, the latent log rates' "
                             "covariance), at the fit's final point; README.txt says how to read them"

@@ -45,6 +45,16 @@ def test_the_files_read_back_as_the_same_numbers_under_the_same_names():
     np.testing.assert_array_equal(sigma.to_numpy(), made.covariance)
 
 
+@pytest.mark.parametrize("label,name", [
+    ("csv counts.csv ~ 1 + group", "plnlab_estimates_counts_group.zip"),
+    ("csv counts.csv + cov.csv", "plnlab_estimates_counts_cov.zip"),
+    ("oaks x1 ~ 1 + tree", "plnlab_estimates_oaks_x1_tree.zip"),
+    ("csv My Data.TSV ~ 0 + site + depth", "plnlab_estimates_My_Data_site_depth.zip"),
+])
+def test_the_download_is_named_by_the_files_and_the_formulas_terms(label, name):
+    assert estimates.archive_name(label) == name
+
+
 def test_past_the_cap_on_columns_b_travels_alone(monkeypatch):
     monkeypatch.setattr(estimates, "MAX_COVARIANCE_COLUMNS", 2)
     found = estimates.of(np.zeros((1, 3)), np.eye(3), ("(intercept)",), ("a", "b", "c"))
