@@ -110,7 +110,9 @@ with page:
     step, run = steps[current], runs[current]
     outcomes = story.outcomes(runs)
     outcome = outcomes[current]
-    words, number = st.columns([3, 2], vertical_alignment="center")
+    # In a box of one height (projector.css) whatever its lines: the chart under it moved by a
+    # line from one step to the next, where a talk's eyes rest on it.
+    words, number = st.container(key="story_top").columns([3, 2], vertical_alignment="top")
     with words:
         # The optimizer named where the speed-up is read when it is not the sidebar's: step 1 against
         # the Run page's eager (another optimizer, another cost per iteration) read as one figure off.
