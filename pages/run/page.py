@@ -217,7 +217,8 @@ with body:
                                                               like=fastest["per_iter_ms"] / 1e3),
                           delta_color="off", delta_arrow="off",
                           help=f"{fastest['strategy']}'s steady-state time per iteration: the median of the repeats, "
-                               "and the fastest to the slowest repeat" + (winner.one_speed() if winner is not None else ""))
+                               "and the fastest to the slowest repeat"
+                               + (winner.one_speed() if winner is not None else ""))
         cost = compile_cost.longest(ok, cold_runs)
         if cost is not None and cost.seconds is not None:
             metrics[2].metric(cost.label, display.duration(cost.seconds),

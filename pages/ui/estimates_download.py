@@ -40,7 +40,8 @@ def offer(shown: list[RunResult]) -> None:
     # Made when clicked, not at every rerun of the page: at 1,209 columns writing Sigma's
     # 1.5 million numbers took 3 s.
     st.download_button(f"Download the estimates: {what}", lambda: found.archive(about), key="run_estimates_file",
-                       file_name=estimates.archive_name(run.dataset), mime="application/zip", icon=":material/download:",
+                       file_name=estimates.archive_name(run.dataset), mime="application/zip",
+                       icon=":material/download:",
                        help=f"from run #{run.id} ({run.strategy}): coefficients.csv (B, each covariate's effect on "
                             "each count column's log rate) and covariance.csv (Sigma, the latent log rates' "
                             "covariance), at the fit's final point; README.txt says how to read them"
