@@ -86,11 +86,12 @@ class Reference:
 
 
 def _load(loader: str, *args, **kwargs) -> dict:
-    """What pyPLNmodels' loader `loader` returns, without the line it prints."""
+    """What pyPLNmodels' loader `loader` returns, without the line it prints, nor numpy's
+    warning at the log of a region without coverage (crossover's, -inf: `_crossover`)."""
     # Here only: pyPLNmodels imports torch (seconds), and only the sets it ships need it.
     import pyPLNmodels
 
-    with contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stdout(io.StringIO()), np.errstate(divide="ignore"):
         return getattr(pyPLNmodels, loader)(*args, **kwargs)
 
 
