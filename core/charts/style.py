@@ -32,10 +32,11 @@ UNKNOWN_COLOR = catalog.UNKNOWN_COLOUR
 # The phases of a run are greys, light to dark in time order: no strategy is grey (chroma
 # under 15, where every strategy has 25 or more), so a phase chart beside a strategy chart
 # can never be read as naming strategies. Each is 3:1 on both themes' backgrounds, which
-# leaves greys only the L* band 41 to 62: a faint tint each (green, blue, khaki, neutral),
-# found by search, keeps any two phases apart by delta E >= 10 with colour-blind vision too,
-# and the bars outline each segment.
-PHASE_COLORS = ("#89958C", "#657783", "#6B6550", "#5C6562")
+# leaves greys only the L* band 41 to 62: a faint tint each (sage, khaki, slate, warm grey),
+# found by search with their lightness spread evenly over that band (61, 53, 47, 43), keeps
+# any two phases apart by delta E >= 15 with colour-blind vision too (the set before, 12, two
+# of them at L* 42 and 43, read as one grey in the legend), and the bars outline each segment.
+PHASE_COLORS = ("#7B9A91", "#857D64", "#626F86", "#666564")
 # Lines that are neither a strategy nor a phase (an ideal): a neutral grey, 4:1 on both themes,
 # in no strategy's hue family (a slate was jit_step's violet, darker).
 REFERENCE_COLOR = "#7F7F7F"

@@ -59,7 +59,7 @@ def test_strategies_stay_apart_for_colour_blind_viewers():
 def test_phases_read_in_time_order_and_apart_from_every_strategy():
     lightness = [colour_vision.luminance(c) for c in style.PHASE_COLORS]
     assert lightness == sorted(lightness, reverse=True)
-    assert min(difference(a, b) for a, b in itertools.combinations(style.PHASE_COLORS, 2)) >= 10
+    assert min(difference(a, b) for a, b in itertools.combinations(style.PHASE_COLORS, 2)) >= 15
     assert min(difference(p, s) for p in style.PHASE_COLORS for s in style.STRATEGY_COLORS.values()) >= 7
     # Greys, as no strategy is: a phase can never be read as naming one.
     assert max(colour_vision.lch(c)[1] for c in style.PHASE_COLORS) < colour_vision.CHROMATIC
