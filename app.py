@@ -19,8 +19,6 @@ def main() -> None:
     # A local icon: a Material one would be fetched from Google's servers by every browser.
     st.set_page_config(page_title="PLN JIT Lab", page_icon=str(projector.ICON), layout="wide")
     projector.set_up()
-    sign_in.gate()  # with a password configured, nothing below runs until it is given
-    resources.cluster_or_stop()  # the workers start with the first page, before anyone clicks Run
 
     # Page files sit in folders of their own (see pages/__init__.py), so each names its URL.
     # The default page is served at the root whatever its url_path, and that path then
@@ -41,7 +39,12 @@ def main() -> None:
     aliases = [_alias(st, path, target) for path, target in (("run", run), ("home", run),
                                                              ("under-the-hood", under_the_hood),
                                                              ("hood", under_the_hood))]
-    navigation = st.navigation(pages + aliases)
+    # The pages before the gate, their menu hidden until it lets the session through: with the
+    # gate first, a link (/story?step=5) and a reload both ended on Run after the password,
+    # the page and its settings lost.
+    navigation = st.navigation(pages + aliases, position="sidebar" if sign_in.admitted() else "hidden")
+    sign_in.gate()  # with a password configured, nothing below runs until it is given
+    resources.cluster_or_stop()  # the workers start with the first page, before anyone clicks Run
     refused = links.restore()  # a link's settings, before any widget is drawn
     if refused:
         st.toast(links.refused_note(refused), icon=":material/link_off:", duration="long")  # a sentence to read

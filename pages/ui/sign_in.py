@@ -76,11 +76,15 @@ def refusal(guess: str | None) -> str | None:
     expected = password()
     if expected is None:
         return None
+    waiting = _throttle().waiting(identity(), _address())
     granted, wait = _throttle().check(identity(), guess, expected, _address())
     if granted:
         return None
+    if waiting > 0:  # refused unchecked: "wrong password" read as a verdict on the right one
+        return (f"Too many wrong passwords: this one was not checked; the next try is possible in "
+                f"{math.ceil(wait)} s.")
     if wait > 0:
-        return f"Wrong password, or too many of them: the next try is possible in {math.ceil(wait)} s."
+        return f"Wrong password; the next try is possible in {math.ceil(wait)} s."
     return "Wrong password."
 
 
@@ -91,6 +95,15 @@ def sso_configured() -> bool:
         return "auth" in st.secrets
     except Exception:  # noqa: BLE001 - no secrets file, or one that does not parse: no SSO
         return False
+
+
+def admitted() -> bool:
+    """Whether `gate` lets this session through now (nothing drawn, nothing stopped)."""
+    if access.sharing_refusal(st.get_option("server.address"), password(), sso_configured()):
+        return False
+    if sso_configured():
+        return _signed_in_user() is not None
+    return password() is None or bool(st.session_state.get("access_granted"))
 
 
 def gate() -> None:

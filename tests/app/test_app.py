@@ -1026,6 +1026,8 @@ def test_password_guesses_are_slowed_after_a_few_wrong_ones(store, monkeypatch):
     at.text_input(key="access_guess").input("s3cret")  # right, but too soon: not even checked
     at.button[0].click().run()
     assert not at.sidebar.radio and "the next try is possible in" in at.error[0].value
+    # Said as what it was: not checked, not "wrong" (the right one read as refused on its merits).
+    assert at.error[0].value.startswith("Too many wrong passwords: this one was not checked")
 
 
 def _badges(at) -> list[str]:
