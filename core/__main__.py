@@ -30,6 +30,9 @@ from core.cli import (
 from core.cli.arguments import BadUsage, build_parser
 from core.spec import SpecError
 
+# As a process killed by SIGPIPE reports itself to a shell (128 + 13).
+EXIT_BROKEN_PIPE = 141
+
 COMMANDS = {
     "run": fitting.command_run, "solve": fitting.command_solve, "bench": fitting.command_bench,
     "strategies": store_commands.command_strategies, "list": store_commands.command_list,
@@ -59,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     except RunInterrupted as interrupted:
         sys.stderr.write(f"python -m core: {interrupted}\n")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader closed the pipe (`list | head`): what it wanted it has. Later writes to
+        # stdout, at exit included, go nowhere rather than raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         sys.stderr.write("python -m core: interrupted; nothing was stored\n")
         return 130

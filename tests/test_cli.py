@@ -16,6 +16,8 @@ REQUIRED = {"id", "strategy", "dataset", "n", "p", "precision", "device", "itera
 from project import ROOT
 from xla_settings import with_device_count
 
+from core.store.run_store import RunStore
+
 
 def cli(*args, env=None):
     full_env = dict(os.environ, **(env or {}))
@@ -25,6 +27,7 @@ def cli(*args, env=None):
 
 @pytest.fixture
 def store(tmp_path):
+    RunStore(tmp_path / "runs.sqlite3")  # there, empty: the commands that read a store refuse a missing one
     return {"PLNLAB_DB": str(tmp_path / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(tmp_path / "jax")}
 
 
@@ -149,6 +152,10 @@ BAD_INPUTS = [
     (["list", "--limit", "-1"], "--limit must be a whole number"),
     (["export", "runs.txt"], "unknown format"),
     (["export", "runs.json", "--ids", "999"], "no run with id 999"),
+    (["list", "--db", "/nonexistent/runs.sqlite3"], "no run store at /nonexistent/runs.sqlite3 (--db)"),
+    (["export", "runs.json", "--db", "/tmp/mistyped-plnlab-store.sqlite3"], "no run store at"),
+    (["export", "/nonexistent/folder/runs.json"], "no such folder: /nonexistent/folder"),
+    (["backup", "x.sqlite3", "--db", "/nonexistent/runs.sqlite3"], "no run store at"),
     (["bench", "--sizes", "0"], "replicate must be between"),
     (["bench", "--repeats", "0"], "repeats must be between"),
     (["bench", "--trajectory-cap", "0"], "--trajectory-cap must be at least 1"),

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import pathlib
+import sys
 
 from core import catalog
 from core.cli import EXIT_OK
@@ -12,14 +14,34 @@ from core.results import outcome
 from core.spec import SpecError
 
 
-def command_list(args) -> int:
-    from core.store.run_store import RunStore
+def stored(args):
+    """The run store a reading command names, which must exist: a mistyped --db (or
+    $PLNLAB_DB) made an empty store there and listed nothing, read as "no runs". Only the
+    per-user default may be missing (nothing stored yet): None then."""
+    from core import config
+    from core.store.run_store import DEFAULT_DB_ENV, RunStore, default_db_path
 
+    named = args.db or config.raw(DEFAULT_DB_ENV)
+    path = pathlib.Path(args.db).expanduser() if args.db else default_db_path()
+    if not path.is_file():
+        if named:
+            how = "--db" if args.db else f"${DEFAULT_DB_ENV}"
+            raise SpecError(f"no run store at {path} ({how}): nothing is stored there")
+        return None
+    return RunStore(path)
+
+
+def command_list(args) -> int:
     if args.limit is not None and args.limit < 0:
         raise SpecError(f"--limit must be a whole number >= 0; got {args.limit}")
-    runs = RunStore(args.db).list(with_elbo=False, limit=args.limit)
+    store = stored(args)
+    runs = store.list(with_elbo=False, limit=args.limit) if store is not None else []
     if args.json:
         print_json([r.to_dict(with_elbo=False) for r in runs])
+    elif not runs:
+        # Said, on stderr: an empty listing read as a store that could not be read.
+        where = store.path if store is not None else "the default store (none yet)"
+        sys.stderr.write(f"no runs stored in {where}\n")
     else:
         for r in runs:
             ended = outcome.finished_as(r.status, r.converged, r.stalled, r.short)
@@ -40,10 +62,15 @@ def command_strategies(args) -> int:
 
 
 def command_export(args) -> int:
-    from core.store.run_store import RunStore
+    from core.store.files import check_format
 
-    count = RunStore(args.db).export(args.path, args.ids or None)
-    print(f"exported {count} runs to {args.path}")
+    check_format(pathlib.Path(args.path))  # a bad name first, whatever the store
+    store = stored(args)
+    if store is None:
+        raise SpecError("no runs stored yet: nothing to export")
+    replacing = os.path.isfile(args.path)
+    count = store.export(args.path, args.ids or None)
+    print(f"exported {count} runs to {args.path}" + (" (replacing the file there)" if replacing else ""))
     return EXIT_OK
 
 
@@ -60,9 +87,9 @@ def command_import(args) -> int:
 
 
 def command_backup(args) -> int:
-    from core.store.run_store import RunStore
-
-    store = RunStore(args.db)
+    store = stored(args)
+    if store is None:
+        raise SpecError("no runs stored yet: nothing to back up")
     runs = store.backup(args.path)
     print(f"backed up {store.path} ({runs} runs) to {args.path}")
     return EXIT_OK

@@ -448,10 +448,19 @@ class RunStore:
         field a column; `spec`, `versions` and `elbo` as JSON text. Raises KeyError for an
         id not in the store.
         """
-        path = pathlib.Path(path)
+        path = pathlib.Path(path).expanduser()
         store_files.check_format(path)  # before reading any run: a bad name fails first
+        # Said as backup says it, before any run is read: a missing folder was an internal
+        # error naming the temporary file written beside the target.
+        if not path.parent.is_dir():
+            blocked = next((folder for folder in path.parents if folder.exists()), path.parent)
+            raise StoreError(f"{blocked} is a file, not a folder" if blocked.is_file()
+                             else f"no such folder: {path.parent}")
         runs = self.list(with_elbo=True) if run_ids is None else [self.get(i) for i in run_ids]
-        store_files.write_runs(path, runs)
+        try:
+            store_files.write_runs(path, runs)
+        except OSError as exc:
+            raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from exc
         return len(runs)
 
     def import_file(self, path: str | os.PathLike) -> store_files.Imported:
