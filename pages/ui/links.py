@@ -17,6 +17,7 @@ from typing import Any, Callable
 import streamlit as st
 
 from core import catalog
+from core.results import story
 from core.spec import DEVICES, INITS, LR_RANGE, OAKS_FORMULAS, OAKS_REPLICATES, OPTIMIZERS, PRECISIONS, TOL_RANGE, cap
 from pages.ui.settings import DEFAULTS, OPTIMIZERS_INIT, key
 from pages.ui.text import md
@@ -136,8 +137,10 @@ PAGES: dict[str, tuple[Param, ...]] = {
                 Param("retest", "cmp_retest", int),
                 Param("ticked", "cmp_ticked", _ints, _joined, default=[])),
     # Counted from 1 in the address, as the page says "Step 3 of 7" (from 0 in the session).
-    "story": (Param("step", "story_step", lambda text: _whole(1, 1000)(text) - 1, lambda step: str(int(step) + 1),
-                    default=0),),
+    # A step past the last is refused with a note, as any value out of range is (step=99
+    # opened the last step without a word).
+    "story": (Param("step", "story_step", lambda text: _whole(1, len(story.STEPS))(text) - 1,
+                    lambda step: str(int(step) + 1), default=0),),
 }
 
 

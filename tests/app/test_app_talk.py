@@ -243,6 +243,14 @@ def test_a_link_sets_the_view_and_the_view_writes_the_link(store):
     assert "tol" not in at.query_params
 
 
+def test_a_story_link_past_the_last_step_is_refused_with_the_note_not_clamped():
+    (step,) = links.PAGES["story"]
+    assert step.read("3") == 2 and step.read(str(len(story.STEPS))) == len(story.STEPS) - 1
+    for text in ("0", str(len(story.STEPS) + 1), "99", "abc"):
+        with pytest.raises(ValueError):
+            step.read(text)
+
+
 def test_switching_precision_moves_a_default_tolerance_and_keeps_a_chosen_one(store):
     from core.spec import DEFAULTS
 
