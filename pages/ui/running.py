@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 _SESSION_RUNS = "session_run_ids"
 
 
+# How often a run's progress bar is redrawn within a phase, at most (`_Reporter`).
+BAR_REDRAWS_PER_S = 4
+
+
 class _Reporter:
     """Feeds engine Progress reports to one progress bar and the shared live ELBO chart.
 
@@ -52,6 +56,7 @@ class _Reporter:
         self.points, self.run_index = live_points, run_index
         self.started = self.last_draw = None
         self.queue_shown = 0.0
+        self.bar_shown, self.bar_phase = 0.0, ""
 
     def __call__(self, progress) -> None:
         refresh_queue_caption()
@@ -81,6 +86,14 @@ class _Reporter:
             if now - self.started > 1.0 and now - (self.last_draw or self.started) > 1.0:
                 self.last_draw = now
                 self._draw_live()
+        # At most BAR_REDRAWS_PER_S a second within a phase (its first and last report always):
+        # a quick fit's repeats report dozens a second, each a message to the browser and a
+        # redraw there, on the machine that times the runs; four a second read as smoothly.
+        now = time.perf_counter()
+        last = bool(progress.total) and progress.done + (phase == "repeat") >= progress.total
+        if phase == self.bar_phase and not last and now - self.bar_shown < 1 / BAR_REDRAWS_PER_S:
+            return
+        self.bar_shown, self.bar_phase = now, phase
         self.bar.progress(progress.fraction, text=f"**{self.shown_label}**: {text}")
 
     def _queued(self, progress) -> None:
