@@ -496,7 +496,9 @@ class RunStore:
             if held + len(records) > max_stored_runs():
                 raise StoreError(f"{name}: {len(records):,} runs would take the store past its {max_stored_runs():,} "
                                  f"({MAX_STORED_RUNS_ENV}; it holds {held:,}); delete or back up and thin it first")
-            for record in records:
+            # Oldest first, as they were made: an export lists the newest first, and its runs
+            # took new numbers in reverse (the export's #27 became #1 here).
+            for record in sorted(records, key=lambda record: record.created_at):
                 exists = conn.execute(
                     "SELECT 1 FROM runs WHERE spec_key = ? AND created_at = ? AND host IS ? LIMIT 1",
                     (record.spec_key, record.created_at, store_schema.host_of(record))).fetchone()

@@ -331,6 +331,9 @@ def test_export_import_round_trip(tmp_path, store, suffix):
         comparable(r, "") for r in store.list(with_elbo=True)]
     assert fresh.import_file(path).added == 0  # re-import adds nothing
     assert len(fresh.list()) == 3
+    # Numbered in the order they were made, as in the store they came from (an export lists
+    # the newest first, and the imported runs were once numbered in reverse).
+    assert [(r.id, r.strategy) for r in fresh.list()] == [(r.id, r.strategy) for r in store.list()]
 
 
 def test_export_selected_ids(tmp_path, store):
