@@ -115,11 +115,36 @@ def recently_deleted_section() -> None:
         # Options are shown as plain text, never markdown: no escaping (it would show its backslashes).
         chosen = st.multiselect("Runs to restore", list(labels), format_func=labels.get,
                                 key="cmp_restore_ids", placeholder="pick runs")
-        if st.button("Restore", key="cmp_restore", icon=":material/restore:", disabled=not chosen):
+        # Restoring takes what deleting takes: a session could bring back any run another had
+        # deleted, password or not.
+        rule = who_may(chosen) if chosen else "confirm"
+        if rule == "off":
+            st.caption(":material/lock: Restoring runs made by others is turned off on this server, as deleting them "
+                       "is (PLNLAB_ALLOW_DELETE); you can restore the runs you made.")
+        guess = sign_in.password_field("cmp_restore_password", "restore runs made by others") \
+            if rule == "password" else None
+        if st.button("Restore", key="cmp_restore", icon=":material/restore:", disabled=not chosen or rule == "off"):
+            refused = sign_in.refusal(guess) if rule == "password" else None
+            if refused:
+                st.error(f"{refused} Nothing was restored.", icon=":material/lock:")
+                return
             restored = store.restore(chosen)
             st.session_state["cmp_version"] += 1
             st.toast(f"Restored {restored} run{'s' * (restored != 1)}.", icon=":material/restore:")
             st.rerun()
+
+
+def who_may(run_ids: list[int]) -> str:
+    """What deleting, or restoring, `run_ids` takes of this session (`core.access.deletion`),
+    read from the store now; "off" with the reason shown where the server's setting is mistyped."""
+    try:
+        # Whose runs these are is read from the store now, not remembered: ids are never reused.
+        owner = sign_in.identity()
+        return delete_rules.deletion(run_ids, store.owned(run_ids, owner), sign_in.password(),
+                                     signed_in=owner.startswith("user:"))
+    except ValueError as exc:  # a mistyped PLNLAB_ALLOW_DELETE on the server
+        st.error(str(exc), icon=":material/error:")
+        return "off"
 
 
 def import_section() -> None:
@@ -462,14 +487,7 @@ import_section()
 
 if rows:
     pending = st.session_state.get("cmp_delete")
-    try:
-        # Whose runs these are is read from the store now, not remembered: ids are never reused.
-        owner = sign_in.identity()
-        rule = delete_rules.deletion(ids, store.owned(ids, owner), sign_in.password(),
-                                     signed_in=owner.startswith("user:"))
-    except ValueError as exc:  # a mistyped PLNLAB_ALLOW_DELETE on the server
-        st.error(str(exc), icon=":material/error:")
-        rule = "off"
+    rule = who_may(ids)
     if rule == "off":
         st.caption(":material/lock: Deleting runs made by others is turned off on this server "
                    "(PLNLAB_ALLOW_DELETE); you can delete the runs you made.")

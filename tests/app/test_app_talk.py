@@ -504,6 +504,30 @@ def test_deleting_others_runs_can_be_turned_off_while_own_runs_stay_deletable(st
     assert [r.id for r in store.list()] == [theirs.id]
 
 
+def test_restoring_anothers_deleted_run_takes_what_deleting_it_takes(store, monkeypatch):
+    monkeypatch.setenv("PLNLAB_PASSWORD", "s3cret")
+    theirs = fake_run("jit_step")
+    store.add(theirs)
+    store.delete([theirs.id])
+    from streamlit.testing.v1 import AppTest
+
+    from project import APP
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.text_input(key="access_guess").input("s3cret")
+    at.button[0].click().run()
+    at.switch_page("pages/compare/page.py").run()
+    at.multiselect(key="cmp_restore_ids").select(theirs.id).run()
+    at.text_input(key="cmp_restore_password").input("wrong")
+    at.button(key="cmp_restore").click().run()
+    assert "Wrong password. Nothing was restored." in [e.value for e in at.error]
+    assert store.list() == []
+    at.text_input(key="cmp_restore_password").input("s3cret")
+    at.button(key="cmp_restore").click().run()
+    assert not at.exception and [r.id for r in store.list()] == [theirs.id]
+
+
 def test_a_scaling_sweep_over_two_sizes_times_each_sizes_strategies_together(store):
     # One status box for the whole sweep (two boxes, one per size, drew two Cancel buttons with
     # one key: StreamlitDuplicateElementKey at the second size).
