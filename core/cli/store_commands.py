@@ -94,6 +94,11 @@ def command_backup(args) -> int:
     store = stored(args)
     if store is None:
         raise SpecError("no runs stored yet: nothing to back up")
+    from core.store.run_store import RunStore
+
     runs = store.backup(args.path)
-    print(f"backed up {store.path} ({runs} runs) to {args.path}")
+    # The copy keeps the recently deleted runs too, restorable from it as from the store.
+    deleted = len(RunStore(args.path).deleted())
+    print(f"backed up {store.path} ({runs} runs" + (f", and {deleted} recently deleted" if deleted else "")
+          + f") to {args.path}")
     return EXIT_OK
