@@ -13,10 +13,10 @@ import pytest
 REQUIRED = {"id", "strategy", "dataset", "n", "p", "precision", "device", "iterations", "optimizer", "status",
             "error", "compile_s", "first_call_s", "run_s", "run_s_min", "run_s_max", "per_iter_ms",
             "compile_count", "recompile_count", "cache", "final_elbo", "elbo", "versions"}
+from core.store.run_store import RunStore
+
 from project import ROOT
 from xla_settings import with_device_count
-
-from core.store.run_store import RunStore
 
 
 def cli(*args, env=None):
