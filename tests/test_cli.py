@@ -99,7 +99,8 @@ def test_export_then_import_into_another_store(store, tmp_path):
     assert len(elbo.lstrip("-").replace(".", "").lstrip("0")) <= 8, elbo
     listed = cli("list", env=store).stdout
     header, line = listed.splitlines()
-    assert header.split()[:2] == ["id", "strategy"] and header.endswith("iterations per iteration  compile  ELBO")
+    named = header.split()
+    assert named[:2] == ["id", "strategy"] and named[-5:] == ["iterations", "per", "iteration", "compile", "ELBO"]
     assert line.endswith(f"  {elbo}") and " 5 " in line  # its iterations beside its ELBO
     # Compile as the dashboard counts it (trace, lower, compile), with where the program came from.
     assert re.search(r"\d+\.\d{3} s \((compiled|disk|memory)\)", line), listed
@@ -266,7 +267,7 @@ def test_solve_writes_what_the_fit_estimates_named_by_the_files_columns(store, t
     # A bad flag: its one line, before any line about how the file was read.
     refused = cli("solve", "--counts", str(counts), "--tol", "5", env=store)
     assert refused.returncode == 2 and refused.stderr.splitlines() == [
-        "python -m core: error: tol must be between 0 and 0.99; got 5.0"]
+        "python -m core: error: solve stops at a tolerance: --tol must be > 0 and at most 0.99; got 5.0"]
     assert len(json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1])) == runs
     # Written again, --counts alone naming the data (oaks was fitted without --dataset csv):
     # said to replace the earlier fit's files.

@@ -9,7 +9,7 @@ from core import catalog, config
 from core.cli import EXIT_OK
 from core.cli.arguments import check_strategies, dataset_spec, fit_spec
 from core.cli.output import StderrProgress, elbo_text, print_json, print_run, read_csv_saying_how
-from core.spec import DEFAULTS, FitSpec, OptimizerSpec, SpecError
+from core.spec import DEFAULTS, TOL_RANGE, FitSpec, OptimizerSpec, SpecError
 
 
 def command_run(args) -> int:
@@ -105,8 +105,8 @@ def command_solve(args) -> int:
 
     if args.strategy is not None:
         check_strategies([args.strategy])
-    if args.tol is not None and not args.tol > 0:
-        raise SpecError(f"solve stops at a tolerance: --tol must be > 0; got {args.tol}")
+    if args.tol is not None and not 0 < args.tol <= TOL_RANGE[1]:
+        raise SpecError(f"solve stops at a tolerance: --tol must be > 0 and at most {TOL_RANGE[1]:g}; got {args.tol}")
     dataset = dataset_spec(args)
     # The flags given, checked as the run's spec will check them, before any file is read: a
     # bad --tol was said under a line about how the CSV's header was read.

@@ -46,11 +46,11 @@ def command_list(args) -> int:
         # Named columns, the iterations among them: eager's ELBO after its 40 iterations beside
         # scan's after 500 read as a wrong answer.
         print(f"{'id':>5} {'strategy':<18} {'dataset':<14} {'precision':<9} {'dev':<4} {'ended':<13} "
-              f"{'iterations':>10} {'per iteration':>13}  compile  ELBO")
+              f"{'iterations':>10} {'per iteration':>13}  {'compile':<25} ELBO")
         for r in runs:
             ended = outcome.finished_as(r.status, r.converged, r.stalled, r.short)
             print(f"{r.id:>5} {r.strategy:<18} {r.dataset:<14} {r.precision:<9} {r.device:<4} {ended:<13} "
-                  f"{r.iterations_run:>10,} {r.per_iter_ms:>10.3f} ms  {compile_text(r)}  "
+                  f"{r.iterations_run:>10,} {r.per_iter_ms:>10.3f} ms  {compile_text(r):<25} "
                   f"{elbo_text(r.final_elbo, r.precision)}")
     return EXIT_OK
 

@@ -108,7 +108,9 @@ def recently_deleted_section() -> None:
     deleted = store.deleted(limit=200)
     if not deleted:
         return
-    with st.expander(f"Recently deleted ({len(deleted)})", icon=":material/restore_from_trash:"):
+    # Kept open once a run is picked: picking reruns the page, and the box folded over its Restore.
+    with st.expander(f"Recently deleted ({len(deleted)})", icon=":material/restore_from_trash:",
+                     expanded=bool(st.session_state.get("cmp_restore_ids"))):
         st.caption(f"Deleted runs are hidden from every page and purged {RESTORE_DAYS} days after they were deleted.")
         labels = {run.id: f"#{run.id} {run.strategy} · {run.dataset} · {run.precision} (deleted "
                           f"{pd.Timestamp(when, unit='s'):%Y-%m-%d %H:%M} UTC)" for run, when in deleted}
@@ -121,9 +123,14 @@ def recently_deleted_section() -> None:
         if rule == "off":
             st.caption(":material/lock: Restoring runs made by others is turned off on this server, as deleting them "
                        "is (PLNLAB_ALLOW_DELETE); you can restore the runs you made.")
-        guess = sign_in.password_field("cmp_restore_password", "restore runs made by others") \
-            if rule == "password" else None
-        if st.button("Restore", key="cmp_restore", icon=":material/restore:", disabled=not chosen or rule == "off"):
+        # A form: the password goes with the click however the button is reached (typed, then
+        # Tab to the field's eye and a click, it stayed in the browser: "wrong password").
+        with st.form("cmp_restore_form", border=False, enter_to_submit=True):
+            guess = sign_in.password_field("cmp_restore_password", "restore runs made by others") \
+                if rule == "password" else None
+            clicked = st.form_submit_button("Restore", key="cmp_restore", icon=":material/restore:",
+                                            disabled=not chosen or rule == "off")
+        if clicked:
             refused = sign_in.refusal(guess) if rule == "password" else None
             if refused:
                 st.error(f"{refused} Nothing was restored.", icon=":material/lock:")
@@ -503,10 +510,13 @@ if rows:
         st.warning(f"Delete run{'s' * (not one)} {', '.join(f'#{i}' for i in ids)} ({whose}) from the shared store, "
                    f"for every user? {'It' if one else 'They'} can be restored for {RESTORE_DAYS} days (Recently "
                    "deleted, at the bottom of this page).", icon=":material/warning:")
-        # Only runs of others need the password again (`core.access.deletion`).
-        guess = sign_in.password_field("cmp_delete_password", "delete runs") if rule == "password" else None
-        yes, no = st.columns([2, 5])  # at 1024 px a narrower column broke "Yes, delete" over two lines
-        clicked = yes.button("Yes, delete", type="primary", key="cmp_delete_yes")
+        # Only runs of others need the password again (`core.access.deletion`). In a form, so that
+        # the password goes with the click however the button is reached.
+        with st.form("cmp_delete_form", border=False):
+            guess = sign_in.password_field("cmp_delete_password", "delete runs") if rule == "password" else None
+            yes, no = st.columns([2, 5])  # at 1024 px a narrower column broke "Yes, delete" over two lines
+            clicked = yes.form_submit_button("Yes, delete", type="primary", key="cmp_delete_yes")
+            cancelled = no.form_submit_button("Cancel", key="cmp_delete_no")
         refused = sign_in.refusal(guess) if clicked and rule == "password" else None
         if refused:
             st.error(f"{refused} Nothing was deleted.", icon=":material/lock:")
@@ -519,7 +529,7 @@ if rows:
                      f"restores {'them' if deleted != 1 else 'it'}.",
                      icon=":material/delete:")
             st.rerun()
-        if no.button("Cancel", key="cmp_delete_no"):
+        if cancelled:
             st.session_state["cmp_delete"] = None
             st.rerun()
 

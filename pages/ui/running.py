@@ -229,7 +229,9 @@ def runs_under_way(store) -> None:
     notes = store.in_flight()
     if not notes:
         return
-    with st.expander(f"Runs under way on this server ({len(notes)})", icon=":material/stop_circle:"):
+    with st.expander(f"Runs under way on this server ({len(notes)})", icon=":material/stop_circle:"), \
+            st.form("run_cancel_any_form", border=False):
+        # A form: the password goes with the click however the button is reached.
         guess = sign_in.password_field("run_cancel_any_password", "cancel a run")
         where = _where(notes)
         for note in notes:
@@ -240,7 +242,7 @@ def runs_under_way(store) -> None:
                     f"on {note['host']}{where.get(under_way.batch_of(note['lease'] or ''), '')}")
             left, right = st.columns([3, 1], vertical_alignment="center")
             left.caption(md(what))
-            if right.button("Cancel", key=f"run_cancel_any_{note['id']}", icon=":material/stop_circle:"):
+            if right.form_submit_button("Cancel", key=f"run_cancel_any_{note['id']}", icon=":material/stop_circle:"):
                 refused = sign_in.refusal(guess)
                 if refused:
                     st.error(f"{refused} Nothing was cancelled.", icon=":material/lock:")
