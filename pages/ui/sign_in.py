@@ -128,6 +128,8 @@ def gate() -> None:
         guess = st.text_input("Password", type="password", key="access_guess",
                               help="this server is shared; ask whoever runs it")
         entered = st.form_submit_button("Enter", type="primary", icon=":material/login:")
+    # Said, since a reload mid-talk asks again: the password is kept by the session, not the browser.
+    st.caption("Asked once a session: a reload or a new tab asks again, then opens the page its address names.")
     if entered:
         refused = refusal(guess)
         if refused is None:
