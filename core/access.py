@@ -220,12 +220,6 @@ class Throttle:
         with self._lock:
             return self._wait(session, address_key(address), self._clock())
 
-    def waiting(self, session: str, address: str = THIS_MACHINE) -> float:
-        """Seconds before `session`, from `address`, may guess again (0: now): a guess made
-        sooner is refused unchecked (`check`)."""
-        with self._lock:
-            return self._wait(session, address_key(address), self._clock())
-
     def check(self, session: str, guess: str | None, password: str, address: str = THIS_MACHINE) -> tuple[bool, float]:
         """(whether `guess` is `password`, seconds to wait before the next guess). A guess
         made while it must wait is not checked at all: it is refused."""

@@ -76,7 +76,7 @@ def refusal(guess: str | None) -> str | None:
     expected = password()
     if expected is None:
         return None
-    waiting = _throttle().waiting(identity(), _address())
+    waiting = _throttle().wait_s(identity(), _address())  # a guess sooner is refused unchecked
     granted, wait = _throttle().check(identity(), guess, expected, _address())
     if granted:
         return None
