@@ -317,7 +317,7 @@ with body:
                          "cache, whichever strategy made it)"
                          + ("; the dashed bar under it is what compiling that program cost the stored run it "
                             "names, which made it here" if not dashed.empty else "") + "."
-                         if frame["cache"].isin(["memory", "disk"]).any() else ""))
+                         if frame["cache"].isin(["memory", "disk"]).any() else ""), legend="top")
     for group in groups:
         # Said in words too: a chart's "same program" label is easy to miss from the back of a room.
         st.caption(f"**Same program**: {', '.join(group.strategies)} lower to one XLA program (fingerprint "

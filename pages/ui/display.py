@@ -343,7 +343,8 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
     Args:
         figure: a chart from `core.charts`.
         caption: one line saying what the chart shows.
-        legend: "bottom" (half-width charts keep their plotting area), "right", or None
+        legend: "bottom" (half-width charts keep their plotting area), "top" (a few short
+            names, in two columns above the plot), "right", or None
             (no legend, where the axis already names every colour).
         slot: where to draw (e.g. an `st.empty()` redrawn live); default: here.
         caption_help: the caption's tooltip, for what a reader looks up rather than reads.
@@ -360,6 +361,10 @@ def chart(figure, caption: str | None = None, legend: str | None = "bottom", slo
     elif legend == "bottom":
         # One column: a row of labels wider than a half-width chart would be cut.
         legend_config = {"orient": "bottom", "columns": 1, "labelLimit": 0, "titleLimit": 0}
+    elif legend == "top":
+        # Two columns above the plot, for a few short names read before the bars (a chart's
+        # phases: below it, the legend fell past a projector's first screen).
+        legend_config = {"orient": "top", "columns": 2, "labelLimit": 0, "titleLimit": 0, "direction": "horizontal"}
     else:
         legend_config = {"orient": legend, "labelLimit": 0, "titleLimit": 0}
     # fit-x: the width follows the column, the height is the plot's own (Streamlit's
