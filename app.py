@@ -37,11 +37,11 @@ def main() -> None:
     ]
     # Addresses people type or say aloud in a talk, each sent on to its page with the link's
     # settings; the menu's names as it spells them too (/Story opened Run behind "page not found").
-    about = pages[-1]
     spoken = [("run", run), ("home", run), ("under-the-hood", under_the_hood), ("hood", under_the_hood),
-              ("help", about), ("Run", run), ("Home", run), ("Hood", under_the_hood), ("Help", about),
-              *((page.url_path.capitalize(), page) for page in pages[1:] if page is not under_the_hood)]
-    aliases = [_alias(st, path, target) for path, target in spoken]
+              ("help", pages[-1])]
+    named = [(page.url_path, page) for page in pages[1:] if page is not under_the_hood]
+    aliases = [_alias(st, path, target) for path, target in
+               spoken + [(path.capitalize(), target) for path, target in spoken + named]]
     # The pages before the gate, their menu hidden until it lets the session through: with the
     # gate first, a link (/story?step=5) and a reload both ended on Run after the password,
     # the page and its settings lost.

@@ -76,8 +76,9 @@ def refusal(guess: str | None) -> str | None:
     expected = password()
     if expected is None:
         return None
-    waiting = _throttle().wait_s(identity(), _address())  # a guess sooner is refused unchecked
-    granted, wait = _throttle().check(identity(), guess, expected, _address())
+    session, address = identity(), _address()
+    waiting = _throttle().wait_s(session, address)  # a guess sooner is refused unchecked
+    granted, wait = _throttle().check(session, guess, expected, address)
     if granted:
         return None
     if waiting > 0:  # refused unchecked: "wrong password" read as a verdict on the right one
