@@ -220,6 +220,17 @@ def test_a_wide_csv_is_refused_with_the_cap_named_and_nothing_is_stored(store, t
     assert json.loads(cli("list", "--json", env=store).stdout.strip().splitlines()[-1]) == []
 
 
+def test_a_backup_says_the_recently_deleted_runs_it_keeps(store, tmp_path):
+    from fake_runs import make_run
+
+    held = RunStore(store["PLNLAB_DB"])
+    ids = [held.add(make_run("scan", created_at=float(k))) for k in (1, 2, 3)]
+    held.delete(ids[:1])
+    done = cli("backup", str(tmp_path / "copy.sqlite3"), env=store)
+    assert done.returncode == 0 and "(2 runs, and 1 recently deleted) to" in done.stdout
+    assert [run.id for run, _ in RunStore(tmp_path / "copy.sqlite3").deleted()] == ids[:1]
+
+
 def test_solve_fits_to_convergence_then_reuses_the_fastest_stored_configuration(store):
     args = ["solve", "--dataset", "simulated", "--n", "40", "--p", "6", "--precision", "float64", "--repeats", "1",
             "--json"]

@@ -8,6 +8,7 @@ test_app's; fits are tiny.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
 import pandas as pd
@@ -584,6 +585,10 @@ def test_the_run_pages_time_chart_shows_the_fits_own_clock_when_compiling_dwarfs
     at.segmented_control(key="run_clock").set_value(clock.COLD).run()
     assert any(c.value.startswith(clock.WALL_CLOCK_CAPTION) and c.value.endswith("shows their shape.")
                for c in at.caption), [c.value for c in at.caption]
+    # The phases' legend above the bars, in two columns: below them it fell past a projector's first screen.
+    specs = [json.loads(chart.proto.spec) for chart in at.get(CHART)]
+    (timing,) = [spec for spec in specs if '"phase"' in json.dumps(spec.get("layer", spec))]
+    assert timing["config"]["legend"]["orient"] == "top" and timing["config"]["legend"]["columns"] == 2
 
 
 def test_the_run_page_says_when_a_cached_programs_compile_is_not_known(store):
