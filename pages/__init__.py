@@ -1,14 +1,17 @@
 """The dashboard's pages: one folder per page (the page and the panels only it uses), and
 `ui/`, what several pages share.
 
-No page file sits directly in pages/: Streamlit (1.67 too) keeps its legacy multipage
-mode on in a process until `st.navigation` first runs (`PagesManager.uses_pages_directory`,
-set when a pages/ folder is beside the main script), and in that mode it lists every
-top-level `pages/*.py` as a page and runs the one a URL names without app.py, its router
-or its sidebar. With the pages in folders that mode finds no page, so the first request
-of a fresh server, whatever its URL, runs app.py, whose `st.navigation` ends the mode.
-That first request still costs one thing when it names a page (/scaling, not the root):
-the legacy mode tells the browser "Page not found" before app.py runs, and the dialog
-shows over the right page. Only the first session after a start sees it; nothing in
-app.py runs early enough to prevent it, and the folder keeps its name (docs/sharing.md).
+The `0_*.py` files beside the folders are for a fresh server's first session alone. Streamlit
+(1.67 too) keeps its legacy multipage mode on in a process until `st.navigation` first runs
+(`PagesManager.uses_pages_directory`, set when a pages/ folder is beside the main script). In
+that mode it routes the first request itself, by the names of the top-level `pages/*.py` (a
+leading number dropped), and tells the browser "Page not found" for any other address before
+app.py has said what its pages are: a link to /story?step=3, the first thing opened after a
+restart, showed that dialog over the right page. So each address app.py serves in lower case
+(its pages' own paths and the spoken aliases) has a file here that runs app.py's `main`: the
+legacy mode finds the address, runs it, and `main`'s `st.navigation` ends the mode for the
+process and opens the address's page with the link's settings, as app.py does for every
+later request. No page's code sits directly in pages/: the legacy mode would run it without
+app.py, its router, its sidebar or its password. A capitalised alias (/Story) opened as the
+first request still gets the dialog (docs/sharing.md).
 """

@@ -20,6 +20,13 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 PAGES = {"Run": "", "Story": "story", "Compare": "compare", "Scaling": "scaling", "Under the hood": "under_the_hood",
          "About": "about"}
+# Addresses app.py serves beside the root, and the page title each must open (None: the page's
+# own, unchecked): its pages' own paths and those a speaker types or says aloud.
+ADDRESSES = {"run": "Which JIT strategy is fastest?", "home": "Which JIT strategy is fastest?",
+             "story": None, "compare": "Compare stored runs", "scaling": None, "about": None,
+             "under_the_hood": "Under the hood", "under-the-hood": "Under the hood", "hood": "Under the hood",
+             # As the menu spells them, and the word for what About is.
+             "Story": None, "Compare": "Compare stored runs", "Hood": "Under the hood", "help": None}
 
 
 def require_chromium():

@@ -17,6 +17,7 @@ from pages.ui import sidebar
 
 from served_app import (
     CHARTS_DRAWN,
+    ADDRESSES,
     PAGES,
     TRUNCATED_TEXT_JS,
     launch_browser,
@@ -226,22 +227,13 @@ def test_the_story_moves_with_the_arrow_keys(after_a_run):
     assert not after_a_run.problems, after_a_run.problems
 
 
-# Addresses a speaker types or says aloud, and the page title each must open.
-SPOKEN_PATHS = {"run": "Which JIT strategy is fastest?", "home": "Which JIT strategy is fastest?",
-                "story": None, "compare": "Compare stored runs", "scaling": None, "about": None,
-                "under_the_hood": "Under the hood", "under-the-hood": "Under the hood", "hood": "Under the hood",
-                # As the menu spells them, and the word for what About is.
-                "Story": None, "Compare": "Compare stored runs", "Hood": "Under the hood", "help": None}
-
-
 def test_the_obvious_addresses_open_their_page_not_page_not_found(app, browser, after_a_run):
-    # The server has drawn pages already (after_a_run): a brand-new server's very first
-    # session is told "page not found" by Streamlit for any path before the script has
-    # listed its pages once.
+    # The server has drawn pages already (after_a_run): a fresh server's first session, which
+    # Streamlit's legacy multipage mode routes, is tests/app/test_sign_in_link.py's (pages/__init__.py).
     context = browser.new_context(viewport=PROJECTOR)
     watched = Watched(context, app)
     page, wrong = watched.page, {}
-    for path, title in SPOKEN_PATHS.items():
+    for path, title in ADDRESSES.items():
         page.goto(f"{app}/{path}?iterations=77")
         wait_painted(page, timeout_ms=RUN_TIMEOUT_MS)
         time.sleep(1.0)  # the frontend says "not found" after its first message

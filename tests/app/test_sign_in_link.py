@@ -1,6 +1,8 @@
 """A link opened on a server with a password: after the password, the page and the settings
 the link carries, not the Run page at its defaults (the gate once ran before the pages were
-known, and the rerun after sign-in forgot where the visitor was going)."""
+known, and the rerun after sign-in forgot where the visitor was going). The link is the fresh
+server's first session, which Streamlit's legacy multipage mode routes (pages/__init__.py):
+no "Page not found" over it, as there was on any page's address."""
 
 from __future__ import annotations
 
@@ -21,13 +23,11 @@ def test_a_link_opens_its_page_and_settings_after_the_password(tmp_path):
     with served_app(env, log_path=str(tmp_path / "server.log")) as (base, _), \
             sync_api.sync_playwright() as playwright:
         browser = launch_browser(playwright)
-        first = browser.new_page(viewport={"width": 1024, "height": 768})
-        first.goto(base)  # a fresh server's first session at a page's address is told "not found" (docs/sharing.md)
-        wait_painted(first, 120_000)
         page = browser.new_page(viewport={"width": 1024, "height": 768})
         page.goto(f"{base}/story?step=3")
         wait_painted(page, 120_000)
-        # Before the password: no menu of pages, nothing but the form.
+        # Before the password: no menu of pages, nothing but the form, and no dialog over it.
+        assert not page.get_by_text("Page not found").count()
         assert not page.locator("[data-testid='stSidebarNav']").count()
         box = page.get_by_label("Password", exact=True)
         box.fill("s3cret")
@@ -36,4 +36,5 @@ def test_a_link_opens_its_page_and_settings_after_the_password(tmp_path):
         wait_painted(page, 120_000)
         assert "/story" in page.url and "step=3" in page.url
         assert page.locator("[data-testid='stSidebarNav']").count()
+        assert not page.get_by_text("Page not found").count()
         browser.close()

@@ -1,0 +1,31 @@
+"""A fresh server's first session is routed by Streamlit's legacy multipage mode, by the files
+at the top of pages/ (pages/__init__.py): each lower-case address app.py serves has one, and
+each runs app.py's router and nothing else. The first session itself, opened at a link, is
+tests/app/test_sign_in_link.py's."""
+
+import ast
+import pathlib
+import re
+
+from project import ROOT
+from served_app import ADDRESSES
+
+# Streamlit's own rule for a legacy page's address: a leading number and separators dropped.
+LEGACY_NAME = re.compile(r"[0-9]*[_ -]*(.*)\.py")
+
+
+def _first_session_files():
+    return [path for path in sorted(pathlib.Path(ROOT, "pages").glob("*.py")) if path.name != "__init__.py"]
+
+
+def test_every_lower_case_address_has_its_first_session_file():
+    served = {path for path in ADDRESSES if path == path.lower()}
+    routed = {LEGACY_NAME.fullmatch(path.name).group(1) for path in _first_session_files()}
+    assert routed == served
+
+
+def test_each_first_session_file_runs_the_router_and_nothing_else():
+    for path in _first_session_files():
+        tree = ast.parse(path.read_text())
+        body = [node for node in tree.body if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
+        assert [ast.unparse(node) for node in body] == ["from app import main", "main()"], path.name
