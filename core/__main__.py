@@ -1,4 +1,4 @@
-"""The command line: `python -m core strategies|run|solve|list|export|import|backup|bench|tls`.
+"""The command line: `python -m core strategies|run|solve|list|export|import|backup|delete|restore|bench|tls`.
 
 Headless runs and sweeps go into the same store as the dashboard's (`--db`, else
 $PLNLAB_DB, else the per-user default). Exit status: 0 for a stored run (diverged
@@ -37,7 +37,8 @@ COMMANDS = {
     "run": fitting.command_run, "solve": fitting.command_solve, "bench": fitting.command_bench,
     "strategies": store_commands.command_strategies, "list": store_commands.command_list,
     "export": store_commands.command_export, "import": store_commands.command_import,
-    "backup": store_commands.command_backup, "tls": cluster_commands.command_tls,
+    "backup": store_commands.command_backup, "delete": store_commands.command_delete,
+    "restore": store_commands.command_restore, "tls": cluster_commands.command_tls,
 }
 
 

@@ -332,3 +332,28 @@ def test_run_and_solve_say_a_run_will_pass_the_time_budget(tmp_path, capsys, mon
     say_planned_time(store, stored, None)  # x100 itself: 40 s, under the budget, said without a warning
     said = capsys.readouterr().err
     assert said.startswith("About 40.3 s") and "passes" not in said, said
+
+
+def test_delete_and_restore_runs_all_or_nothing(store):
+    from fake_runs import make_run
+
+    held = RunStore(store["PLNLAB_DB"])
+    ids = [held.add(make_run("scan", created_at=float(k))) for k in (1, 2, 3)]
+    # An id not in the store among them: nothing is deleted, and the line names it.
+    done = cli("delete", str(ids[0]), "99", env=store)
+    assert done.returncode == 2 and "no run #99 in" in done.stderr and "nothing was deleted" in done.stderr
+    assert held.count() == 3
+    done = cli("delete", str(ids[0]), str(ids[1]), env=store)
+    assert done.returncode == 0, done.stderr
+    assert f"deleted 2 runs (#{ids[0]}, #{ids[1]})" in done.stdout and f"restore {ids[0]} {ids[1]}" in done.stdout
+    assert [run.id for run in held.list()] == [ids[2]]
+    listed = json.loads(cli("list", "--deleted", "--json", env=store).stdout.strip().splitlines()[-1])
+    assert sorted(item["id"] for item in listed) == ids[:2]
+    assert all(item["restorable_until"] - item["deleted_at"] == 14 * 86400 for item in listed)
+    # A live run among those to restore, or one never deleted: nothing is restored.
+    done = cli("restore", str(ids[0]), str(ids[2]), env=store)
+    assert done.returncode == 2 and f"run #{ids[2]} is not deleted" in done.stderr and held.count() == 1
+    done = cli("restore", str(ids[0]), env=store)
+    assert done.returncode == 0 and f"restored 1 run (#{ids[0]})" in done.stdout
+    assert sorted(run.id for run in held.list()) == [ids[0], ids[2]]
+    assert [run.id for run, _ in held.deleted()] == [ids[1]]

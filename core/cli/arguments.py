@@ -157,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     stored = sub.add_parser("list", help="list stored runs")
     stored.add_argument("--json", action="store_true")
     stored.add_argument("--limit", type=int, default=None)
+    stored.add_argument("--deleted", action="store_true",
+                        help="the recently deleted runs instead, restorable with `restore` until the date shown")
     add_db(stored)
 
     export = sub.add_parser("export", help="export runs to .json, .csv or .parquet")
@@ -193,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
     backup = sub.add_parser("backup", help="copy the whole run store, consistently, to a new file")
     backup.add_argument("path", help="the copy (a file that does not exist yet)")
     add_db(backup)
+
+    delete = sub.add_parser("delete", help="delete runs (restorable with `restore` for a while)")
+    delete.add_argument("ids", type=int, nargs="+", metavar="ID", help="run ids, as `list` shows them")
+    add_db(delete)
+
+    restore = sub.add_parser("restore", help="bring recently deleted runs back")
+    restore.add_argument("ids", type=int, nargs="+", metavar="ID", help="run ids, as `list --deleted` shows them")
+    add_db(restore)
 
     tls = sub.add_parser("tls", help="make a CA and certificates for a team's cluster (mutual TLS)")
     tls.add_argument("folder", help="where to write them (a new folder, or one without a CA)")

@@ -1,11 +1,16 @@
 """The commands that read or move stored runs: `strategies` (what can run), `list`, `export`,
-`import` and `backup`; none of them starts JAX."""
+`import`, `backup`, `delete` and `restore`; none of them starts JAX.
+
+`delete` and `restore` act on any run of a store the user can write: the dashboard's rule on
+whose runs a session may delete is about sessions sharing a server, and whoever can write the
+store's file could change it anyway."""
 
 from __future__ import annotations
 
 import os
 import pathlib
 import sys
+import time
 
 from core import catalog
 from core.cli import EXIT_OK
@@ -35,6 +40,8 @@ def command_list(args) -> int:
     if args.limit is not None and args.limit < 0:
         raise SpecError(f"--limit must be a whole number >= 0; got {args.limit}")
     store = stored(args)
+    if args.deleted:
+        return _list_deleted(store, args)
     runs = store.list(with_elbo=False, limit=args.limit) if store is not None else []
     if args.json:
         print_json([r.to_dict(with_elbo=False) for r in runs])
@@ -52,6 +59,76 @@ def command_list(args) -> int:
             print(f"{r.id:>5} {r.strategy:<18} {r.dataset:<14} {r.precision:<9} {r.device:<4} {ended:<13} "
                   f"{r.iterations_run:>10,} {r.per_iter_ms:>10.3f} ms  {compile_text(r):<25} "
                   f"{elbo_text(r.final_elbo, r.precision)}")
+    return EXIT_OK
+
+
+def _list_deleted(store, args) -> int:
+    from core.store.run_store import RESTORE_DAYS
+
+    deleted = store.deleted(limit=args.limit) if store is not None else []
+    if args.json:
+        print_json([{**run.to_dict(with_elbo=False), "deleted_at": at, "restorable_until": at + RESTORE_DAYS * 86400}
+                    for run, at in deleted])
+    elif not deleted:
+        where = store.path if store is not None else "the default store (none yet)"
+        sys.stderr.write(f"no recently deleted runs in {where}\n")
+    else:
+        print(f"{'id':>5} {'strategy':<18} {'dataset':<14} {'precision':<9} {'dev':<4} {'deleted':<16} "
+              f"restorable until")
+        for run, at in deleted:
+            print(f"{run.id:>5} {run.strategy:<18} {run.dataset:<14} {run.precision:<9} {run.device:<4} "
+                  f"{_local(at):<16} {_local(at + RESTORE_DAYS * 86400)}")
+    return EXIT_OK
+
+
+def _local(epoch_s: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch_s))
+
+
+def _numbered(run_ids) -> str:
+    return ", ".join(f"#{run_id}" for run_id in sorted(run_ids))
+
+
+def _runs(count: int) -> str:
+    return f"{count} run" + ("" if count == 1 else "s")
+
+
+def command_delete(args) -> int:
+    from core.store.run_store import RESTORE_DAYS
+
+    store = stored(args)
+    if store is None:
+        raise SpecError("no runs stored yet: nothing to delete")
+    live, deleted = store.which(args.ids)
+    # All or nothing: a mistyped id among several is more likely a slip than a wish to delete
+    # the others.
+    if missing := set(args.ids) - live - deleted:
+        raise SpecError(f"no run {_numbered(missing)} in {store.path}: nothing was deleted")
+    store.delete(sorted(live))
+    ids = " ".join(str(run_id) for run_id in sorted(live))
+    told = (f"deleted {_runs(len(live))} ({_numbered(live)}) from {store.path}; "
+            f"`python -m core restore {ids}` brings {'it' if len(live) == 1 else 'them'} back within "
+             f"{RESTORE_DAYS} days") if live else "deleted nothing"
+    already = set(args.ids) & deleted
+    print(told + (f" ({_numbered(already)} {'was' if len(already) == 1 else 'were'} deleted already)"
+                  if already else ""))
+    return EXIT_OK
+
+
+def command_restore(args) -> int:
+    from core.store.run_store import RESTORE_DAYS
+
+    store = stored(args)
+    if store is None:
+        raise SpecError("no runs stored yet: nothing to restore")
+    live, deleted = store.which(args.ids)
+    if live:
+        raise SpecError(f"run {_numbered(live)} {'is' if len(live) == 1 else 'are'} not deleted: nothing was restored")
+    if missing := set(args.ids) - deleted:
+        raise SpecError(f"no deleted run {_numbered(missing)} in {store.path} (a deleted run is kept {RESTORE_DAYS} "
+                        "days; `python -m core list --deleted` lists them): nothing was restored")
+    restored = store.restore(sorted(deleted))
+    print(f"restored {_runs(restored)} ({_numbered(deleted)}) in {store.path}")
     return EXIT_OK
 
 

@@ -380,6 +380,20 @@ class RunStore:
                     f"SELECT id FROM runs WHERE owner = ? AND id IN ({marks})", [owner, *chunk]))
         return found
 
+    def which(self, run_ids: list[int]) -> tuple[set[int], set[int]]:
+        """Of `run_ids`, those stored and live, and those deleted but not yet purged (the
+        others are not in the store)."""
+        ids = list(dict.fromkeys(int(i) for i in run_ids))
+        live: set[int] = set()
+        deleted: set[int] = set()
+        with self._connect() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start:start + _CHUNK]
+                marks = ", ".join(["?"] * len(chunk))
+                for run_id, deleted_at in conn.execute(f"SELECT id, deleted_at FROM runs WHERE id IN ({marks})", chunk):
+                    (live if deleted_at is None else deleted).add(run_id)
+        return live, deleted
+
     def _by_ids(self, conn: sqlite3.Connection, statement: str, run_ids, *params) -> int:
         """Runs `statement` (with `{marks}` for the ids, `params` before them) on `run_ids` in
         chunks; returns the rows it changed."""
