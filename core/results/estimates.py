@@ -20,7 +20,7 @@ import zipfile
 
 import numpy as np
 
-from core.results import outcome
+from core.results import outcome, spreadsheet_text
 
 # Sigma travels for data up to this many columns (a p x p float64 matrix: 32 MB at 2,000,
 # the dashboard's cap on an upload's columns); past it B alone does, and the result says why.
@@ -85,6 +85,10 @@ class Estimates:
             "Both are the closed forms at the fit's final variational means M and deviations S:",
             "  B = (X'X)^-1 X'M and Sigma = (R'R + diag(sum_i S_i^2)) / n, R = M - X B, in float64.",
         ]
+        names = (*self.covariate_names, *self.column_names)
+        if any(spreadsheet_text.neutral(name) != name for name in names):
+            lines += ["Names that start with =, +, - or @ are written behind a single quote, which spreadsheets",
+                      "show as text rather than run as a formula."]
         if self.notes:
             lines += ["", "How the data were read:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines) + "\n"
@@ -129,7 +133,10 @@ def _table(values: np.ndarray, rows: tuple[str, ...], columns: tuple[str, ...], 
 
 
 def _cell(text: str) -> str:
-    """A CSV cell: quoted where it holds a comma, a quote or a line break."""
+    """A CSV cell: a name as a spreadsheet shows it (not run as a formula: a column named
+    "=HYPERLINK(...)" in the user's file), quoted where it holds a comma, a quote or a line
+    break."""
+    text = spreadsheet_text.neutral(text)
     if any(mark in text for mark in ',"\n\r'):
         return '"' + text.replace('"', '""') + '"'
     return text

@@ -5,10 +5,9 @@ column; `spec`, `versions`, `elbo`, `warnings` and `repeat_times` as JSON text. 
 `RunStore.import_file` checks each one and says which it refused.
 
 A CSV is opened in spreadsheets, which run a cell that starts with =, +, - or @ as a
-formula: text cells that start so (or with a tab, a carriage return or the quote itself)
-are written behind a single quote, which spreadsheets show as text and reading removes.
-Numbers are written as numbers (a negative one is not text and runs nothing), so a file
-reads back exactly as it was written.
+formula: its text cells are written as `core.results.spreadsheet_text` has them (behind a
+single quote where they start so), which reading removes, so a file reads back exactly as
+it was written.
 
 A file to import is bounded before it is parsed, so that a small file cannot grow the
 server: at most `MAX_IMPORT_BYTES` as read, `MAX_IMPORT_RECORDS` runs, and for Parquet (whose
@@ -26,14 +25,12 @@ import pathlib
 import tempfile
 from typing import Any, NamedTuple
 
+from core.results import spreadsheet_text
 from core.results.result import RunResult
 from core.store.records import StoreError, field_kinds
 
 FORMATS = (".json", ".csv", ".parquet")
 _JSON_COLUMNS = ("spec", "versions", "elbo", "warnings", "repeat_times")
-# Cells a spreadsheet would take for a formula (OWASP's list), and the escape itself.
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_TEXT_ESCAPE = "'"
 MAX_IMPORT_BYTES = 48 * 2**20
 MAX_IMPORT_RECORDS = 10_000
 MAX_PARQUET_UNPACKED_BYTES = 128 * 2**20
@@ -150,13 +147,8 @@ def _flat(record: dict) -> dict:
     return {k: json.dumps(v) if k in _JSON_COLUMNS else v for k, v in record.items()}
 
 
-def neutral_text(text: str) -> str:
-    """A text cell a spreadsheet shows as text (see the module docstring)."""
-    return _TEXT_ESCAPE + text if text.startswith((*_FORMULA_STARTS, _TEXT_ESCAPE)) else text
-
-
 def _csv_cells(record: dict) -> dict:
-    return {k: neutral_text(v) if isinstance(v, str) else v for k, v in _flat(record).items()}
+    return {k: spreadsheet_text.neutral(v) if isinstance(v, str) else v for k, v in _flat(record).items()}
 
 
 def _write_csv(path: pathlib.Path, records: list[dict]) -> None:
@@ -176,7 +168,7 @@ def _parse_cell(name: str, cell: str) -> Any:
     if cell == "" and (optional or base is not str):
         return None
     if name in _JSON_COLUMNS or base is str:
-        cell = cell.removeprefix(_TEXT_ESCAPE)  # written by neutral_text
+        cell = spreadsheet_text.read_back(cell)
     try:
         if name in _JSON_COLUMNS:
             return json.loads(cell)

@@ -45,6 +45,19 @@ def test_the_files_read_back_as_the_same_numbers_under_the_same_names():
     np.testing.assert_array_equal(sigma.to_numpy(), made.covariance)
 
 
+def test_a_name_a_spreadsheet_would_run_as_a_formula_is_written_as_text():
+    made = estimates.Estimates(np.ones((1, 3)), np.eye(3), ("(intercept)",), ("=HYPERLINK(\"x\")", "@a", "b"))
+    files = made.files()
+    coef = pd.read_csv(io.StringIO(files["coefficients.csv"]), index_col=0)
+    assert list(coef.columns) == ["'=HYPERLINK(\"x\")", "'@a", "b"]
+    sigma = pd.read_csv(io.StringIO(files["covariance.csv"]), index_col=0)
+    assert list(sigma.index) == list(sigma.columns)
+    assert not any(line.startswith(("=", "@")) for line in files["covariance.csv"].splitlines())
+    assert "behind a single quote" in files["README.txt"]
+    assert "behind a single quote" not in estimates.Estimates(np.ones((1, 1)), np.eye(1), ("(intercept)",),
+                                                              ("b",)).files()["README.txt"]
+
+
 @pytest.mark.parametrize("label,name", [
     ("csv counts.csv ~ 1 + group", "plnlab_estimates_counts_group.zip"),
     ("csv counts.csv + cov.csv", "plnlab_estimates_counts_cov.zip"),
