@@ -357,3 +357,16 @@ def test_delete_and_restore_runs_all_or_nothing(store):
     assert done.returncode == 0 and f"restored 1 run (#{ids[0]})" in done.stdout
     assert sorted(run.id for run in held.list()) == [ids[0], ids[2]]
     assert [run.id for run, _ in held.deleted()] == [ids[1]]
+
+
+def test_a_reader_that_went_away_ends_the_listing_quietly(store):
+    from fake_runs import make_run
+
+    held = RunStore(store["PLNLAB_DB"])
+    for k in range(3):
+        held.add(make_run("scan", created_at=float(k)))
+    listing = subprocess.Popen([sys.executable, "-m", "core", "list"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ, **store))
+    listing.stdout.close()  # the reader gone before the first line (`list | head -0`)
+    assert listing.wait(timeout=120) == 141  # as a shell reports a process killed by SIGPIPE
+    assert listing.stderr.read() == b""  # no internal error, no traceback
