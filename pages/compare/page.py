@@ -133,7 +133,7 @@ def recently_deleted_section() -> None:
         if clicked:
             refused = sign_in.refusal(guess) if rule == "password" else None
             if refused:
-                st.error(f"{refused} Nothing was restored.", icon=":material/lock:")
+                sign_in.say_refused(refused, "Nothing was restored.")
                 return
             restored = store.restore(chosen)
             st.session_state["cmp_version"] += 1
@@ -519,7 +519,7 @@ if rows:
             cancelled = no.form_submit_button("Cancel", key="cmp_delete_no")
         refused = sign_in.refusal(guess) if clicked and rule == "password" else None
         if refused:
-            st.error(f"{refused} Nothing was deleted.", icon=":material/lock:")
+            sign_in.say_refused(refused, "Nothing was deleted.")
         elif clicked:
             deleted = store.delete(ids)
             st.session_state["cmp_delete"] = None

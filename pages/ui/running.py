@@ -245,7 +245,7 @@ def runs_under_way(store) -> None:
             if right.form_submit_button("Cancel", key=f"run_cancel_any_{note['id']}", icon=":material/stop_circle:"):
                 refused = sign_in.refusal(guess)
                 if refused:
-                    st.error(f"{refused} Nothing was cancelled.", icon=":material/lock:")
+                    sign_in.say_refused(refused, "Nothing was cancelled.")
                 elif store.request_cancel(note["id"]):
                     st.toast("Cancel asked: the run stops within seconds and stores nothing.",
                              icon=":material/stop_circle:")

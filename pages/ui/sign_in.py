@@ -89,6 +89,13 @@ def refusal(guess: str | None) -> str | None:
     return "Wrong password."
 
 
+def say_refused(refused: str, outcome: str) -> None:
+    """A refused password where it was typed and, as a toast, at the top of the screen: below
+    a form near the bottom of the window the message alone sat past the fold at 1024x768."""
+    st.error(f"{refused} {outcome}", icon=":material/lock:")
+    st.toast(f"{refused} {outcome}", icon=":material/lock:")
+
+
 def sso_configured() -> bool:
     """Whether the team's SSO is configured: an [auth] section in Streamlit's secrets
     (.streamlit/secrets.toml), for `st.login` (OpenID Connect)."""

@@ -1003,6 +1003,7 @@ def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch)
     at.text_input(key="cmp_delete_password").input("wrong")
     at.button(key="cmp_delete_yes").click().run()
     assert "Wrong password. Nothing was deleted." in [e.value for e in at.error]
+    assert "Wrong password. Nothing was deleted." in [t.value for t in at.toast]  # seen wherever the page is scrolled
     assert len(store.list()) == 2
     at.text_input(key="cmp_delete_password").input("s3cret")
     at.button(key="cmp_delete_yes").click().run()
@@ -1114,6 +1115,7 @@ def test_with_a_password_its_holder_can_cancel_a_run_another_session_started(sto
     at.text_input(key="run_cancel_any_password").input("wrong")
     at.button(key=f"run_cancel_any_{note['id']}").click().run()
     assert "Wrong password. Nothing was cancelled." in [e.value for e in at.error]
+    assert "Wrong password. Nothing was cancelled." in [t.value for t in at.toast]  # seen wherever the page is scrolled
     assert thread.is_alive()
     at.text_input(key="run_cancel_any_password").input("s3cret")
     at.button(key=f"run_cancel_any_{note['id']}").click().run()

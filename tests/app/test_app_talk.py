@@ -523,6 +523,7 @@ def test_restoring_anothers_deleted_run_takes_what_deleting_it_takes(store, monk
     at.text_input(key="cmp_restore_password").input("wrong")
     at.button(key="cmp_restore").click().run()
     assert "Wrong password. Nothing was restored." in [e.value for e in at.error]
+    assert "Wrong password. Nothing was restored." in [t.value for t in at.toast]  # seen wherever the page is scrolled
     assert store.list() == []
     at.text_input(key="cmp_restore_password").input("s3cret")
     at.button(key="cmp_restore").click().run()
