@@ -108,7 +108,7 @@ def command_delete(args) -> int:
     ids = " ".join(str(run_id) for run_id in sorted(live))
     told = (f"deleted {_runs(len(live))} ({_numbered(live)}) from {store.path}; "
             f"`python -m core restore {ids}` brings {'it' if len(live) == 1 else 'them'} back within "
-             f"{RESTORE_DAYS} days") if live else "deleted nothing"
+            f"{RESTORE_DAYS} days") if live else "deleted nothing"
     already = set(args.ids) & deleted
     print(told + (f" ({_numbered(already)} {'was' if len(already) == 1 else 'were'} deleted already)"
                   if already else ""))

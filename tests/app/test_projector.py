@@ -16,8 +16,8 @@ import pytest
 from pages.ui import sidebar
 
 from served_app import (
-    CHARTS_DRAWN,
     ADDRESSES,
+    CHARTS_DRAWN,
     PAGES,
     TRUNCATED_TEXT_JS,
     launch_browser,
