@@ -4,7 +4,8 @@ Headless runs and sweeps go into the same store as the dashboard's (`--db`, else
 $PLNLAB_DB, else the per-user default). Exit status: 0 for a stored run (diverged
 included), 2 for bad input (one line on stderr, no traceback), 1 for an internal
 failure, 3 for a run on a cluster (--scheduler) whose worker died (stored as interrupted), 4
-when no worker of this project serves the device asked for there (nothing ran).
+when no worker of this project serves the device asked for there (nothing ran), 5 when `solve`
+stored a run that is no certified solution (diverged, short, stalled, not converged, timed out).
 Progress goes to stderr; with --json the last stdout line is one JSON object.
 
 The commands live in `core.cli`; `main` sets the native libraries' environment before

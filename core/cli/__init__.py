@@ -11,3 +11,6 @@ EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 3
 # No worker of this project serves the device asked for on the cluster (--scheduler): nothing ran.
 EXIT_NO_WORKER = 4
+# `solve` stored its run, but the run is no certified solution (it diverged, stopped short or
+# stalled, ran out of iterations or of time): a script tells it from a solution by the status.
+EXIT_NOT_SOLVED = 5

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from core import catalog, config
-from core.cli import EXIT_OK
+from core.cli import EXIT_NOT_SOLVED, EXIT_OK
 from core.cli.arguments import check_strategies, dataset_spec, fit_spec
 from core.cli.output import StderrProgress, elbo_text, print_json, print_run, read_csv_saying_how
 from core.spec import DEFAULTS, TOL_RANGE, FitSpec, OptimizerSpec, SpecError
@@ -139,7 +139,7 @@ def command_solve(args) -> int:
     print_run(result, args.json)
     if folder is not None:
         write_estimates(result, folder, made)
-    return EXIT_OK
+    return EXIT_OK if result.status == "ok" and result.converged else EXIT_NOT_SOLVED
 
 
 def estimates_folder(directory: str):

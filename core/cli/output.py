@@ -58,7 +58,10 @@ class StderrProgress:
             self._queued(progress)
             return
         bar = ""
-        if progress.total:
+        if progress.phase == "done":
+            # Its count is of timed calls, read as iterations beside a fit of 51 ("done 14/14").
+            bar = f"{progress.total} timed call{'s' * (progress.total != 1)}" if progress.total else ""
+        elif progress.total:
             filled = int(30 * progress.done / progress.total)
             bar = f"[{'#' * filled}{'.' * (30 - filled)}] {progress.done}/{progress.total}"
         elif progress.phase == "first_call":
@@ -102,7 +105,8 @@ def print_run(result, as_json: bool) -> None:
     ended = outcome.finished_as(result.status, result.converged, result.stalled, result.short)
     print(f"run {result.id}: {result.strategy} {result.dataset} {result.precision} {ended}; "
           f"compile {compile_text(result)}, first call {result.first_call_s:.3f} s, "
-          f"steady {result.run_s:.4f} s = {result.iterations_run} iterations x {result.per_iter_ms:.3f} ms"
+          f"steady {result.run_s:.4f} s = {result.iterations_run} iteration{'s' * (result.iterations_run != 1)} x "
+          f"{result.per_iter_ms:.3f} ms"
           f"{solved}; {final_elbo_text(result)}")
     for line in ([result.error] if result.error else []) + convergence(result) + result.warnings:
         print(f"  {line}")
@@ -114,7 +118,9 @@ def final_elbo_text(result) -> str:
     in the error read as a contradiction."""
     value = elbo_text(result.final_elbo, result.precision)
     if result.status == "diverged" and result.final_elbo is not None:
-        return f"last finite ELBO {value} (iteration {result.iterations_run})"
+        # Numbered as the error and the ELBO charts number iterations, from 0: "(iteration 1)"
+        # beside "not finite at iteration 1" read as one iteration both finite and not.
+        return f"last finite ELBO {value} (iteration {result.iterations_run - 1})"
     return f"final ELBO {value}"
 
 

@@ -40,6 +40,8 @@ _COLLINEAR = 1e-9
 # moves estimates by orders of magnitude.)
 NEARLY_COLLINEAR_VIF = 1e3
 _TERM = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
+# A number written with a decimal comma, or a whole number: "6,5", "-0,25", "7", "1,5e-3".
+_DECIMAL_COMMA_NUMBER = r"[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,12 +53,15 @@ class Design:
         columns: the d column names: CONSTANT, a numeric column's name, or "name[level]".
         notes: how it was made, one sentence each (a factor's reference level).
         warnings: what the reader of a fit on it must know (nearly collinear columns).
+        factors: each text column coded, as (its name, its level in each row), for the
+            checks that need the counts too (`empty_levels`).
     """
 
     matrix: np.ndarray
     columns: tuple[str, ...]
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    factors: tuple[tuple[str, np.ndarray], ...] = ()
 
     @property
     def d(self) -> int:
@@ -120,6 +125,7 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
     columns: list[np.ndarray] = [np.ones(n)] if intercept else []
     column_names: list[str] = [CONSTANT] if intercept else []
     notes: list[str] = []
+    factors: list[tuple[str, np.ndarray]] = []
     for name in names:
         values = np.asarray(table[name], dtype=object)
         if values.shape != (n,):
@@ -141,6 +147,7 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
             raise DataError(f"{label}: column {name!r} has one level, {levels[0]!r}: beside the constant it adds "
                             "nothing, so B is not identifiable; remove it")
         coded = levels[1:] if intercept else levels
+        factors.append((name, text))
         if intercept:
             notes.append(f"{name}: {len(levels)} levels, {levels[0]!r} the reference")
         for level in coded:
@@ -150,7 +157,8 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
         raise DataError(f"{label}: no covariate column and no constant: the model needs at least one")
     matrix = np.column_stack(columns)
     _check_rank(matrix, column_names, label)
-    return Design(matrix, tuple(column_names), tuple(notes), _nearly_collinear(matrix, column_names, label))
+    return Design(matrix, tuple(column_names), tuple(notes), _nearly_collinear(matrix, column_names, label),
+                  tuple(factors))
 
 
 def _as_numbers(values: np.ndarray) -> np.ndarray | None:
@@ -221,6 +229,57 @@ def _nearly_collinear(matrix: np.ndarray, names: list[str], label: str) -> tuple
             "remove one of them",)
 
 
+# Count columns (and a factor's levels) named in a warning; the rest are counted.
+_NAMED_COLUMNS = 4
+_NAME_CHARS = 16
+_WARNING_CHARS = 480
+
+
+def empty_levels(design: Design, counts: np.ndarray, column_names: Sequence[str]) -> tuple[str, ...]:
+    """A warning for each factor at one of whose levels some count columns hold only zeros.
+
+    There, as for a Poisson regression with a level of zeros, such a column's log rate has no
+    finite optimum: the fit drives it down without bound through the level's coefficient (or
+    the constant's, for the reference level, with every other level's up to match), stopping
+    where exp() of it no longer moves the ELBO. The ELBO then stops changing, so the fit says
+    it converged, at entries of B in the hundreds that are no estimates (oaks' counts with
+    `~ 1 + tree + dist2ground` and its offsets: -183 and +176 for a column with no count under
+    one tree, where pyPLNmodels, stopped sooner, had -17.5 and +10.8).
+    """
+    found = []
+    for name, levels in design.factors:
+        empty = {level: [str(column_names[j]) for j in np.flatnonzero(~counts[levels == level].any(axis=0))]
+                 for level in sorted(set(levels))}
+        empty = {level: named for level, named in empty.items() if named}
+        if not empty:
+            continue
+        name = _short(name)
+        said = (f"{name}: columns with no count above 0 at a level of it ({{}}) have no finite optimum there: their "
+                f"coefficients for {name} and the constant run without bound and are no estimates, however the fit "
+                f"ends; merge the level with another, or fit those columns without {name}")
+        listed: list[str] = []
+        for k, (level, named) in enumerate(empty.items()):
+            entry = f"at {_short(level)!r}: {_some(named)}"
+            more = f"and at {len(empty) - k} more levels"
+            if len(said) + len("; ".join([*listed, entry, more])) > _WARNING_CHARS:
+                listed.append(more)  # the store keeps a warning of at most 500 characters
+                break
+            listed.append(entry)
+        found.append(said.format("; ".join(listed)))
+    return tuple(found)
+
+
+def _short(name: str) -> str:
+    """A name as a warning shows it: within what the store keeps of a warning, whatever a
+    file's header holds."""
+    return name if len(name) <= _NAME_CHARS else name[:_NAME_CHARS - 1] + "…"
+
+
+def _some(names: list[str]) -> str:
+    shown = ", ".join(_short(name) for name in names[:_NAMED_COLUMNS])
+    return shown + (f" and {len(names) - _NAMED_COLUMNS} more" if len(names) > _NAMED_COLUMNS else "")
+
+
 def read_table(data: bytes, label: str):
     """A covariates file's bytes -> a DataFrame (header line required; commas, semicolons
     or tabs). DataError for a file pandas cannot read."""
@@ -241,7 +300,16 @@ def read_table(data: bytes, label: str):
     if frame.shape[1] == 0:
         raise DataError(f"{label} has no columns")
     frame.columns = [str(name).strip() for name in frame.columns]
-    return frame.apply(lambda column: column.str.strip()).replace({"": None, "NA": None, "NaN": None, "nan": None})
+    frame = frame.apply(lambda column: column.str.strip()).replace({"": None, "NA": None, "NaN": None, "nan": None})
+    if separator != ",":
+        # Cells separated by semicolons or tabs may have decimal commas, as spreadsheets in
+        # many locales write them (the counts' reader takes them too): "6,5" was a level of a
+        # factor, and pH a factor of three levels.
+        for name in frame.columns:
+            present = frame[name].dropna()
+            if len(present) and present.str.fullmatch(_DECIMAL_COMMA_NUMBER).all() and present.str.contains(",").any():
+                frame[name] = frame[name].str.replace(",", ".", regex=False)
+    return frame
 
 
 def read(data: bytes, n: int, label: str, formula: str | None = None, intercept: bool = True) -> Design:

@@ -30,6 +30,9 @@ from core.spec import cap, cap_variable
 
 MAX_CSV_MB_ENV = "PLNLAB_MAX_CSV_MB"
 MAX_CSV_BYTES = int(config.variable(MAX_CSV_MB_ENV).default * 1e6)
+# The largest log-offset taken: e^50 = 5e21 times a rate, past any count (the log of a library
+# size of a billion is 20.7).
+MAX_LOG_OFFSET = 50.0
 # A CSV cell reading like one of these is an absent value, not a malformed one.
 _MISSING_TOKENS = frozenset({"", "na", "nan", "n/a", "null", "none", "-"})
 
@@ -88,12 +91,43 @@ def read_csv_bytes(
                 f"but the counts in {name} are {counts.shape[0]} x {counts.shape[1]}; "
                 "offsets must have one log-offset per count"
             )
+        offsets, said = _matched(offsets, offsets_layout.names, layout.names, offsets_name, name)
+        notes += said
     kept, warnings = _drop_zero_columns(counts, layout, name)
+    if offsets_bytes is not None:
+        warnings += _sizes_warning(offsets, offsets_name)
     counts, offsets = counts[:, kept], offsets[:, kept]
     covariates = np.ones((counts.shape[0], 1))
     validate(counts, offsets, covariates)
     return CountData(counts, offsets, covariates, name=f"csv {name}", notes=tuple(notes), warnings=warnings,
                      column_names=_column_names(layout, kept))
+
+
+def _matched(offsets: np.ndarray, offset_names, count_names, offsets_name: str, name: str) -> tuple[np.ndarray, list]:
+    """The offsets' columns in the counts' order, by name where both files name the same
+    columns (a file written from a table in another order was read by position: each count
+    beside another column's offset); else by position, said. DataError where both files
+    name columns and some names differ: which offset goes with which count is not known."""
+    if not offset_names or not count_names or tuple(offset_names) == tuple(count_names):
+        return offsets, []
+    if len(set(offset_names)) == len(offset_names) and set(offset_names) == set(count_names):
+        where = {column: j for j, column in enumerate(offset_names)}
+        return offsets[:, [where[column] for column in count_names]], [
+            f"{offsets_name}: columns matched to {name}'s by their names (the file has them in another order)"]
+    if set(offset_names) & set(count_names):
+        stray = next(column for column in offset_names if column not in set(count_names))
+        raise DataError(f"{offsets_name}: the column {stray!r:.40} is not a column of {name}, where other names "
+                        "agree: which offset goes with which count is not known; give the offsets the counts' "
+                        "column names, or no header")
+    return offsets, [f"{offsets_name}: columns matched to {name}'s by position (their names differ)"]
+
+
+def _sizes_warning(offsets: np.ndarray, offsets_name: str) -> tuple[str, ...]:
+    """A warning where every offset is a whole number above 1: sizes, more likely than logs."""
+    if offsets.max() >= 2 and (offsets == np.round(offsets)).all():
+        return (f"{offsets_name}: every offset is a whole number, from {offsets.min():g} to {offsets.max():g}: "
+                "offsets are logs (of each sample's size or exposure); if these are sizes, write their log",)
+    return ()
 
 
 def _column_names(layout: csv_layout.Layout, kept: np.ndarray) -> tuple[str, ...]:
@@ -191,6 +225,13 @@ def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool,
     if whole:
         fail(numbers < 0, numbers, "negative count; counts must be whole numbers >= 0")
         fail(numbers != np.round(numbers), numbers, "non-integer count; counts must be whole numbers")
+    else:
+        # Sizes where their logs belong (a library size of 11,706 for 9.37): accepted, the
+        # float32 fit overflowed at its first iteration and the float64 one "converged" to a B
+        # in the thousands.
+        fail(np.abs(numbers) > MAX_LOG_OFFSET, numbers,
+             f"an offset beyond ±{MAX_LOG_OFFSET:g}; offsets are logs (of each sample's size or exposure: 9.37 for "
+             f"a size of 11,706), and e^{MAX_LOG_OFFSET:g} is no rate a count follows: write the log of these")
     return numbers, layout
 
 

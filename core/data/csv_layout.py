@@ -120,8 +120,24 @@ def _auto_header(lines: list[str], rows: list[list[str]], separator: str, decima
         return True, "it starts with an empty cell over a column of row names, as R's write.csv writes them"
     if len(lines) > 1 and _quoted(lines[0], separator) and not _quoted(lines[1], separator):
         return True, "its numbers are quoted like names (as R quotes column names) and the numbers below are not"
+    if _numbered_columns(first, decimal):
+        return True, (f"its cells are whole numbers in increasing order ({first[0]}, {first[1]}, ...), as numeric "
+                      "column ids are and a row of counts is not; if it is data, choose header: no")
     return False, ("every cell is a number, as in the lines below; if they are column names (e.g. numeric "
                    "taxon ids), choose header: yes")
+
+
+# Cells of line 1 in strictly increasing order from which it is taken for column ids: a row of
+# counts that rises at each of five columns or more is not what a count table holds (oaks'
+# taxa numbered 1000 to 1113 were read as a first sample with counts 1000 to 1113).
+_NUMBERED_COLUMNS = 5
+
+
+def _numbered_columns(first: list[str], decimal: str) -> bool:
+    if len(first) < _NUMBERED_COLUMNS or not all(cell and _is_number(cell, decimal) for cell in first):
+        return False
+    values = [float(cell.replace(decimal, ".")) for cell in first]
+    return all(value == round(value) for value in values) and all(b > a for a, b in zip(values, values[1:]))
 
 
 def detect(data: bytes, label: str, header: str = "auto") -> Layout:
@@ -160,6 +176,8 @@ def detect(data: bytes, label: str, header: str = "auto") -> Layout:
     row_names = has_header and (short or first[0] == "")
     names = tuple(first if short else first[int(row_names):]) if has_header else None
     width = len(first) if short else len(first) - int(row_names)
+    if row_names:
+        notes.append(f"{label}: column 1 read as the rows' names, not counts")
     if width < 2:
         raise DataError(f"{label} has {max(width, 1)} column; at least 2 variables (columns) are needed, in "
                         f"{ACCEPTED}")

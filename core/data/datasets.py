@@ -16,7 +16,7 @@ import numpy as np
 
 from core.data import covariates, oaks_file
 from core.data.counts import CountData, DataError, content_hash
-from core.spec import DatasetSpec
+from core.spec import DatasetSpec, cap, cap_variable
 
 # Rows per simulation chunk scale with p so that temporaries stay near 32 MB each.
 _CHUNK_CELLS = 1 << 22
@@ -31,9 +31,8 @@ def load(spec: DatasetSpec) -> CountData:
         data = load_oaks(spec.replicate)
         if not spec.formula:
             return data
-        design = covariates.oaks_design(spec.formula, spec.replicate)
-        return dataclasses.replace(data, covariates=design.matrix, name=spec.label,
-                                   notes=data.notes + _design_notes(design), covariate_names=design.columns)
+        return dataclasses.replace(with_design(data, covariates.oaks_design(spec.formula, spec.replicate)),
+                                   name=spec.label)
     if spec.kind == "simulated":
         return simulate(spec.n, spec.p, spec.d, spec.seed)
     if spec.kind == "simulated_on_device":
@@ -59,13 +58,22 @@ def load(spec: DatasetSpec) -> CountData:
 def with_covariates(data: CountData, table: bytes, name: str, formula: str = "", intercept: bool = True) -> CountData:
     """`data` with the covariates of a table's bytes (`core.data.covariates`), checked for
     what the fit needs (full rank, as many rows as the counts)."""
-    design = covariates.read(table, data.n, name, formula or None, intercept)
-    return dataclasses.replace(data, covariates=design.matrix, notes=data.notes + _design_notes(design),
-                               warnings=data.warnings + design.warnings, covariate_names=design.columns)
+    return with_design(data, covariates.read(table, data.n, name, formula or None, intercept))
 
 
-def _design_notes(design: covariates.Design) -> tuple[str, ...]:
-    return (f"covariates: {', '.join(design.columns)} (d = {design.d})", *design.notes)
+def with_design(data: CountData, design: covariates.Design) -> CountData:
+    """`data` with `design`'s covariates, refused past the server's cap on them (before any
+    fit: the store refused the result of every fit it had run), and warned of the levels at
+    which some columns count nothing (`covariates.empty_levels`)."""
+    if design.d > cap("covariates"):
+        raise DataError(f"the covariates make {design.d} columns of X ({', '.join(design.columns[:4])}, ...), more "
+                        f"than this server fits ({cap('covariates')}, {cap_variable('covariates')}); a text column "
+                        "has a column per level: choose fewer covariates")
+    warnings = design.warnings + covariates.empty_levels(design, data.counts, data.column_labels())
+    return dataclasses.replace(data, covariates=design.matrix, covariate_names=design.columns,
+                               notes=data.notes + (f"covariates: {', '.join(design.columns)} (d = {design.d})",
+                                                   *design.notes),
+                               warnings=data.warnings + warnings)
 
 
 

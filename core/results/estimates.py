@@ -39,6 +39,8 @@ class Estimates:
         column_names: the counts' columns, p of them (a file's header where it has one).
         notes: how the data were read and the covariates coded (a factor's reference level),
             one sentence each, as `CountData.notes` says them.
+        warnings: what the reader of B and Sigma must know of the data (columns dropped for
+            being all zeros, coefficients with no finite value), as `CountData.warnings`.
     """
 
     coef: np.ndarray
@@ -46,6 +48,7 @@ class Estimates:
     covariate_names: tuple[str, ...]
     column_names: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def files(self, about: str = "") -> dict[str, str]:
         """Text by file name: coefficients.csv (a row per covariate, a column per count
@@ -89,6 +92,8 @@ class Estimates:
         if any(spreadsheet_text.neutral(name) != name for name in names):
             lines += ["Names that start with =, +, - or @ are written behind a single quote, which spreadsheets",
                       "show as text rather than run as a formula."]
+        if self.warnings:
+            lines += ["", "Before reading them:", *(f"  {warning}" for warning in self.warnings)]
         if self.notes:
             lines += ["", "How the data were read:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines) + "\n"
@@ -115,11 +120,13 @@ def archive_name(dataset_label: str) -> str:
 
 
 def of(coef: np.ndarray, covariance: np.ndarray, covariate_names: tuple[str, ...], column_names: tuple[str, ...],
-       notes: tuple[str, ...] = ()) -> Estimates:
+       notes: tuple[str, ...] = (), warnings: tuple[str, ...] = ()) -> Estimates:
     """The estimates of B and Sigma as the float64 check made them (`core.fit.certificate`),
-    Sigma dropped past `MAX_COVARIANCE_COLUMNS` columns, with how the data were read (`notes`)."""
+    Sigma dropped past `MAX_COVARIANCE_COLUMNS` columns, with how the data were read (`notes`)
+    and what to know of them (`warnings`)."""
     kept = covariance if covariance.shape[0] <= MAX_COVARIANCE_COLUMNS else None
-    return Estimates(np.asarray(coef, np.float64), kept, tuple(covariate_names), tuple(column_names), tuple(notes))
+    return Estimates(np.asarray(coef, np.float64), kept, tuple(covariate_names), tuple(column_names), tuple(notes),
+                     tuple(warnings))
 
 
 def _table(values: np.ndarray, rows: tuple[str, ...], columns: tuple[str, ...], corner: str) -> str:

@@ -27,6 +27,7 @@ def certified(measurement: Measurement, counts: CountData | None) -> Measurement
     mean, sd = (np.asarray(array, dtype=np.float64)[: counts.n] for array in latent)
     found = certificate.certify(counts.counts, counts.offsets, counts.covariates, mean, sd)
     made = None if found.coef is None else estimates.of(found.coef, found.covariance, counts.covariate_labels(),
-                                                         counts.column_labels(), counts.notes)
+                                                         counts.column_labels(), counts.notes,
+                                                         counts.warnings)
     return dataclasses.replace(measurement, final_latent=None, certified_elbo=found.elbo, estimated_gap=found.gap,
                                estimates=made)

@@ -27,6 +27,7 @@ from core.run.certified import certified
 from core.run.prepared import ExecutableCache
 from core.run.progress import Progress, ProgressCallback, ignore
 from core.spec import FitSpec, SpecError
+from core.store.record_checks import MAX_TEXT, MAX_WARNINGS
 
 
 def _queue_reporter(report: ProgressCallback):
@@ -219,4 +220,7 @@ def _data_warnings(spec: FitSpec, counts: CountData | None) -> tuple[str, ...]:
             raise SpecError(check.refusal)
         if check.warning:
             warnings.append(check.warning)
-    return tuple(warnings)
+    # Within what the store keeps of a run's warnings, which refuses a longer one: a file's
+    # long column names in a warning cost the run its result.
+    return tuple(warning if len(warning) <= MAX_TEXT else warning[:MAX_TEXT - 1] + "…"
+                 for warning in warnings[:MAX_WARNINGS])

@@ -141,3 +141,37 @@ def test_a_formula_has_one_spelling_whatever_names_the_counts():
     # pyPLNmodels' "endog ~ 1 + tree" and "~ 1 + tree" fit one problem: one key, one label.
     named, bare = (DatasetSpec(kind="oaks", formula=f) for f in ("endog ~ 1 + tree", "~  1 + tree"))
     assert named == bare and named.formula == "~ 1 + tree" and named.label == "oaks x1 ~ 1 + tree"
+
+
+def test_decimal_commas_in_a_semicolon_table_are_numbers_not_levels():
+    # As a spreadsheet in many locales saves it: pH was a factor of three levels, '6,5' the reference.
+    text = "tree;ph;site\nA;6,5;x\nB;7;y\nA;7,5;x\nB;6,5;y\nA;8,25;y\n"
+    design = covariates.read(text.encode(), 5, "t.csv")
+    assert design.columns == ("(intercept)", "tree[B]", "ph", "site[y]")
+    np.testing.assert_array_equal(design.matrix[:, 2], [6.5, 7, 7.5, 6.5, 8.25])
+    # Commas separate cells in a comma table: a level there is a level ("6,5" quoted).
+    quoted = covariates.read('g,x\n"6,5",1\n"7,5",2\n"6,5",4\n'.encode(), 3, "t.csv")
+    assert quoted.columns == ("(intercept)", "g[7,5]", "x")
+
+
+def test_a_level_where_some_columns_count_nothing_is_warned_of_by_name():
+    # Oaks with ~ 1 + tree: columns with no count under one tree have no finite coefficient there.
+    data = datasets.load(DatasetSpec(kind="oaks", formula="~ 1 + tree"))
+    (warning,) = data.warnings
+    assert warning.startswith("tree: columns with no count above 0 at a level of it (at 'intermediate': y70, y104, y109;")
+    assert "no finite optimum" in warning and "are no estimates" in warning and len(warning) <= 480
+    table = data.counts[data.covariates[:, 1] == 1]  # tree 'resistant'
+    assert not table[:, 90].any() and table[:, 89].any()  # y91 empty there, y90 not
+    # A numeric covariate is no level; a file's factor is checked as oaks' is.
+    assert datasets.load(DatasetSpec(kind="oaks", formula="~ 1 + dist2ground")).warnings == ()
+    rows = 12
+    counts = datasets.with_covariates(_rows_of_oaks(rows), ("site\n" + "ab" * (rows // 2)).replace("ab", "a\nb\n")
+                                      .encode(), "t.csv")
+    assert all(warning.startswith("site: columns with no count above 0") for warning in counts.warnings)
+
+
+def test_covariates_past_the_servers_cap_are_refused_before_any_fit(monkeypatch):
+    monkeypatch.setenv("PLNLAB_MAX_COVARIATES", "2")
+    with pytest.raises(DataError) as caught:
+        datasets.load(DatasetSpec(kind="oaks", formula="~ 1 + tree"))
+    assert "3 columns of X" in str(caught.value) and "PLNLAB_MAX_COVARIATES" in str(caught.value)

@@ -102,3 +102,34 @@ def test_all_zero_table_is_refused():
 def test_not_utf8_is_refused_with_what_is_accepted():
     with pytest.raises(DataError, match="not readable as UTF-8 text .* saved as UTF-8, is needed"):
         csv_counts.read_csv_bytes("caf\xe9,b\n1,2\n3,4\n".encode("latin-1"), None, "t.csv")
+
+
+def test_column_ids_in_increasing_order_are_a_header():
+    # Taxa numbered 1000 to 1004: read as data, they were a first sample with counts 1000 to 1004.
+    text = "1000,1001,1002,1003,1004\n0,12,3,1,1\n5,0,1,2,2\n7,8,9,3,3\n"
+    got = _read(text)
+    assert got.n == 3 and got.column_names == ("1000", "1001", "1002", "1003", "1004")
+    assert any("whole numbers in increasing order (1000, 1001, ...)" in note for note in got.notes)
+    assert _read(text, header="no").n == 4
+
+
+def test_offsets_are_matched_to_the_counts_by_name_and_refused_as_sizes():
+    counts = "a,b,c\n0,12,3\n5,0,1\n7,8,9\n"
+    logs = np.log([[2.0, 3, 4], [5, 6, 7], [8, 9, 10]])
+    table = lambda names, order: names + "\n" + "".join(",".join(repr(float(row[j])) for j in order) + "\n" for row in logs)
+    # The offsets' columns in another order, named: taken by name.
+    got = _read(counts, offsets=table("c,a,b", [2, 0, 1]))
+    np.testing.assert_array_equal(got.offsets, logs)
+    assert "o.csv: columns matched to t.csv's by their names (the file has them in another order)" in got.notes
+    # Named otherwise altogether: by position, said; some names shared and some not: refused.
+    assert "o.csv: columns matched to t.csv's by position (their names differ)" in _read(
+        counts, offsets=table("x,y,z", [0, 1, 2])).notes
+    with pytest.raises(DataError, match="'z' is not a column of t.csv"):
+        _read(counts, offsets=table("a,b,z", [0, 1, 2]))
+    # Sizes where their logs belong: beyond 50, refused naming the cell; whole numbers, warned of.
+    with pytest.raises(DataError) as caught:
+        _read(counts, offsets="a,b,c\n1,1,1\n1,73,1\n1,1,1\n")
+    assert "an offset beyond ±50" in str(caught.value) and "line 3, column 2 ('b') holds '73'" in str(caught.value)
+    sizes = _read(counts, offsets="a,b,c\n2,3,4\n5,6,7\n8,9,10\n")
+    assert any("every offset is a whole number, from 2 to 10" in warning for warning in sizes.warnings)
+    assert not _read(counts, offsets=table("a,b,c", [0, 1, 2])).warnings

@@ -32,11 +32,13 @@ def test_a_fit_estimates_the_b_and_sigma_that_made_the_data():
 def test_the_files_read_back_as_the_same_numbers_under_the_same_names():
     rng = np.random.default_rng(1)
     made = estimates.Estimates(rng.normal(size=(2, 3)), rng.normal(size=(3, 3)), ("(intercept)", 'site "b", east'),
-                               ("a", "b,c", "d"), notes=("site: 2 levels, 'a' the reference",))
+                               ("a", "b,c", "d"), notes=("site: 2 levels, 'a' the reference",),
+                               warnings=("t.csv: dropped 1 all-zero column (column 4 ('e'))",))
     files = made.files("Run 7: a test fit.")
     assert set(files) == {"README.txt", "coefficients.csv", "covariance.csv"}
     readme = files["README.txt"]
     assert readme.startswith("Run 7: a test fit.\n") and "'a' the reference" in readme and "log rate" in readme
+    assert "Before reading them:\n  t.csv: dropped 1 all-zero column (column 4 ('e'))" in readme
     coef = pd.read_csv(io.StringIO(files["coefficients.csv"]), index_col=0)
     assert list(coef.index) == ["(intercept)", 'site "b", east'] and list(coef.columns) == ["a", "b,c", "d"]
     np.testing.assert_array_equal(coef.to_numpy(), made.coef)  # every digit: repr of a float64
