@@ -266,7 +266,8 @@ class DatasetSpec:
 
     @property
     def label(self) -> str:
-        """A short human name: "oaks x100", "simulated 1000x50 (seed 0)", "csv counts.csv"."""
+        """A short human name: "oaks x100", "simulated 1000x50 (seed 0)", "csv counts.csv",
+        "csv counts.csv, offsets sizes.csv ~ 1 + site"."""
         if self.kind == "oaks":
             return f"oaks x{self.replicate}" + (f" {self.formula}" if self.formula else "")
         if self.kind == "simulated":
@@ -274,6 +275,8 @@ class DatasetSpec:
         if self.kind == "simulated_on_device":
             return f"simulated on device {self.n}x{self.p} d={self.d} (seed {self.seed})"
         label = f"csv {_short_name(self.counts_path)}"
+        if self.offsets_path:  # a fit with offsets is another problem: Compare drew both as one
+            label += f", offsets {_short_name(self.offsets_path)}"
         if self.covariates_path:
             label += " " + (self.formula or f"+ {_short_name(self.covariates_path)}")
         return label

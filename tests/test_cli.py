@@ -102,8 +102,10 @@ def test_export_then_import_into_another_store(store, tmp_path):
     listed = cli("list", env=store).stdout
     header, line = listed.splitlines()
     named = header.split()
-    assert named[:2] == ["id", "strategy"] and named[-5:] == ["iterations", "per", "iteration", "compile", "ELBO"]
-    assert line.endswith(f"  {elbo}") and " 5 " in line  # its iterations beside its ELBO
+    assert named[:2] == ["id", "strategy"] and named[-6:] == ["iterations", "per", "iteration", "compile", "ELBO",
+                                                              "dataset"]
+    assert f"  {elbo} " in line and " 5 " in line  # its iterations beside its ELBO
+    assert line.endswith(" simulated 30x4 d=1 (seed 0)")  # the data's name last, whatever its length
     # Compile as the dashboard counts it (trace, lower, compile), with where the program came from.
     assert re.search(r"\d+\.\d{3} s \((compiled|disk|memory)\)", line), listed
     exported = tmp_path / "runs.json"
@@ -247,7 +249,7 @@ def test_solve_fits_to_convergence_then_reuses_the_fastest_stored_configuration(
     assert second.returncode == 0 and f"run #{result['id']}" in second.stderr
     # Out of iterations: said once, with how far the fit believes it is, on stderr beside --json.
     capped = cli(*args, "--iterations", "2", env=store)
-    assert capped.returncode == 0 and capped.stderr.count("not converged") == 1
+    assert capped.returncode == 5 and capped.stderr.count("not converged") == 1  # stored, no solution
     assert re.search(r"after all 2 iterations, above the tolerance 1e-09; checked in float64, its gradient puts it "
                      r"about \de-\d\d \(relative\) below the optimum", capped.stderr), capped.stderr
     assert cli("solve", "--tol", "0", env=store).returncode == 2
@@ -299,12 +301,12 @@ def test_solve_says_how_it_read_a_csv_and_reuses_no_run_of_another_file_of_the_s
     (first / "x.csv").write_text("0,1,2\n" + "".join(f"{a},{b},{c}\n" for a, b, c in rng.poisson(3, (40, 3))))
     (second / "x.csv").write_text("".join(f"{a},{b}\n" for a, b in rng.poisson(20, (30, 2))))
     capped = cli("solve", "--dataset", "csv", "--counts", str(first / "x.csv"), "--iterations", "2", "--repeats", "1",
-                 "--json", env=store)
+                 "--precision", "float64", "--json", env=store)
     assert capped.returncode == 5, capped.stderr  # stored, but 2 iterations are no solution
     assert "line 1 read as data" in capped.stderr  # said, as `run` says it: its ids could be counts
     # Another file of the same name: not the problem the capped run solved.
     other = cli("solve", "--dataset", "csv", "--counts", str(second / "x.csv"), "--header", "no", "--repeats", "1",
-                "--json", env=store)
+                "--precision", "float64", "--json", env=store)
     assert other.returncode == 0, other.stderr
     assert "the lab's default" in other.stderr and "at most 2 iterations" not in other.stderr
     assert json.loads(other.stdout.strip().splitlines()[-1])["iterations"] > 2

@@ -114,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
                           f"to {TOL_RANGE[1]:g} (0: run every iteration; default {DEFAULTS.tol:g}, float64 "
                           f"{DEFAULTS.tol_float64:g})")
     run.add_argument("--json", action="store_true", help="print the stored run as one JSON line")
+    run.add_argument("--estimates", metavar="DIR", default=None,
+                     help="write what the fit estimates into DIR, as solve --estimates does")
     run.add_argument("--cold", action="store_true",
                      help="compile from scratch: skip the in-memory and persistent compilation caches for this "
                           "run (the new executables are cached afterwards)")

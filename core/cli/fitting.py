@@ -31,6 +31,8 @@ def command_run(args) -> int:
     spans_devices = args.devices > 1 or args.dataset == "simulated_on_device"
     args.strategy = args.strategy or ("sharded" if spans_devices else DEFAULTS.strategy)
     spec = fit_spec(args)
+    # Before the fit: a folder that cannot be written is said now, not after a long fit.
+    folder, made = estimates_folder(args.estimates) if args.estimates is not None else (None, False)
     # A CSV is read before the run so that its caps, memory and time are checked before it
     # queues for the device (its shape is unknown until read), and before a distributed run's
     # processes meet.
@@ -63,6 +65,8 @@ def command_run(args) -> int:
             print_json(result.to_dict())
         return EXIT_OK
     print_run(result, args.json)
+    if folder is not None:
+        write_estimates(result, folder, made)
     return EXIT_OK
 
 
@@ -171,9 +175,10 @@ def write_estimates(result, folder, made: bool) -> None:
     if result.estimates is None or result.status != "ok" or result.diverged_at is not None:
         if made and not any(folder.iterdir()):
             folder.rmdir()
-        raise SpecError(f"no estimates written to {folder}: run {result.id} "
-                        + ("diverged" if result.diverged_at is not None else f"ended {result.status}")
-                        + ", so its final point estimates nothing")
+        why = ("diverged, so its final point estimates nothing" if result.diverged_at is not None else
+               f"ended {result.status}, so its final point estimates nothing" if result.status != "ok" else
+               f"ran {result.strategy}, which hands back no final point to estimate from")
+        raise SpecError(f"no estimates written to {folder}: run {result.id} {why}")
     try:
         for name, text in result.estimates.files(estimates.about(result)).items():
             path = folder / name

@@ -51,14 +51,18 @@ def command_list(args) -> int:
         sys.stderr.write(f"no runs stored in {where}\n")
     else:
         # Named columns, the iterations among them: eager's ELBO after its 40 iterations beside
-        # scan's after 500 read as a wrong answer.
-        print(f"{'id':>5} {'strategy':<18} {'dataset':<14} {'precision':<9} {'dev':<4} {'ended':<13} "
-              f"{'iterations':>10} {'per iteration':>13}  {'compile':<25} ELBO")
+        # scan's after 500 read as a wrong answer. The data's name, of any length, comes last.
+        print(f"{'id':>5} {'strategy':<18} {'precision':<9} {'dev':<4} {'ended':<13} {'iterations':>10} "
+              f"{'per iteration':>13}  {'compile':<25} {'ELBO':<19} dataset")
         for r in runs:
             ended = outcome.finished_as(r.status, r.converged, r.stalled, r.short)
-            print(f"{r.id:>5} {r.strategy:<18} {r.dataset:<14} {r.precision:<9} {r.device:<4} {ended:<13} "
-                  f"{r.iterations_run:>10,} {r.per_iter_ms:>10.3f} ms  {compile_text(r):<25} "
-                  f"{elbo_text(r.final_elbo, r.precision)}")
+            timed = r.iterations_run > 0 or r.status == "ok"  # a run that stopped before its first timing has none
+            iterations = f"{r.iterations_run:>10,}" if timed else f"{'-':>10}"
+            per_iteration = f"{r.per_iter_ms:>10.3f} ms" if timed else f"{'-':>13}"
+            compile_ = compile_text(r) if timed else "-"
+            elbo = elbo_text(r.final_elbo, r.precision) if r.final_elbo is not None else "-"
+            print(f"{r.id:>5} {r.strategy:<18} {r.precision:<9} {r.device:<4} {ended:<13} {iterations} "
+                  f"{per_iteration}  {compile_:<25} {elbo:<19} {r.dataset}")
     return EXIT_OK
 
 

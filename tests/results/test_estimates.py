@@ -63,6 +63,7 @@ def test_a_name_a_spreadsheet_would_run_as_a_formula_is_written_as_text():
 @pytest.mark.parametrize("label,name", [
     ("csv counts.csv ~ 1 + group", "plnlab_estimates_counts_group.zip"),
     ("csv counts.csv + cov.csv", "plnlab_estimates_counts_cov.zip"),
+    ("csv counts.csv, offsets sizes.csv ~ 1 + site", "plnlab_estimates_counts_site.zip"),
     ("oaks x1 ~ 1 + tree", "plnlab_estimates_oaks_x1_tree.zip"),
     ("csv My Data.TSV ~ 0 + site + depth", "plnlab_estimates_My_Data_site_depth.zip"),
 ])
