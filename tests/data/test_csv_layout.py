@@ -116,7 +116,10 @@ def test_column_ids_in_increasing_order_are_a_header():
 def test_offsets_are_matched_to_the_counts_by_name_and_refused_as_sizes():
     counts = "a,b,c\n0,12,3\n5,0,1\n7,8,9\n"
     logs = np.log([[2.0, 3, 4], [5, 6, 7], [8, 9, 10]])
-    table = lambda names, order: names + "\n" + "".join(",".join(repr(float(row[j])) for j in order) + "\n" for row in logs)
+
+    def table(names, order):
+        return names + "\n" + "".join(",".join(repr(float(row[j])) for j in order) + "\n" for row in logs)
+
     # The offsets' columns in another order, named: taken by name.
     got = _read(counts, offsets=table("c,a,b", [2, 0, 1]))
     np.testing.assert_array_equal(got.offsets, logs)
