@@ -176,12 +176,30 @@ with body:
     far = sorted({r.optimizer for r in capped if r.optimizer != converging and r.final_change is not None
                   and r.final_change > SWITCH_FACTOR * r.tol})
     switch = bool(far) and settings.current().optimizer != converging
-    # Said where the trouble is said, at the top: the buttons sit under Numbers, past the charts.
-    button_hint = (" A button under Numbers applies the advice, for the next Run." if remedies
-                   else f" Buttons under Numbers set Iterations to {more:,} or switch to {converging}, for the next "
+    # Said where the trouble is said, at the top: the buttons sit under Numbers, past the charts,
+    # or, where no run finished and the charts have nothing to show, right below.
+    where = "below" if ok.empty else "under Numbers"
+    button_hint = (f" A button {where} applies the advice, for the next Run." if remedies
+                   else f" Buttons {where} set Iterations to {more:,} or switch to {converging}, for the next "
                         "Run." if more_iterations and switch
-                   else f" The button under Numbers sets Iterations to {more:,}, for the next Run." if more_iterations
+                   else f" The button {where} sets Iterations to {more:,}, for the next Run." if more_iterations
                    else "")
+
+    def advice_buttons() -> None:
+        for remedy, optimizer in sorted(remedies, key=str):
+            st.button(settings.remedy_label(remedy, optimizer), key=f"run_remedy_{remedy.setting}_{remedy.value}",
+                      icon=":material/healing:", on_click=settings.apply_remedy, args=(remedy.setting, remedy.value),
+                      help="what the run's note advises, in the sidebar for the next Run")
+        if more_iterations:
+            st.button(f"Set Iterations to {more:,}", key="run_more_iterations", icon=":material/add:",
+                      on_click=settings.set_iterations, args=(more,),
+                      help="the sidebar's Iterations, for the next Run: it fits again from the start")
+        if switch:
+            st.button(f"Switch to {converging}", key="run_switch_optimizer", icon=":material/swap_horiz:",
+                      on_click=settings.apply_remedy, args=("optimizer", converging),
+                      help=f"{listed(far)} still changed the ELBO by over {SWITCH_FACTOR:,} times the tolerance: far "
+                           f"from converged. {converging} (L-BFGS with a model of the curvature) converges in tens "
+                           "of iterations on oaks; the sidebar's optimizer, for the next Run")
     # For each run loaded from a cache, the latest run that compiled its program: what compiling it cost.
     made_by = cold_compiles.makers(store, shown)
     cold_runs = results_frame(list(made_by.values()))
@@ -252,6 +270,9 @@ with body:
         # under Numbers.
         for warning in dict.fromkeys(warning for run in shown for warning in run.warnings):
             st.warning(md(warning), icon=":material/warning:")
+        # Nothing finished, so the charts below show at most a dot each: the advice here, not
+        # four screens down under Numbers.
+        advice_buttons()
     elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
         why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
                else "No tolerance is set (the sidebar's Tolerance)")
@@ -351,19 +372,7 @@ with body:
                   f" · {'all' if theirs == len(shown) else theirs} from the shared store, not run in this session"))
     display.show_runs_table(frame)
     display.show_run_notes(shown)
-    for remedy, optimizer in sorted(remedies, key=str):
-        st.button(settings.remedy_label(remedy, optimizer), key=f"run_remedy_{remedy.setting}_{remedy.value}",
-                  icon=":material/healing:", on_click=settings.apply_remedy, args=(remedy.setting, remedy.value),
-                  help="what the run's note above advises, in the sidebar for the next Run")
-    if more_iterations:
-        st.button(f"Set Iterations to {more:,}", key="run_more_iterations", icon=":material/add:",
-                  on_click=settings.set_iterations, args=(more,),
-                  help="the sidebar's Iterations, for the next Run: it fits again from the start")
-    if switch:
-        st.button(f"Switch to {converging}", key="run_switch_optimizer", icon=":material/swap_horiz:",
-                  on_click=settings.apply_remedy, args=("optimizer", converging),
-                  help=f"{listed(far)} still changed the ELBO by over {SWITCH_FACTOR:,} times the tolerance: far "
-                       f"from converged. {converging} (L-BFGS with a model of the curvature) converges in tens of "
-                       "iterations on oaks; the sidebar's optimizer, for the next Run")
+    if not ok.empty:  # else drawn at the top
+        advice_buttons()
     if not uploaded:
         estimates_download.offer(shown)

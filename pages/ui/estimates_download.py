@@ -8,6 +8,7 @@ made earlier or by someone else, has none to give, and the page says how to get 
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from core.results import estimates
@@ -49,3 +50,21 @@ def offer(shown: list[RunResult]) -> None:
                                                         "the optimum")
                             + ("" if found.covariance is not None else
                                f"; Sigma is kept for at most {estimates.MAX_COVARIANCE_COLUMNS:,} columns"))
+    _preview(found, run)
+
+
+def _preview(found: estimates.Estimates, run: RunResult) -> None:
+    """B on the page, a row per count column, with each column's latent variance (Sigma's
+    diagonal): what the fit says of the data, without unpacking a download."""
+    table = pd.DataFrame(found.coef.T, index=pd.Index(found.column_names, name="count column"),
+                         columns=list(found.covariate_names))
+    if found.covariance is not None:
+        table["Sigma (variance)"] = found.covariance.diagonal()
+    with st.expander(f"What the fit estimates: B for {len(found.column_names):,} count columns, "
+                     f"{len(found.covariate_names)} covariate column{'s' * (len(found.covariate_names) != 1)}",
+                     icon=":material/table_view:"):
+        st.caption(f"Run #{run.id}: each covariate's effect on each count column's log rate (a factor's level "
+                   "against its reference), and the variance of the column's latent log rate. "
+                   + ("" if run.converged else "The fit did not converge: these are where it stopped. ")
+                   + ("An entry the warnings above call no estimate is not one." if run.warnings else ""))
+        st.dataframe(table, key="run_estimates_table", height=300)

@@ -222,9 +222,12 @@ def test_a_diverged_runs_advice_is_one_click(store, optimizer, init, precision, 
     assert not at.exception, [e.value for e in at.exception]
     (offered,) = [b for b in at.button if b.key.startswith("run_remedy_")]
     assert offered.label == button
-    # Said at the top too, where the trouble is said: the button sits under Numbers.
+    # Said at the top, where the trouble is said, and the button right below it: nothing finished,
+    # so the charts have nothing to show, and under Numbers it sat four screens down.
     (said,) = [e.value for e in at.error]
-    assert plain(said).endswith(f"{remedy.why}. A button under Numbers applies the advice, for the next Run.")
+    assert plain(said).endswith(f"{remedy.why}. A button below applies the advice, for the next Run.")
+    order = [getattr(node, "key", None) or getattr(node, "value", None) for node in at.main]
+    assert order.index(offered.key) < order.index("Numbers")
     offered.click().run()
     assert at.session_state[setting] == value
     assert settings.start_of(at.session_state["sb_optimizer"], at.session_state["sb_init"]) == \
@@ -774,6 +777,10 @@ def test_a_run_on_uploaded_counts_offers_its_estimates_named_by_the_files_column
     (kept,) = at.session_state["run_estimates"].values()
     assert kept.column_names == ("a", "b", "c") and kept.covariate_names == ("(intercept)",)
     assert kept.coef.shape == (1, 3) and kept.covariance.shape == (3, 3)
+    # And on the page: B, a row per count column, with each column's latent variance.
+    (table,) = [frame for frame in at.dataframe if list(frame.value.index) == ["a", "b", "c"]]
+    assert list(table.value.columns) == ["(intercept)", "Sigma (variance)"]
+    assert table.value["(intercept)"].tolist() == kept.coef[0].tolist()
     # Another session reads the run from the store, which keeps no estimates: it says how to get them.
     other = open_app()
     other.sidebar.radio(key="sb_dataset").set_value("csv").run()
