@@ -288,6 +288,11 @@ with body:
     # built-in data, a demo's, under Numbers (the first chart stays in a projector's first screen).
     uploaded = shown[0].spec.get("dataset", {}).get("kind") == "csv"
     if uploaded:
+        if not ok.empty:  # (else said above, beside the error)
+            # What reading them found (columns dropped, coefficients with no finite value):
+            # read before the estimates, not under Numbers past the charts.
+            for warning in dict.fromkeys(warning for run in shown for warning in run.warnings):
+                st.warning(md(warning), icon=":material/warning:")
         estimates_download.offer(shown)
 
     # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both
