@@ -226,7 +226,7 @@ def test_a_diverged_runs_advice_is_one_click(store, optimizer, init, precision, 
     # so the charts have nothing to show, and under Numbers it sat four screens down.
     (said,) = [e.value for e in at.error]
     assert plain(said).endswith(f"{remedy.why}. A button below applies the advice, for the next Run.")
-    order = [getattr(node, "key", None) or (value if isinstance(value := getattr(node, "value", None), str) else "")
+    order = [getattr(node, "key", None) or (shown if isinstance(shown := getattr(node, "value", None), str) else "")
              for node in at.main]
     assert order.index(offered.key) < order.index("Numbers")
     offered.click().run()
@@ -900,7 +900,7 @@ def test_upload_says_how_it_read_the_file_and_takes_the_header_choice(store):
     assert (run.n, run.p) == (60, 2) and run.spec["dataset"]["header"] == "yes" and len(run.warnings) == 1
     assert any("dropped 1 all-zero column" in plain(w.value) for w in at.warning)  # shown with the results
     # At the top, for the user's own counts: before the charts and the numbers.
-    order = [plain(value) if isinstance(value := getattr(node, "value", None), str) else "" for node in at.main]
+    order = [plain(shown) if isinstance(shown := getattr(node, "value", None), str) else "" for node in at.main]
     dropped = next(i for i, value in enumerate(order) if "all-zero column" in value)
     assert dropped < order.index("Numbers")
 
