@@ -9,7 +9,8 @@ constant column is added first unless asked not to.
 A formula picks columns of such a table as pyPLNmodels' formulas do:
 "endog ~ 1 + tree + dist2ground" (the left side, when given, is ignored: the counts are the
 counts). Terms are column names joined by "+"; "1" keeps the constant (the default) and "0"
-or "-1" drops it. Interactions and transformations are not supported, and a formula that
+or "-1" drops it; `C(site)` codes a column as a factor whatever its values look like (sites
+numbered 1, 2, 3), as patsy does. Interactions and other transformations are not supported, and a formula that
 uses them is refused with a message that says so.
 
 Bad covariates get one line naming the column: a missing or non-numeric value with its
@@ -40,6 +41,8 @@ _COLLINEAR = 1e-9
 # moves estimates by orders of magnitude.)
 NEARLY_COLLINEAR_VIF = 1e3
 _TERM = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
+# C(site): the column's values as levels, whatever they look like (site 1, 2, 3 read as numbers).
+_FACTOR_TERM = re.compile(r"C\(\s*([A-Za-z_.][A-Za-z0-9_.]*)\s*\)")
 # A number written with a decimal comma, or a whole number: "6,5", "-0,25", "7", "1,5e-3".
 _DECIMAL_COMMA_NUMBER = r"[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?"
 
@@ -69,7 +72,9 @@ class Design:
 
 
 def parse_formula(formula: str) -> tuple[list[str], bool]:
-    """(column names, whether to keep the constant) from "[lhs] ~ a + b [+ 1 | + 0 | - 1]".
+    """(column names, whether to keep the constant) from "[lhs] ~ a + b [+ 1 | + 0 | - 1]";
+    a term `C(a)` (patsy's, as pyPLNmodels' formulas write it) names column a as a factor,
+    written "C(a)" in the list.
 
     Raises:
         DataError: a formula this reader does not take, saying what it takes.
@@ -91,9 +96,13 @@ def parse_formula(formula: str) -> tuple[list[str], bool]:
         if term in ("0", "1"):
             intercept = term == "1" and sign != "-"
             continue
-        if sign == "-" or not _TERM.match(term):
+        factor = _FACTOR_TERM.fullmatch(term)
+        if factor:
+            term = f"C({factor.group(1)})"
+        elif sign == "-" or not _TERM.match(term):
             raise DataError(f"formula {formula!r}: term {term!r} is not taken here (only column names joined by "
-                            "'+', with 1, 0 or -1 for the constant; no interactions or functions)")
+                            "'+', C(name) for a column of numbers that code levels, and 1, 0 or -1 for the "
+                            "constant; no interactions or other functions)")
         if term not in names:
             names.append(term)
     return names, intercept
@@ -114,8 +123,11 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
         DataError: one line naming the column at fault.
     """
     available = [str(name) for name in table]
+    as_factors: set[str] = set()
     if formula is not None and formula.strip():
         names, intercept = parse_formula(formula)
+        as_factors = {name[2:-1] for name in names if name.startswith("C(")}
+        names = list(dict.fromkeys(name[2:-1] if name.startswith("C(") else name for name in names))
         unknown = [name for name in names if name not in available]
         if unknown:
             raise DataError(f"formula names {', '.join(repr(u) for u in unknown)}, not a column of {label}; "
@@ -130,7 +142,7 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
         values = np.asarray(table[name], dtype=object)
         if values.shape != (n,):
             raise DataError(f"{label}: column {name!r} has {values.size:,} rows; the counts have {n:,}")
-        numbers = _as_numbers(values)
+        numbers = None if name in as_factors else _as_numbers(values)
         if numbers is not None:
             bad = np.flatnonzero(~np.isfinite(numbers))
             if bad.size:

@@ -176,3 +176,14 @@ def test_covariates_past_the_servers_cap_are_refused_before_any_fit(monkeypatch)
     with pytest.raises(DataError) as caught:
         datasets.load(DatasetSpec(kind="oaks", formula="~ 1 + tree"))
     assert "3 columns of X" in str(caught.value) and "PLNLAB_MAX_COVARIATES" in str(caught.value)
+
+
+def test_a_column_of_numbers_that_code_levels_is_a_factor_in_c():
+    # pyPLNmodels' formulas (patsy's) write C(chrom) for chromosomes numbered 1 and 2.
+    text = "chrom,depth\n1,0.5\n2,1.5\n1,2.5\n2,0.25\n3,1\n"
+    design = covariates.read(text.encode(), 5, "t.csv", formula="~ 1 + C(chrom) + depth")
+    assert design.columns == ("(intercept)", "chrom[2]", "chrom[3]", "depth")
+    assert "chrom: 3 levels, '1' the reference" in design.notes
+    assert covariates.read(text.encode(), 5, "t.csv", formula="~ 1 + chrom").columns == ("(intercept)", "chrom")
+    with pytest.raises(DataError, match="C\\(name\\) for a column of numbers"):
+        covariates.read(text.encode(), 5, "t.csv", formula="~ 1 + C(chrom, Sum)")
