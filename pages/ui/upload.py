@@ -112,7 +112,8 @@ def csv_inputs() -> None:
     st.text_input("Formula (optional)", key="sb_csv_formula", on_change=_parse_upload, placeholder="~ 1 + group",
                   max_chars=200, persist_state="session", value=st.session_state.get("sb_csv_formula", ""),
                   help="which covariate columns, as pyPLNmodels' formulas: '~ 1 + group + dose'; "
-                       "'~ 0 + ...' drops the constant; empty: every column")
+                       "'~ 0 + ...' drops the constant; 'C(site)' takes a column of numbers as levels; "
+                       "empty: every column")
     _take_new_files()
     if _upload_ids() != st.session_state.get("sb_csv_ids"):  # a file taken, or the header or formula changed
         _parse_upload()
