@@ -290,6 +290,12 @@ def test_solve_writes_what_the_fit_estimates_named_by_the_files_columns(store, t
                 "float64", "--repeats", "1", "--estimates", str(folder), env=store)
     assert again.returncode == 0 and f"wrote {folder / 'coefficients.csv'} (replacing the file there)" in again.stderr
     assert "csv counts.csv" in (folder / "README.txt").read_text().splitlines()[0]
+    # Out of iterations: stored, its estimates written and said to be where it stopped, and
+    # the status that of no solution.
+    short = cli("solve", "--counts", str(counts), "--iterations", "3", "--repeats", "1", "--estimates",
+                str(tmp_path / "short"), env=store)
+    assert short.returncode == 5 and "where the fit stopped, which is not its optimum" in short.stderr
+    assert (tmp_path / "short" / "coefficients.csv").is_file()
 
 
 def test_solve_says_how_it_read_a_csv_and_reuses_no_run_of_another_file_of_the_same_name(store, tmp_path):

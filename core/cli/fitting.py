@@ -141,9 +141,16 @@ def command_solve(args) -> int:
     else:
         result = stored_run.run_and_store(store, spec, counts, on_progress=progress, owner="command line")
     print_run(result, args.json)
+    solved = result.status == "ok" and bool(result.converged)
     if folder is not None:
-        write_estimates(result, folder, made)
-    return EXIT_OK if result.status == "ok" and result.converged else EXIT_NOT_SOLVED
+        try:
+            write_estimates(result, folder, made)
+        except SpecError as nothing:
+            if solved:
+                raise
+            # No solution, so no estimates: that the run is no solution is what the status says.
+            sys.stderr.write(f"python -m core: {nothing}\n")
+    return EXIT_OK if solved else EXIT_NOT_SOLVED
 
 
 def estimates_folder(directory: str):

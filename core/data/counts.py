@@ -39,6 +39,9 @@ class CountData:
         column_names: each count column's name (a file's header, else its column number in
             the file, all-zero columns dropped), or () where the source names none.
         covariate_names: each column of X's name ("(intercept)", "tree[1]", ...), or ().
+        unbounded: (factor, level, count column indices) where those columns hold only
+            zeros at that level: their coefficients for the factor and the constant have no
+            finite value (`core.data.covariates.levels_without_counts`).
     """
 
     counts: np.ndarray
@@ -51,6 +54,7 @@ class CountData:
     warnings: tuple[str, ...] = ()
     column_names: tuple[str, ...] = ()
     covariate_names: tuple[str, ...] = ()
+    unbounded: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
 
     n = property(lambda self: int(self.counts.shape[0]), doc="rows (samples)")
     p = property(lambda self: int(self.counts.shape[1]), doc="count columns (variables)")

@@ -30,6 +30,7 @@ import numpy as np
 
 from core.data import oaks_file
 from core.data.counts import DataError
+from core.spec import cap, cap_variable
 
 CONSTANT = "(intercept)"
 # Relative size under which a column's part outside the span of the columns before it counts
@@ -167,6 +168,11 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
             column_names.append(f"{name}[{level}]")
     if not columns:
         raise DataError(f"{label}: no covariate column and no constant: the model needs at least one")
+    if len(columns) > cap("covariates"):
+        # Before the rank, which a factor of many levels fails first ("a linear combination").
+        raise DataError(f"{label}: the covariates make {len(columns)} columns of X ({', '.join(column_names[:4])}, "
+                        f"...), more than this server fits ({cap('covariates')}, {cap_variable('covariates')}); a "
+                        "text column has a column per level: choose fewer covariates")
     matrix = np.column_stack(columns)
     _check_rank(matrix, column_names, label)
     return Design(matrix, tuple(column_names), tuple(notes), _nearly_collinear(matrix, column_names, label),
@@ -247,8 +253,9 @@ _NAME_CHARS = 16
 _WARNING_CHARS = 480
 
 
-def empty_levels(design: Design, counts: np.ndarray, column_names: Sequence[str]) -> tuple[str, ...]:
-    """A warning for each factor at one of whose levels some count columns hold only zeros.
+def levels_without_counts(design: Design, counts: np.ndarray) -> tuple[tuple[str, str, tuple[int, ...]], ...]:
+    """(factor, level, the count columns with no count above 0 where the factor is at that
+    level), for every such level of every factor of `design`.
 
     There, as for a Poisson regression with a level of zeros, such a column's log rate has no
     finite optimum: the fit drives it down without bound through the level's coefficient (or
@@ -260,11 +267,21 @@ def empty_levels(design: Design, counts: np.ndarray, column_names: Sequence[str]
     """
     found = []
     for name, levels in design.factors:
-        empty = {level: [str(column_names[j]) for j in np.flatnonzero(~counts[levels == level].any(axis=0))]
-                 for level in sorted(set(levels))}
-        empty = {level: named for level, named in empty.items() if named}
-        if not empty:
-            continue
+        for level in sorted(set(levels)):
+            empty = np.flatnonzero(~counts[levels == level].any(axis=0))
+            if empty.size:
+                found.append((name, str(level), tuple(int(j) for j in empty)))
+    return tuple(found)
+
+
+def empty_levels(design: Design, counts: np.ndarray, column_names: Sequence[str]) -> tuple[str, ...]:
+    """A warning for each factor at one of whose levels some count columns hold only zeros
+    (`levels_without_counts`), naming the first levels and columns."""
+    by_factor: dict[str, dict[str, list[str]]] = {}
+    for name, level, columns in levels_without_counts(design, counts):
+        by_factor.setdefault(name, {})[level] = [str(column_names[j]) for j in columns]
+    found = []
+    for name, empty in by_factor.items():
         name = _short(name)
         said = (f"{name}: columns with no count above 0 at a level of it ({{}}) have no finite optimum there: their "
                 f"coefficients for {name} and the constant run without bound and are no estimates, however the fit "

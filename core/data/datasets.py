@@ -16,7 +16,7 @@ import numpy as np
 
 from core.data import covariates, oaks_file
 from core.data.counts import CountData, DataError, content_hash
-from core.spec import DatasetSpec, cap, cap_variable
+from core.spec import DatasetSpec
 
 # Rows per simulation chunk scale with p so that temporaries stay near 32 MB each.
 _CHUNK_CELLS = 1 << 22
@@ -62,18 +62,15 @@ def with_covariates(data: CountData, table: bytes, name: str, formula: str = "",
 
 
 def with_design(data: CountData, design: covariates.Design) -> CountData:
-    """`data` with `design`'s covariates, refused past the server's cap on them (before any
-    fit: the store refused the result of every fit it had run), and warned of the levels at
-    which some columns count nothing (`covariates.empty_levels`)."""
-    if design.d > cap("covariates"):
-        raise DataError(f"the covariates make {design.d} columns of X ({', '.join(design.columns[:4])}, ...), more "
-                        f"than this server fits ({cap('covariates')}, {cap_variable('covariates')}); a text column "
-                        "has a column per level: choose fewer covariates")
+    """`data` with `design`'s covariates (which `covariates.design` has held to the server's
+    cap on them, before any fit), warned of the levels at which some columns count nothing
+    (`covariates.empty_levels`)."""
     warnings = design.warnings + covariates.empty_levels(design, data.counts, data.column_labels())
     return dataclasses.replace(data, covariates=design.matrix, covariate_names=design.columns,
                                notes=data.notes + (f"covariates: {', '.join(design.columns)} (d = {design.d})",
                                                    *design.notes),
-                               warnings=data.warnings + warnings)
+                               warnings=data.warnings + warnings,
+                               unbounded=covariates.levels_without_counts(design, data.counts))
 
 
 

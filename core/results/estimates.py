@@ -41,6 +41,9 @@ class Estimates:
             one sentence each, as `CountData.notes` says them.
         warnings: what the reader of B and Sigma must know of the data (columns dropped for
             being all zeros, coefficients with no finite value), as `CountData.warnings`.
+        unbounded: (factor, level, count column names) where those columns count nothing
+            at that level, so that their coefficients for the factor and the constant have no
+            finite value (`CountData.unbounded`), every column named.
     """
 
     coef: np.ndarray
@@ -49,6 +52,16 @@ class Estimates:
     column_names: tuple[str, ...]
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    unbounded: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def without_value(self) -> dict[str, list[str]]:
+        """For each count column with coefficients that have no finite value, the factors'
+        levels at which it counts nothing ("site 'B'")."""
+        found: dict[str, list[str]] = {}
+        for factor, level, columns in self.unbounded:
+            for column in columns:
+                found.setdefault(column, []).append(f"{factor} {level!r}")
+        return found
 
     def files(self, about: str = "") -> dict[str, str]:
         """Text by file name: coefficients.csv (a row per covariate, a column per count
@@ -94,6 +107,11 @@ class Estimates:
                       "show as text rather than run as a formula."]
         if self.warnings:
             lines += ["", "Before reading them:", *(f"  {warning}" for warning in self.warnings)]
+        if self.unbounded:
+            lines += ["", "Coefficients with no finite value: these columns count nothing at a level of a factor, so "
+                          "their", "coefficients for that factor and the constant are where the fit stopped, not "
+                          "estimates (every column named):"]
+            lines += [f"  {factor} {level!r}: {', '.join(columns)}" for factor, level, columns in self.unbounded]
         if self.notes:
             lines += ["", "How the data were read:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines) + "\n"
@@ -121,13 +139,16 @@ def archive_name(dataset_label: str) -> str:
 
 
 def of(coef: np.ndarray, covariance: np.ndarray, covariate_names: tuple[str, ...], column_names: tuple[str, ...],
-       notes: tuple[str, ...] = (), warnings: tuple[str, ...] = ()) -> Estimates:
+       notes: tuple[str, ...] = (), warnings: tuple[str, ...] = (),
+       unbounded: tuple[tuple[str, str, tuple[int, ...]], ...] = ()) -> Estimates:
     """The estimates of B and Sigma as the float64 check made them (`core.fit.certificate`),
-    Sigma dropped past `MAX_COVARIANCE_COLUMNS` columns, with how the data were read (`notes`)
-    and what to know of them (`warnings`)."""
+    Sigma dropped past `MAX_COVARIANCE_COLUMNS` columns, with how the data were read (`notes`),
+    what to know of them (`warnings`) and which coefficients have no finite value
+    (`unbounded`, by column index, as `CountData.unbounded`)."""
     kept = covariance if covariance.shape[0] <= MAX_COVARIANCE_COLUMNS else None
+    named = tuple((factor, level, tuple(column_names[j] for j in columns)) for factor, level, columns in unbounded)
     return Estimates(np.asarray(coef, np.float64), kept, tuple(covariate_names), tuple(column_names), tuple(notes),
-                     tuple(warnings))
+                     tuple(warnings), named)
 
 
 def _table(values: np.ndarray, rows: tuple[str, ...], columns: tuple[str, ...], corner: str) -> str:

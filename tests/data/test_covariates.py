@@ -163,6 +163,9 @@ def test_a_level_where_some_columns_count_nothing_is_warned_of_by_name():
     assert "no finite optimum" in warning and "are no estimates" in warning and len(warning) <= 480
     table = data.counts[data.covariates[:, 1] == 1]  # tree 'resistant'
     assert not table[:, 90].any() and table[:, 89].any()  # y91 empty there, y90 not
+    # Every such column, by index, for the estimates to mark: the warning names the first few.
+    assert data.unbounded[1] == ("tree", "resistant", (90, 95, 98, 103, 106))
+    assert sum(len(columns) for _, _, columns in data.unbounded) == 13
     # A numeric covariate is no level; a file's factor is checked as oaks' is.
     assert datasets.load(DatasetSpec(kind="oaks", formula="~ 1 + dist2ground")).warnings == ()
     rows = 12
@@ -176,6 +179,10 @@ def test_covariates_past_the_servers_cap_are_refused_before_any_fit(monkeypatch)
     with pytest.raises(DataError) as caught:
         datasets.load(DatasetSpec(kind="oaks", formula="~ 1 + tree"))
     assert "3 columns of X" in str(caught.value) and "PLNLAB_MAX_COVARIATES" in str(caught.value)
+    # Before the rank, which a factor of many levels fails first.
+    rows = "".join(f"s{i},{i % 2}\n" for i in range(3))
+    with pytest.raises(DataError, match="4 columns of X"):
+        covariates.read(("sample,x\n" + rows).encode(), 3, "t.csv")
 
 
 def test_a_column_of_numbers_that_code_levels_is_a_factor_in_c():
