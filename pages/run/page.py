@@ -178,7 +178,7 @@ with body:
     switch = bool(far) and settings.current().optimizer != converging
     # Said where the trouble is said, at the top: the buttons sit under Numbers, past the charts,
     # or, where no run finished and the charts have nothing to show, right below.
-    where = "below" if ok.empty else "under Numbers"
+    where = "right below" if ok.empty else "under Numbers"
     button_hint = (f" A button {where} applies the advice, for the next Run." if remedies
                    else f" Buttons {where} set Iterations to {more:,} or switch to {converging}, for the next "
                         "Run." if more_iterations and switch
@@ -265,14 +265,14 @@ with body:
         others = f" ({len(frame) - 1} more, in the notes below)" if len(frame) > 1 else ""
         st.error(f"No run finished. **{failed['strategy']}** {failed['status']}: {public(failed.get('error') or '')}"
                  f"{others}{'.' + button_hint if button_hint else ''}", icon=":material/error:")
+        # Nothing finished, so the charts below show at most a dot each: the advice right under
+        # the error, not four screens down under Numbers (nor under the warnings, past the fold).
+        advice_buttons()
         # What the data's reading found may be why (covariates nearly combinations of each
         # other diverged in float32, where the error above names float32): beside it, not only
         # under Numbers.
         for warning in dict.fromkeys(warning for run in shown for warning in run.warnings):
             st.warning(md(warning), icon=":material/warning:")
-        # Nothing finished, so the charts below show at most a dot each: the advice here, not
-        # four screens down under Numbers.
-        advice_buttons()
     elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
         why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
                else "No tolerance is set (the sidebar's Tolerance)")

@@ -225,7 +225,7 @@ def test_a_diverged_runs_advice_is_one_click(store, optimizer, init, precision, 
     # Said at the top, where the trouble is said, and the button right below it: nothing finished,
     # so the charts have nothing to show, and under Numbers it sat four screens down.
     (said,) = [e.value for e in at.error]
-    assert plain(said).endswith(f"{remedy.why}. A button below applies the advice, for the next Run.")
+    assert plain(said).endswith(f"{remedy.why}. A button right below applies the advice, for the next Run.")
     order = [getattr(node, "key", None) or (shown if isinstance(shown := getattr(node, "value", None), str) else "")
              for node in at.main]
     assert order.index(offered.key) < order.index("Numbers")
