@@ -182,9 +182,14 @@ def show_run_notes(results: list[RunResult]) -> None:
             shared.setdefault(warning, []).append(result.strategy)
     for warning, strategies in shared.items():
         st.warning(f"{md(listed(strategies))}: {md(warning)}", icon=":material/warning:")
+    # Errors alike (three strategies of one program diverge at one iteration) once, naming them all.
+    errors: dict[str, list[str]] = {}
     for result in results:
         if result.error:
-            st.warning(f"{md(result.strategy)}: {md(result.error)}", icon=":material/warning:")
+            errors.setdefault(result.error, []).append(result.strategy)
+    for error, strategies in errors.items():
+        st.warning(f"{md(listed(strategies))}: {md(error)}", icon=":material/warning:")
+    for result in results:
         if result.stalled:
             st.warning(f"{md(result.strategy)}: {md(stall_note(result.final_change, result.precision))}",
                        icon=":material/warning:")
