@@ -52,8 +52,9 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
 
     A problem is passed over for the next newest where its finished runs all ran one compiled
     program (the scan strategies of a first Run on an upload: each bar read "same program" and
-    the chart drew none), or where none of them has a value of `metric` that other runs have
-    (fits that did not converge: "Run #9 has no time to solution")."""
+    the chart drew none), where one run of it finished (the others diverged: the chart showed
+    the baseline beside a column of "diverged"), or where none of them has a value of `metric`
+    that other runs have (fits that did not converge: "Run #9 has no time to solution")."""
     if runs.empty:
         return None
     by_age = runs.sort_values(["created_at", "id"], ascending=False)
@@ -64,9 +65,10 @@ def default_baseline(runs: pd.DataFrame, metric: str | None = None) -> int | Non
         finished = _finished(runs[same_problem(runs, int(run["id"]))])
         if timed_somewhere and not _timed(finished, metric).any():
             continue  # no run of it has the timing shown: its chart would say so and draw nothing
-        if len(finished) < 2 or _programs(finished) > 1:
+        if len(finished) >= 2 and _programs(finished) > 1:
             newest = run
             break
+    # (Else the newest problem's: no problem has two programs that finished to compare.)
     finished = _finished(runs[same_problem(runs, int(newest["id"]))])
     if metric is not None and metric in finished:
         timed = finished[_timed(finished, metric)]

@@ -23,7 +23,11 @@ def test_the_default_baseline_is_eager_of_the_newest_runs_problem():
     assert comparison.default_baseline(RUNS) == 3
     assert comparison.default_baseline(RUNS[RUNS["id"] <= 2]) == 1
     # No eager of that size: its slowest finished run, never a diverged one.
-    assert comparison.default_baseline(RUNS[RUNS["id"] != 3]) == 4
+    slower = pd.concat([RUNS[RUNS["id"] != 3], _frame([(6, "fori_loop", "oaks x100", 11600, "ok", 30.0, 6.0)])],
+                       ignore_index=True)
+    assert comparison.default_baseline(slower) == 6
+    # One run of that size finished: nothing to compare it with there, so the size before it.
+    assert comparison.default_baseline(RUNS[RUNS["id"] != 3]) == 1
     assert comparison.default_baseline(RUNS.iloc[:0]) is None
 
 
@@ -46,6 +50,15 @@ def test_the_default_baseline_is_of_the_newest_problem_that_ran_more_than_one_pr
     solved = more.assign(time_to_solution_s=[None, 0.01, None, 1.0, None, None, None, None])
     assert comparison.default_baseline(solved, "time_to_solution_s") == 4
     assert comparison.default_baseline(solved, "per_iter_ms") == 8  # every run has this one
+
+
+def test_the_default_baseline_is_not_of_a_problem_where_one_run_finished():
+    # An upload where one strategy finished and the others diverged: the chart showed the
+    # baseline beside a column of "diverged". The problem before it has two runs to compare.
+    runs = pd.concat([RUNS, _frame([(6, "scan", "csv m.csv", 400, "ok", 2.0, 6.0),
+                                    (7, "eager", "csv m.csv", 400, "diverged", 90.0, 7.0)])], ignore_index=True)
+    assert comparison.default_baseline(runs) == 3
+    assert comparison.default_baseline(runs[runs["id"] >= 6]) == 6  # nothing else to compare: its own
 
 
 def test_the_default_baseline_has_the_timing_shown():
