@@ -46,7 +46,7 @@ def command_run(args) -> int:
     if args.distributed:
         label += f" [process {distributed.process_index()}/{distributed.process_count()}]"
     if store is not None:
-        say_planned_time(store, spec, counts)
+        say_planned_time(store, spec, counts, args.cold)
     progress = StderrProgress(label)
     if scheduler:
         result = run_on_cluster(scheduler, store, spec, counts, progress, args.cold)
@@ -70,13 +70,13 @@ def command_run(args) -> int:
     return EXIT_OK
 
 
-def say_planned_time(store, spec: FitSpec, counts) -> None:
-    """On stderr, how long `spec` will hold the device where the store's runs tell and it is
-    long (`core.run.time_estimate`), as the Run page says it."""
+def say_planned_time(store, spec: FitSpec, counts, cold: bool = False) -> None:
+    """On stderr, how long `spec` (compiled from scratch where `cold`) will hold the device
+    where the store's runs tell and it is long (`core.run.time_estimate`), as the Run page says it."""
     from core.coordination import budget
     from core.run import time_estimate
 
-    planned = time_estimate.plan_note([spec], counts, store, budget.max_run_seconds())
+    planned = time_estimate.plan_note([spec], counts, store, budget.max_run_seconds(), cold)
     if planned:
         sys.stderr.write(planned[0] + "\n")
 

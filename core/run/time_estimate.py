@@ -83,10 +83,10 @@ class Estimate:
         return self.calls * self.call_s + self.compile_s
 
 
-def estimate(spec: FitSpec, cells: int, history: list[RunResult]) -> Estimate | None:
+def estimate(spec: FitSpec, cells: int, history: list[RunResult], cold: bool = False) -> Estimate | None:
     """The estimate for `spec` on data of `cells` (n x p) from `history`, the store's runs of
-    the same optimizer, precision and device (`history_of`; see the module docstring); None
-    when none of its strategy finished with a time per iteration."""
+    the same optimizer, precision and device (`history_of`; see the module docstring), compiled
+    from scratch where `cold`; None when none of its strategy finished with a time per iteration."""
     usable = [run for run in history if run.status == "ok" and run.per_iter_ms > 0 and run.n * run.p > 0]
     own = [run for run in usable if run.strategy == spec.strategy]
     if not own or cells <= 0:
@@ -99,8 +99,22 @@ def estimate(spec: FitSpec, cells: int, history: list[RunResult]) -> Estimate | 
     # stopped did (the default on oaks: 49 at x1, 51 at x1,000), not the cap.
     stopped_early = spec.tol > 0 and basis.tol > 0 and basis.iterations_run < basis.iterations
     iterations = min(spec.iterations, basis.iterations_run) if stopped_early else spec.iterations
-    return Estimate(iterations, per_iteration, basis.trace_lower_s + basis.compile_s, 1 + spec.repeats, basis,
+    return Estimate(iterations, per_iteration, _compile_s(own, basis, cells, cold), 1 + spec.repeats, basis,
                     cells / basis_cells)
+
+
+def _compile_s(own: list[RunResult], basis: RunResult, cells: int, cold: bool) -> float:
+    """What making the program will cost: the basis's, where it is of these data and not asked
+    to compile from scratch (its program is at hand, in memory or on disk); else what compiling
+    cost the strategy's own run nearest in cells that compiled (a basis loaded from a cache
+    read 0.0 s, and a sweep compiling from scratch at three sizes was told a tenth of its time)."""
+    if not cold and basis.n * basis.p == cells:
+        return basis.trace_lower_s + basis.compile_s
+    compiled = [run for run in own if run.cache.startswith("compiled")]
+    if not compiled:
+        return basis.trace_lower_s + basis.compile_s
+    nearest = min(compiled, key=lambda run: abs(math.log(run.n * run.p / cells)))
+    return nearest.trace_lower_s + nearest.compile_s
 
 
 def _per_cell(own: list[RunResult], least: float) -> float:
@@ -131,13 +145,14 @@ def cells_of(spec: FitSpec, counts=None) -> int | None:
     return shape[0] * shape[1] if shape is not None else None
 
 
-def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tuple[str, bool] | None:
+def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float,
+              cold: bool = False) -> tuple[str, bool] | None:
     """(a sentence on how long `specs`, timed together on their data (`counts` where read
     already), will hold the device, whether that passes `budget_seconds`), or None when it
     is short or nothing stored tells. Timed together, the runs share one budget
     (`core.run.engine`). Strategies with no stored run of their kind are named, and the
     time is then a least."""
-    planned = _planned(specs, counts, {}, store)
+    planned = _planned(specs, counts, {}, store, cold)
     if planned is None or planned.seconds < SAY_FROM_SECONDS:
         return None
     slowest = max(planned.known, key=lambda one: one.seconds)
@@ -146,7 +161,8 @@ def plan_note(specs: list[FitSpec], counts, store, budget_seconds: float) -> tup
             f"this server's earlier runs, scaled to this size ({'the longest, ' * several}"
             f"{slowest.basis.strategy}: {slowest.iterations:,} iterations x {slowest.calls} calls at "
             f"{_ms(1e3 * slowest.per_iteration_s)}, from {_ms(slowest.basis.per_iter_ms)} at "
-            f"{slowest.basis.n:,} x {slowest.basis.p:,}){planned.far}{planned.not_counted}")
+            f"{slowest.basis.n:,} x {slowest.basis.p:,}, and {_spoken(slowest.compile_s)} to make its program)"
+            f"{planned.far}{planned.not_counted}")
     return _against_budget(text, [planned], budget_seconds, "That")
 
 
@@ -182,13 +198,13 @@ def _against_budget(text: str, plans: list[_Planned], budget_seconds: float, sub
     return text + ".", False
 
 
-def sweep_note(specs: list[FitSpec], store, budget_seconds: float) -> tuple[str, bool] | None:
+def sweep_note(specs: list[FitSpec], store, budget_seconds: float, cold: bool = False) -> tuple[str, bool] | None:
     """`plan_note` for a sweep, whose batches (`core.run.batches`: each size's strategies timed
     together) run one after the other, each under its own budget: (a sentence on how long
     they will hold the device in all, and on the longest, whether a batch passes
     `budget_seconds`), or None when it is short or nothing stored tells."""
     histories: dict[tuple, list[RunResult]] = {}
-    planned = [(members, _planned(members, None, histories, store))
+    planned = [(members, _planned(members, None, histories, store, cold))
                for members in ([specs[index] for index in batch.members] for batch in batches.plan(specs))]
     planned = [(members, plan) for members, plan in planned if plan is not None]
     total = sum(plan.seconds for _, plan in planned)
@@ -245,7 +261,8 @@ def _not_counted(strategies: list[str]) -> str:
     return f"; {listed(strategies)} not counted: no earlier run of {'its' if len(strategies) == 1 else 'their'} kind"
 
 
-def _planned(specs: list[FitSpec], counts, histories: dict[tuple, list[RunResult]], store) -> _Planned | None:
+def _planned(specs: list[FitSpec], counts, histories: dict[tuple, list[RunResult]], store,
+             cold: bool = False) -> _Planned | None:
     """The estimates of `specs`, timed together on their data; None when its size is not
     known yet or no strategy has a stored run of its kind. `histories` keeps each kind of
     run's history read (one read of the store per kind: the strategies of a plan share one)."""
@@ -257,7 +274,7 @@ def _planned(specs: list[FitSpec], counts, histories: dict[tuple, list[RunResult
         kind = (spec.optimizer.name, spec.precision, spec.device)
         if kind not in histories:
             histories[kind] = history_of(store, spec)
-        found.append(estimate(spec, cells, histories[kind]))
+        found.append(estimate(spec, cells, histories[kind], cold))
     known = [one for one in found if one is not None]
     if not known:
         return None

@@ -96,7 +96,8 @@ with about:
                    "that finds no step evaluates the ELBO dozens of times before it stays put: the time per "
                    "iteration then counts those searches. A tolerance above 0 times the fit's own iterations.")
     if missing:
-        running.say_planned_time(store, missing, problem.counts)
+        running.say_planned_time(store, missing, problem.counts,
+                                 cold=bool(st.session_state.get("run_cold")))  # (its toggle is drawn below)
     if skipped:
         # A box, not a caption's tail: ticked and silently left out, a strategy read as run.
         st.warning(problem.refused_note(skipped), icon=":material/block:")

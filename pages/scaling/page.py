@@ -135,7 +135,7 @@ with n_tab:
         st.caption(f"{stored_here} of the {len(grid)} pairs here {'is' if stored_here == 1 else 'are'} stored "
                    "already and left out: tick **Re-time** to run them again.")
     if todo:
-        running.say_planned_time(store, todo, sweep=True)
+        running.say_planned_time(store, todo, sweep=True, cold=cold)
     clicked = go.button(label, type="primary", key="scl_go",
                         disabled=not todo, icon=":material/play_arrow:", width="stretch",
                         help=("runs every (strategy, size) pair of the grid, the stored ones again" if todo and

@@ -123,16 +123,17 @@ class _Reporter:
         display.chart(chart, slot=self.live, legend="right")
 
 
-def say_planned_time(store, specs: list[FitSpec], counts=None, sweep: bool = False) -> None:
-    """Say how long `specs`, timed together (`sweep`: each size's batch in turn), will hold
-    the device where this server's stored runs tell and it is long: a warning where it, or a
-    sweep's batch, passes the run's time budget (`core.run.time_estimate`)."""
+def say_planned_time(store, specs: list[FitSpec], counts=None, sweep: bool = False, cold: bool = False) -> None:
+    """Say how long `specs`, timed together (`sweep`: each size's batch in turn), compiled
+    from scratch where `cold`, will hold the device where this server's stored runs tell and
+    it is long: a warning where it, or a sweep's batch, passes the run's time budget
+    (`core.run.time_estimate`)."""
     try:
         seconds = budget.max_run_seconds()
     except SpecError:
         return  # the run itself says what is wrong with the setting
-    planned = (time_estimate.sweep_note(specs, store, seconds) if sweep
-               else time_estimate.plan_note(specs, counts, store, seconds))
+    planned = (time_estimate.sweep_note(specs, store, seconds, cold) if sweep
+               else time_estimate.plan_note(specs, counts, store, seconds, cold))
     if planned:
         text, over = planned
         if over:

@@ -176,3 +176,16 @@ def test_a_strategys_own_cost_of_a_cell_scales_it_and_far_scaling_may_pass_the_b
     assert text.endswith("even at twice the estimate."), text
     text, over = time_estimate.plan_note([eager], None, store, budget_seconds=300.0)
     assert not over
+
+
+def test_making_the_program_is_counted_as_compiling_cost_where_it_must_compile(tmp_path):
+    # scan at oaks x100 loaded from memory (0.0 s), and at x1 compiled (2 s): x100 again is
+    # its cached program's cost; compiled from scratch, or at a size not run, what compiling cost.
+    store = RunStore(tmp_path / "runs.sqlite3")
+    store.add(_stored("scan", 1, run_s=0.04, trace_lower_s=0.5, compile_s=1.5))
+    store.add(_stored("scan", 100, run_s=1.5, trace_lower_s=0.0, compile_s=0.0, cache="memory"))
+    spec = _spec(dataset=DatasetSpec(kind="oaks", replicate=100))
+    history = time_estimate.history_of(store, spec)
+    assert time_estimate.estimate(spec, 11_600 * 114, history).compile_s == 0.0
+    assert time_estimate.estimate(spec, 11_600 * 114, history, cold=True).compile_s == 2.0
+    assert time_estimate.estimate(_spec(), CELLS_X1000, history).compile_s == 2.0
