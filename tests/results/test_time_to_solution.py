@@ -112,6 +112,20 @@ def test_solve_names_the_first_strategy_of_the_fastest_program_not_the_one_noise
     assert chosen.settings["strategy"] == "while_loop" and chosen.why.endswith(f"run #{faster.id}, 0.028 s to solution")
 
 
+def test_solve_takes_a_python_loop_only_beside_the_default_or_when_asked(tmp_path):
+    # The one stored run of an upload was eager's: solve fitted eagerly, the slowest way there is.
+    store = RunStore(tmp_path / "runs.sqlite3")
+    given = {"strategy": None, "optimizer": None, "init": None, "tol": None, "iterations": None}
+    _stored(store, "eager", run_s=0.5)
+    chosen = solve.choose(store.list(), TINY, "float32", "cpu", given)
+    assert chosen.settings["strategy"] == DEFAULTS.strategy and "the lab's default" in chosen.why
+    asked = solve.choose(store.list(), TINY, "float32", "cpu", given | {"strategy": "eager"})
+    assert asked.settings["strategy"] == "eager" and "the one stored run that reached" in asked.why
+    # Measured beside the default and faster (by hand here): taken, as measured.
+    _stored(store, "scan", run_s=0.9)
+    assert solve.choose(store.list(), TINY, "float32", "cpu", given).settings["strategy"] == "eager"
+
+
 def test_solve_trusts_an_imported_run_only_when_asked(tmp_path):
     """An import may name this host; only a run measured here says how fast this machine is."""
     source = RunStore(tmp_path / "elsewhere.sqlite3")
