@@ -467,8 +467,14 @@ elif varying == ["strategy"]:  # a table of one column said less than this line
     st.caption("Only the strategy differs: every other setting and environment field is the same, so their "
                "timings differ by how the fit was compiled, and by run-to-run noise.")
 elif varying:
-    display.table(picked[["id", *[c for c in varying if c != "id"]]], hide_index=True,
-                  column_config=fitted_columns(picked))
+    # The data's name last: a long one (an upload's files) pushed the settings that differ past
+    # the table's right edge at 1024 px. A tolerance of 0 as 0, not "0e+0".
+    shown = [c for c in varying if c not in ("id", "dataset")] + (["dataset"] if "dataset" in varying else [])
+    differ = picked[["id", *shown]]
+    if "tol" in shown:
+        differ = differ.assign(tol=differ["tol"].map(lambda tol: f"{tol:.0e}" if tol else "0"))
+    display.table(differ, hide_index=True, column_config={**fitted_columns(picked),
+                                                          "tol": st.column_config.TextColumn("tol")})
     st.caption("Only the settings and environment fields whose values are not the same in every run.")
 else:
     st.caption("These runs share every setting and environment field: differences are run-to-run noise.")
