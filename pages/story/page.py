@@ -177,8 +177,13 @@ with page:
                         f"loaded from {run.cache}, compiled before any stored run")
         else:
             compiled = f"compile {run.trace_lower_s + run.compile_s:.2f} s, paid once"
-        notes.append(f"One iteration {spread.value_range(spread.Spread.of_run(run, 'per_iter_ms'), 'ms')} over "
-                     f"{run.iterations_run:,} iterations; {compiled}")
+        # The figures the bar and its whisker draw: pooled over one program's steps (this step's
+        # own range beside a whisker reaching another step's slowest repeat read as two numbers).
+        pooled = outcome.one_program and outcome.per_iteration is not None
+        timed = outcome.per_iteration if pooled else spread.Spread.of_run(run, "per_iter_ms")
+        notes.append(f"One iteration {spread.value_range(timed, 'ms')} over {run.iterations_run:,} iterations"
+                     + (f" (steps {listed(outcome.one_program)}' repeats together)" if pooled else "")
+                     + f"; {compiled}")
         if outcome.one_program:
             # Said, so that a figure that moves when a later step of the same program is timed reads as pooling.
             steps_named = listed(outcome.one_program)
