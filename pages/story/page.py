@@ -182,7 +182,7 @@ with page:
         pooled = outcome.one_program and outcome.per_iteration is not None
         timed = outcome.per_iteration if pooled else spread.Spread.of_run(run, "per_iter_ms")
         notes.append(f"One iteration {spread.value_range(timed, 'ms')} over {run.iterations_run:,} iterations"
-                     + (f" (steps {listed(outcome.one_program)}' repeats together)" if pooled else "")
+                     + (f" (the repeats of steps {listed(outcome.one_program)} together)" if pooled else "")
                      + f"; {compiled}")
         if outcome.one_program:
             # Said, so that a figure that moves when a later step of the same program is timed reads as pooling.

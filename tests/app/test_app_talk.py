@@ -89,7 +89,7 @@ def test_a_step_that_ran_one_program_with_the_next_says_its_figure_pools_both(st
     notes = " ".join(caption.value for caption in at.caption)
     assert "Steps 3 and 4 ran one compiled program: their speed-ups pool all their repeats" in notes
     # Its iteration's figure is the pooled one the bar and its whisker draw, said so.
-    assert "iterations (steps 3 and 4' repeats together)" in notes
+    assert "iterations (the repeats of steps 3 and 4 together)" in notes
 
 
 def test_a_step_within_noise_of_the_last_names_both_speed_ups(store):
