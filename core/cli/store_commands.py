@@ -46,9 +46,7 @@ def command_list(args) -> int:
     if args.json:
         print_json([r.to_dict(with_elbo=False) for r in runs])
     elif not runs:
-        # Said, on stderr: an empty listing read as a store that could not be read.
-        where = store.path if store is not None else "the default store (none yet)"
-        sys.stderr.write(f"no runs stored in {where}\n")
+        _say_none(store, "runs stored")
     else:
         # Named columns, the iterations among them: eager's ELBO after its 40 iterations beside
         # scan's after 500 read as a wrong answer. The data's name, of any length, comes last.
@@ -74,15 +72,20 @@ def _list_deleted(store, args) -> int:
         print_json([{**run.to_dict(with_elbo=False), "deleted_at": at, "restorable_until": at + RESTORE_DAYS * 86400}
                     for run, at in deleted])
     elif not deleted:
-        where = store.path if store is not None else "the default store (none yet)"
-        sys.stderr.write(f"no recently deleted runs in {where}\n")
+        _say_none(store, "recently deleted runs")
     else:
-        print(f"{'id':>5} {'strategy':<18} {'dataset':<14} {'precision':<9} {'dev':<4} {'deleted':<16} "
-              f"restorable until")
+        print(f"{'id':>5} {'strategy':<18} {'precision':<9} {'dev':<4} {'deleted':<16} {'restorable until':<16} "
+              "dataset")
         for run, at in deleted:
-            print(f"{run.id:>5} {run.strategy:<18} {run.dataset:<14} {run.precision:<9} {run.device:<4} "
-                  f"{_local(at):<16} {_local(at + RESTORE_DAYS * 86400)}")
+            print(f"{run.id:>5} {run.strategy:<18} {run.precision:<9} {run.device:<4} {_local(at):<16} "
+                  f"{_local(at + RESTORE_DAYS * 86400):<16} {run.dataset}")
     return EXIT_OK
+
+
+def _say_none(store, what: str) -> None:
+    """An empty listing said, on stderr: nothing printed read as a store that could not be read."""
+    where = store.path if store is not None else "the default store (none yet)"
+    sys.stderr.write(f"no {what} in {where}\n")
 
 
 def _local(epoch_s: float) -> str:
