@@ -337,7 +337,8 @@ def test_run_and_solve_say_a_run_will_pass_the_time_budget(tmp_path, capsys, mon
     say_planned_time(store, planned, None)
     said = capsys.readouterr().err
     assert said.startswith("About 6 minutes 40 s by this server's earlier runs, scaled to this size (scan: 50 "
-                           "iterations x 4 calls at 2,000 ms, from 200 ms at 11,600 x 114)"), said
+                           "iterations x 4 calls at 2,000 ms, from 200 ms at 11,600 x 114, and 0.32 s to make its "
+                           "program)"), said
     assert "That passes the 5 minutes a run may hold the device" in said and "With Repeats at 1 it would fit" in said
     say_planned_time(store, stored, None)  # x100 itself: 40 s, under the budget, said without a warning
     said = capsys.readouterr().err
