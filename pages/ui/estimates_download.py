@@ -1,5 +1,6 @@
 """The Run page's download of what a fit estimates (`core.results.estimates`): B and Sigma,
-named by the data's columns, as a statistician who brought the counts wants them.
+named by the data's columns, as a statistician who brought the counts wants them, and B
+(with each column's latent variance) on the page under it.
 
 The estimates come back with the runs a click made and are kept in the session for the
 last click's runs only: the store never holds them (p x p matrices), so a run read from it,
