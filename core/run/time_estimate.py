@@ -23,7 +23,9 @@ where twice it would pass the budget.
 
 Scaled by the cells alone, eager's 40 ms an iteration at oaks x1, nearly all dispatch, would
 read as 40 s at x1,000. The time is then that per iteration times the iterations and the
-calls (the first and each repeat), plus the nearest run's trace, lower and compile time. A
+calls (the first and each repeat), plus making its program: the nearest run's trace, lower and
+compile time where that run is of these data and the run may use a cache, else what compiling
+cost the strategy's own run nearest in size that compiled (`_compile_s`). A
 fit that stops at its tolerance is counted at the iterations after which the nearest run of
 its kind stopped (the default on oaks: 49 at x1, 51 at x1,000), not at its cap, which
 read five to ten times too long. A strategy with no stored run of its kind is named and
