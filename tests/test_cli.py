@@ -279,6 +279,11 @@ def test_solve_writes_what_the_fit_estimates_named_by_the_files_columns(store, t
     for path in (blocked, blocked / "x"):
         refused = cli("solve", "--dataset", "csv", "--counts", str(counts), "--estimates", str(path), env=store)
         assert refused.returncode == 2 and f"--estimates {path}: {blocked} is a file, not a folder" in refused.stderr
+    # Refused input makes no folder for the estimates (empty ones were left behind).
+    refused = cli("solve", "--counts", str(counts), "--covariates", str(samples), "--formula", "~ 1 + sight",
+                  "--estimates", str(tmp_path / "new" / "fit"), env=store)
+    assert refused.returncode == 2 and "not a column of samples.csv" in refused.stderr
+    assert not (tmp_path / "new").exists()
     # A bad flag: its one line, before any line about how the file was read.
     refused = cli("solve", "--counts", str(counts), "--tol", "5", env=store)
     assert refused.returncode == 2 and refused.stderr.splitlines() == [
@@ -361,11 +366,13 @@ def test_delete_and_restore_runs_all_or_nothing(store):
     listed = json.loads(cli("list", "--deleted", "--json", env=store).stdout.strip().splitlines()[-1])
     assert sorted(item["id"] for item in listed) == ids[:2]
     assert all(item["restorable_until"] - item["deleted_at"] == 14 * 86400 for item in listed)
-    # A live run among those to restore, or one never deleted: nothing is restored.
+    # An id the store does not hold among those to restore: nothing is restored.
+    done = cli("restore", str(ids[0]), "99", env=store)
+    assert done.returncode == 2 and "no deleted run #99" in done.stderr and held.count() == 1
+    # A live run among them is said, as delete says a deleted one.
     done = cli("restore", str(ids[0]), str(ids[2]), env=store)
-    assert done.returncode == 2 and f"run #{ids[2]} is not deleted" in done.stderr and held.count() == 1
-    done = cli("restore", str(ids[0]), env=store)
     assert done.returncode == 0 and f"restored 1 run (#{ids[0]})" in done.stdout
+    assert f"(#{ids[2]} was not deleted)" in done.stdout
     assert sorted(run.id for run in held.list()) == [ids[0], ids[2]]
     assert [run.id for run, _ in held.deleted()] == [ids[1]]
 

@@ -32,7 +32,7 @@ def command_run(args) -> int:
     args.strategy = args.strategy or ("sharded" if spans_devices else DEFAULTS.strategy)
     spec = fit_spec(args)
     # Before the fit: a folder that cannot be written is said now, not after a long fit.
-    folder, made = estimates_folder(args.estimates) if args.estimates is not None else (None, False)
+    folder = estimates_folder(args.estimates) if args.estimates is not None else None
     # A CSV is read before the run so that its caps, memory and time are checked before it
     # queues for the device (its shape is unknown until read), and before a distributed run's
     # processes meet.
@@ -66,7 +66,7 @@ def command_run(args) -> int:
         return EXIT_OK
     print_run(result, args.json)
     if folder is not None:
-        write_estimates(result, folder, made)
+        write_estimates(result, folder)
     return EXIT_OK
 
 
@@ -119,7 +119,7 @@ def command_solve(args) -> int:
             repeats=args.repeats, init=args.init,
             optimizer=OptimizerSpec(args.optimizer, DEFAULTS.lr) if args.optimizer else None)
     # Before the fit: a folder that cannot be written is said now, not after a long fit.
-    folder, made = estimates_folder(args.estimates) if args.estimates is not None else (None, False)
+    folder = estimates_folder(args.estimates) if args.estimates is not None else None
     # Read (and a formula over oaks' sample table coded) before the line that says what is
     # solved, so that bad input is one line; how a CSV was read is said (its header decided).
     counts = read_csv_saying_how(dataset) if dataset.kind == "csv" else None
@@ -144,7 +144,7 @@ def command_solve(args) -> int:
     solved = result.status == "ok" and bool(result.converged)
     if folder is not None:
         try:
-            write_estimates(result, folder, made)
+            write_estimates(result, folder)
         except SpecError as nothing:
             if solved:
                 raise
@@ -154,8 +154,9 @@ def command_solve(args) -> int:
 
 
 def estimates_folder(directory: str):
-    """(`directory` as a folder the estimates can be written to, whether it was made now);
-    SpecError naming it otherwise, before any fit."""
+    """`directory` as a folder the estimates can be written to, made only when they are
+    written (a refused file or a failed fit left empty folders behind); SpecError naming it
+    otherwise, before any fit."""
     import os
     import pathlib
 
@@ -163,29 +164,28 @@ def estimates_folder(directory: str):
     blocking = next((path for path in (folder, *folder.parents) if path.exists() and not path.is_dir()), None)
     if blocking is not None:
         raise SpecError(f"--estimates {directory}: {blocking} is a file, not a folder")
-    made = not folder.exists()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SpecError(f"--estimates {directory}: cannot make that folder: {exc.strerror or exc}") from None
-    if not os.access(folder, os.W_OK):
-        raise SpecError(f"--estimates {directory}: that folder cannot be written to")
-    return folder, made
+    nearest = next(path for path in (folder, *folder.parents, pathlib.Path(".")) if path.exists())
+    if not os.access(nearest, os.W_OK | os.X_OK):
+        raise SpecError(f"--estimates {directory}: {'that folder' if nearest == folder else nearest} cannot be "
+                        "written to")
+    return folder
 
 
-def write_estimates(result, folder, made: bool) -> None:
-    """B and Sigma of `result` as CSV files in `folder`, each file named on stderr (and said
-    where it replaces an earlier one); SpecError where the fit left none to write (it failed or
-    diverged: the run is stored all the same), the folder removed again if made for them."""
+def write_estimates(result, folder) -> None:
+    """B and Sigma of `result` as CSV files in `folder` (made now), each file named on stderr
+    (and said where it replaces an earlier one); SpecError where the fit left none to write (it
+    failed or diverged: the run is stored all the same), no folder made."""
     from core.results import estimates
 
     if result.estimates is None or result.status != "ok" or result.diverged_at is not None:
-        if made and not any(folder.iterdir()):
-            folder.rmdir()
         why = ("diverged, so its final point estimates nothing" if result.diverged_at is not None else
                f"ended {result.status}, so its final point estimates nothing" if result.status != "ok" else
                f"ran {result.strategy}, which hands back no final point to estimate from")
         raise SpecError(f"no estimates written to {folder}: run {result.id} {why}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(f"--estimates {folder}: cannot make that folder: {exc.strerror or exc}") from None
     try:
         for name, text in result.estimates.files(estimates.about(result)).items():
             path = folder / name

@@ -129,13 +129,14 @@ def command_restore(args) -> int:
     if store is None:
         raise SpecError("no runs stored yet: nothing to restore")
     live, deleted = store.which(args.ids)
-    if live:
-        raise SpecError(f"run {_numbered(live)} {'is' if len(live) == 1 else 'are'} not deleted: nothing was restored")
-    if missing := set(args.ids) - deleted:
+    # As `delete`: an id the store does not hold refuses them all; one already where it was
+    # asked to be is said, not an error.
+    if missing := set(args.ids) - live - deleted:
         raise SpecError(f"no deleted run {_numbered(missing)} in {store.path} (a deleted run is kept {RESTORE_DAYS} "
                         "days; `python -m core list --deleted` lists them): nothing was restored")
-    restored = store.restore(sorted(deleted))
-    print(f"restored {_runs(restored)} ({_numbered(deleted)}) in {store.path}")
+    restored = store.restore(sorted(deleted)) if deleted else 0
+    told = f"restored {_runs(restored)} ({_numbered(deleted)}) in {store.path}" if deleted else "restored nothing"
+    print(told + (f" ({_numbered(live)} {'was' if len(live) == 1 else 'were'} not deleted)" if live else ""))
     return EXIT_OK
 
 

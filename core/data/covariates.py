@@ -283,13 +283,14 @@ def empty_levels(design: Design, counts: np.ndarray, column_names: Sequence[str]
     found = []
     for name, empty in by_factor.items():
         name = _short(name)
-        said = (f"{name}: columns with no count above 0 at a level of it ({{}}) have no finite optimum there: their "
-                f"coefficients for {name} and the constant run without bound and are no estimates, however the fit "
-                f"ends; merge the level with another, or fit those columns without {name}")
+        said = (f"{name}: columns with no count above 0 at a level of it ({{}}) have no finite optimum there: the "
+                f"level's coefficient (the reference level's: the constant and every {name} coefficient) drifts "
+                "without bound and is no estimate, while the ELBO converges; merge the level with another, or fit "
+                f"those columns without {name}")
         listed: list[str] = []
         for k, (level, named) in enumerate(empty.items()):
             entry = f"at {_short(level)!r}: {_some(named)}"
-            more = f"and at {len(empty) - k} more levels"
+            more = f"and at {len(empty) - k} more level{'s' * (len(empty) - k != 1)}"
             if len(said) + len("; ".join([*listed, entry, more])) > _WARNING_CHARS:
                 listed.append(more)  # the store keeps a warning of at most 500 characters
                 break

@@ -20,6 +20,7 @@ import zipfile
 
 import numpy as np
 
+from core.data.covariates import CONSTANT
 from core.results import outcome, spreadsheet_text
 
 # Sigma travels for data up to this many columns (a p x p float64 matrix: 32 MB at 2,000,
@@ -55,13 +56,23 @@ class Estimates:
     unbounded: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     def without_value(self) -> dict[str, list[str]]:
-        """For each count column with coefficients that have no finite value, the factors'
-        levels at which it counts nothing ("site 'B'")."""
-        found: dict[str, list[str]] = {}
+        """For each count column with coefficients that have no finite value, those
+        coefficients, in B's order (`unbounded_at`)."""
+        found: dict[str, set[str]] = {}
         for factor, level, columns in self.unbounded:
             for column in columns:
-                found.setdefault(column, []).append(f"{factor} {level!r}")
-        return found
+                found.setdefault(column, set()).update(self.unbounded_at(factor, level))
+        return {column: [name for name in self.covariate_names if name in names] for column, names in found.items()}
+
+    def unbounded_at(self, factor: str, level: str) -> list[str]:
+        """The coefficients that have no finite value for a column that counts nothing where
+        `factor` is `level`: that level's own; for the reference level, which has none, the
+        constant, and every level's of the factor against it (the others' counts hold the
+        columns' rates there: the constant alone runs down, their coefficients up with it)."""
+        own = f"{factor}[{level}]"
+        if own in self.covariate_names:
+            return [own]
+        return [name for name in self.covariate_names if name == CONSTANT or name.startswith(f"{factor}[")]
 
     def files(self, about: str = "") -> dict[str, str]:
         """Text by file name: coefficients.csv (a row per covariate, a column per count
@@ -109,9 +120,10 @@ class Estimates:
             lines += ["", "Before reading them:", *(f"  {warning}" for warning in self.warnings)]
         if self.unbounded:
             lines += ["", "Coefficients with no finite value: these columns count nothing at a level of a factor, so "
-                          "their", "coefficients for that factor and the constant are where the fit stopped, not "
-                          "estimates (every column named):"]
-            lines += [f"  {factor} {level!r}: {', '.join(columns)}" for factor, level, columns in self.unbounded]
+                          "the", "coefficients named drift without bound and are where the fit stopped, not "
+                          "estimates, while the ELBO", "converges (every column named):"]
+            lines += [f"  {factor} {level!r} ({', '.join(self.unbounded_at(factor, level))}): {', '.join(columns)}"
+                      for factor, level, columns in self.unbounded]
         if self.notes:
             lines += ["", "How the data were read:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines) + "\n"

@@ -62,15 +62,17 @@ def _preview(found: estimates.Estimates, run: RunResult) -> None:
     if found.covariance is not None:
         table["Sigma (variance)"] = found.covariance.diagonal()
     without_value = found.without_value()
-    if without_value:  # which entries are no estimates, by row, not only "and 41 more" in a warning
-        table["no finite value at"] = [", ".join(without_value.get(column, [])) for column in found.column_names]
+    if without_value:
+        # Which entries are no estimates, by row (a warning names four columns a level), first:
+        # last, it was cut at the table's right edge at 1024 px.
+        table.insert(0, "no finite value", [", ".join(without_value.get(column, [])) for column in found.column_names])
     with st.expander(f"What the fit estimates: B for {len(found.column_names):,} count columns, "
                      f"{len(found.covariate_names)} covariate column{'s' * (len(found.covariate_names) != 1)}",
                      icon=":material/table_view:"):
         st.caption(f"Run #{run.id}: each covariate's effect on each count column's log rate (a factor's level "
                    "against its reference), and the variance of the column's latent log rate. "
                    + ("" if run.converged else "The fit did not converge: these are where it stopped. ")
-                   + ("A column with levels under **no finite value at** counts nothing there: its coefficients "
-                      "for that factor and the constant are where the fit stopped, not estimates."
-                      if without_value else ""))
+                   + ("**no finite value** names a column's coefficients that drift without bound (it counts "
+                      "nothing at a level of a factor): they are where the fit stopped, not estimates, though the "
+                      "ELBO converged." if without_value else ""))
         st.dataframe(table, key="run_estimates_table", height=300)

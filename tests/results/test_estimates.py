@@ -49,11 +49,15 @@ def test_the_files_read_back_as_the_same_numbers_under_the_same_names():
 
 def test_coefficients_with_no_finite_value_are_named_every_one():
     names = tuple(f"taxon_{j}" for j in range(60))
-    found = estimates.of(np.zeros((2, 60)), np.eye(60), ("(intercept)", "site[B]"), names,
-                         unbounded=(("site", "B", tuple(range(0, 60, 2))),))
+    covariates = ("(intercept)", "site[B]", "site[C]", "depth")
+    found = estimates.of(np.zeros((4, 60)), np.eye(60), covariates, names,
+                         unbounded=(("site", "B", tuple(range(0, 60, 2))), ("site", "A", (1,))))
     readme = found.files()["README.txt"]
-    assert "site 'B': " + ", ".join(names[0::2]) in readme  # all 30, where a warning names four
-    assert found.without_value() == {name: ["site 'B'"] for name in names[0::2]}
+    assert "site 'B' (site[B]): " + ", ".join(names[0::2]) in readme  # all 30, where a warning names four
+    # A level's own coefficient; the reference level's (A, which has none): the constant and the factor's.
+    assert "site 'A' ((intercept), site[B], site[C]): taxon_1" in readme
+    assert found.without_value() == {**{name: ["site[B]"] for name in names[0::2]},
+                                     "taxon_1": ["(intercept)", "site[B]", "site[C]"]}
 
 
 def test_a_name_a_spreadsheet_would_run_as_a_formula_is_written_as_text():
