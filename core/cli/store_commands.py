@@ -100,43 +100,47 @@ def _runs(count: int) -> str:
     return f"{count} run" + ("" if count == 1 else "s")
 
 
+def _held(args, action: str, refusal) -> tuple:
+    """(the store, the live and the deleted runs among `args.ids`) for `delete` and `restore`;
+    SpecError saying `refusal(store, missing)` when an id is not in the store. All or nothing:
+    a mistyped id among several is more likely a slip than a wish to act on the others."""
+    store = stored(args)
+    if store is None:
+        raise SpecError(f"no runs stored yet: nothing to {action}")
+    live, deleted = store.which(args.ids)
+    if missing := set(args.ids) - live - deleted:
+        raise SpecError(refusal(store, missing))
+    return store, live, deleted
+
+
+def _already(run_ids: set[int], state: str) -> str:
+    """" (#4 was deleted already)": ids already where they were asked to be, said, not refused."""
+    return f" ({_numbered(run_ids)} {'was' if len(run_ids) == 1 else 'were'} {state})" if run_ids else ""
+
+
 def command_delete(args) -> int:
     from core.store.run_store import RESTORE_DAYS
 
-    store = stored(args)
-    if store is None:
-        raise SpecError("no runs stored yet: nothing to delete")
-    live, deleted = store.which(args.ids)
-    # All or nothing: a mistyped id among several is more likely a slip than a wish to delete
-    # the others.
-    if missing := set(args.ids) - live - deleted:
-        raise SpecError(f"no run {_numbered(missing)} in {store.path}: nothing was deleted")
+    store, live, deleted = _held(args, "delete", lambda store, missing:
+                                 f"no run {_numbered(missing)} in {store.path}: nothing was deleted")
     store.delete(sorted(live))
     ids = " ".join(str(run_id) for run_id in sorted(live))
     told = (f"deleted {_runs(len(live))} ({_numbered(live)}) from {store.path}; "
             f"`python -m core restore {ids}` brings {'it' if len(live) == 1 else 'them'} back within "
             f"{RESTORE_DAYS} days") if live else "deleted nothing"
-    already = set(args.ids) & deleted
-    print(told + (f" ({_numbered(already)} {'was' if len(already) == 1 else 'were'} deleted already)"
-                  if already else ""))
+    print(told + _already(set(args.ids) & deleted, "deleted already"))
     return EXIT_OK
 
 
 def command_restore(args) -> int:
     from core.store.run_store import RESTORE_DAYS
 
-    store = stored(args)
-    if store is None:
-        raise SpecError("no runs stored yet: nothing to restore")
-    live, deleted = store.which(args.ids)
-    # As `delete`: an id the store does not hold refuses them all; one already where it was
-    # asked to be is said, not an error.
-    if missing := set(args.ids) - live - deleted:
-        raise SpecError(f"no deleted run {_numbered(missing)} in {store.path} (a deleted run is kept {RESTORE_DAYS} "
-                        "days; `python -m core list --deleted` lists them): nothing was restored")
+    store, live, deleted = _held(args, "restore", lambda store, missing: (
+        f"no deleted run {_numbered(missing)} in {store.path} (a deleted run is kept {RESTORE_DAYS} days; "
+        "`python -m core list --deleted` lists them): nothing was restored"))
     restored = store.restore(sorted(deleted)) if deleted else 0
     told = f"restored {_runs(restored)} ({_numbered(deleted)}) in {store.path}" if deleted else "restored nothing"
-    print(told + (f" ({_numbered(live)} {'was' if len(live) == 1 else 'were'} not deleted)" if live else ""))
+    print(told + _already(live, "not deleted"))
     return EXIT_OK
 
 
