@@ -58,7 +58,7 @@ class Design:
         notes: how it was made, one sentence each (a factor's reference level).
         warnings: what the reader of a fit on it must know (nearly collinear columns).
         factors: each text column coded, as (its name, its level in each row), for the
-            checks that need the counts too (`empty_levels`).
+            checks that need the counts too (`levels_without_counts`).
     """
 
     matrix: np.ndarray
@@ -274,11 +274,11 @@ def levels_without_counts(design: Design, counts: np.ndarray) -> tuple[tuple[str
     return tuple(found)
 
 
-def empty_levels(design: Design, counts: np.ndarray, column_names: Sequence[str]) -> tuple[str, ...]:
+def empty_levels(unbounded: Sequence[tuple[str, str, tuple[int, ...]]], column_names: Sequence[str]) -> tuple[str, ...]:
     """A warning for each factor at one of whose levels some count columns hold only zeros
-    (`levels_without_counts`), naming the first levels and columns."""
+    (`unbounded`, as `levels_without_counts` finds them), naming the first levels and columns."""
     by_factor: dict[str, dict[str, list[str]]] = {}
-    for name, level, columns in levels_without_counts(design, counts):
+    for name, level, columns in unbounded:
         by_factor.setdefault(name, {})[level] = [str(column_names[j]) for j in columns]
     found = []
     for name, empty in by_factor.items():

@@ -65,12 +65,12 @@ def with_design(data: CountData, design: covariates.Design) -> CountData:
     """`data` with `design`'s covariates (which `covariates.design` has held to the server's
     cap on them, before any fit), warned of the levels at which some columns count nothing
     (`covariates.empty_levels`)."""
-    warnings = design.warnings + covariates.empty_levels(design, data.counts, data.column_labels())
+    unbounded = covariates.levels_without_counts(design, data.counts)
+    warnings = design.warnings + covariates.empty_levels(unbounded, data.column_labels())
     return dataclasses.replace(data, covariates=design.matrix, covariate_names=design.columns,
                                notes=data.notes + (f"covariates: {', '.join(design.columns)} (d = {design.d})",
                                                    *design.notes),
-                               warnings=data.warnings + warnings,
-                               unbounded=covariates.levels_without_counts(design, data.counts))
+                               warnings=data.warnings + warnings, unbounded=unbounded)
 
 
 

@@ -186,6 +186,10 @@ with body:
                    else f" The button {where} sets Iterations to {more:,}, for the next Run." if more_iterations
                    else "")
 
+    def say_data_warnings() -> None:
+        for warning in dict.fromkeys(warning for run in shown for warning in run.warnings):
+            st.warning(md(warning), icon=":material/warning:")
+
     def advice_buttons() -> None:
         for remedy, optimizer in sorted(remedies, key=str):
             st.button(settings.remedy_label(remedy, optimizer), key=f"run_remedy_{remedy.setting}_{remedy.value}",
@@ -272,8 +276,7 @@ with body:
         # What the data's reading found may be why (covariates nearly combinations of each
         # other diverged in float32, where the error above names float32): beside it, not only
         # under Numbers.
-        for warning in dict.fromkeys(warning for run in shown for warning in run.warnings):
-            st.warning(md(warning), icon=":material/warning:")
+        say_data_warnings()
     elif not ok.empty and winner is None:  # no solution to time: say what the numbers above are instead
         why = (f"None met the tolerance ({fastest['tol']:.0e}) within its iterations" if fastest["tol"] > 0
                else "No tolerance is set (the sidebar's Tolerance)")
@@ -292,8 +295,7 @@ with body:
         if not ok.empty:  # (else said above, beside the error)
             # What reading them found (columns dropped, coefficients with no finite value):
             # read before the estimates, not under Numbers past the charts.
-            for warning in dict.fromkeys(warning for run in shown for warning in run.warnings):
-                st.warning(md(warning), icon=":material/warning:")
+            say_data_warnings()
         estimates_download.offer(shown)
 
     # The speed-up first: on a projector the charts stack, and it is the one to see at once. Both

@@ -174,21 +174,15 @@ def still_moving(results: list[RunResult]) -> list[RunResult]:
 def show_run_notes(results: list[RunResult]) -> None:
     """What a reader of these runs' numbers must know: divergence, warnings, convergence, a busy
     machine."""
-    # A warning the runs share (columns dropped from one CSV) once, naming them all: one per
-    # strategy said the same words three times.
+    # A warning or an error the runs share (columns dropped from one CSV; three strategies of
+    # one program diverging at one iteration) once, naming them all: one per strategy said the
+    # same words three times.
     shared: dict[str, list[str]] = {}
     for result in results:
-        for warning in result.warnings:
-            shared.setdefault(warning, []).append(result.strategy)
-    for warning, strategies in shared.items():
-        st.warning(f"{md(listed(strategies))}: {md(warning)}", icon=":material/warning:")
-    # Errors alike (three strategies of one program diverge at one iteration) once, naming them all.
-    errors: dict[str, list[str]] = {}
-    for result in results:
-        if result.error:
-            errors.setdefault(result.error, []).append(result.strategy)
-    for error, strategies in errors.items():
-        st.warning(f"{md(listed(strategies))}: {md(error)}", icon=":material/warning:")
+        for said in [*result.warnings, *([result.error] if result.error else [])]:
+            shared.setdefault(said, []).append(result.strategy)
+    for said, strategies in shared.items():
+        st.warning(f"{md(listed(strategies))}: {md(said)}", icon=":material/warning:")
     for result in results:
         if result.stalled:
             st.warning(f"{md(result.strategy)}: {md(stall_note(result.final_change, result.precision))}",
