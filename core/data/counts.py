@@ -41,7 +41,10 @@ class CountData:
         covariate_names: each column of X's name ("(intercept)", "tree[1]", ...), or ().
         unbounded: (factor, level, count column indices) where those columns hold only
             zeros at that level: their coefficients for the factor and the constant have no
-            finite value (`core.data.covariates.levels_without_counts`).
+            finite value (`core.data.separation.levels_without_counts`).
+        separated: (coefficient names, count column indices) where a combination of the
+            other covariates separates those columns' zeros from their counts, so that the
+            coefficients named have no finite value for them (`core.data.separation.separated`).
     """
 
     counts: np.ndarray
@@ -55,6 +58,7 @@ class CountData:
     column_names: tuple[str, ...] = ()
     covariate_names: tuple[str, ...] = ()
     unbounded: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
+    separated: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...] = ()
 
     n = property(lambda self: int(self.counts.shape[0]), doc="rows (samples)")
     p = property(lambda self: int(self.counts.shape[1]), doc="count columns (variables)")

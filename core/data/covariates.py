@@ -247,69 +247,6 @@ def _nearly_collinear(matrix: np.ndarray, names: list[str], label: str) -> tuple
             "remove one of them",)
 
 
-# Count columns (and a factor's levels) named in a warning; the rest are counted.
-_NAMED_COLUMNS = 4
-_NAME_CHARS = 16
-_WARNING_CHARS = 480
-
-
-def levels_without_counts(design: Design, counts: np.ndarray) -> tuple[tuple[str, str, tuple[int, ...]], ...]:
-    """(factor, level, the count columns with no count above 0 where the factor is at that
-    level), for every such level of every factor of `design`.
-
-    There, as for a Poisson regression with a level of zeros, such a column's log rate has no
-    finite optimum: the fit drives it down without bound through the level's coefficient (or
-    the constant's, for the reference level, with every other level's up to match), stopping
-    where exp() of it no longer moves the ELBO. The ELBO then stops changing, so the fit says
-    it converged, at entries of B in the hundreds that are no estimates (oaks' counts with
-    `~ 1 + tree + dist2ground` and its offsets: -183 and +176 for a column with no count under
-    one tree, where pyPLNmodels, stopped sooner, had -17.5 and +10.8).
-    """
-    found = []
-    for name, levels in design.factors:
-        for level in sorted(set(levels)):
-            empty = np.flatnonzero(~counts[levels == level].any(axis=0))
-            if empty.size:
-                found.append((name, str(level), tuple(int(j) for j in empty)))
-    return tuple(found)
-
-
-def empty_levels(unbounded: Sequence[tuple[str, str, tuple[int, ...]]], column_names: Sequence[str]) -> tuple[str, ...]:
-    """A warning for each factor at one of whose levels some count columns hold only zeros
-    (`unbounded`, as `levels_without_counts` finds them), naming the first levels and columns."""
-    by_factor: dict[str, dict[str, list[str]]] = {}
-    for name, level, columns in unbounded:
-        by_factor.setdefault(name, {})[level] = [str(column_names[j]) for j in columns]
-    found = []
-    for name, empty in by_factor.items():
-        name = _short(name)
-        said = (f"{name}: columns with no count above 0 at a level of it ({{}}) have no finite optimum there: the "
-                f"level's coefficient (the reference level's: the constant and every {name} coefficient) drifts "
-                "without bound and is no estimate, while the ELBO converges; merge the level with another, or fit "
-                f"those columns without {name}")
-        listed: list[str] = []
-        for k, (level, named) in enumerate(empty.items()):
-            entry = f"at {_short(level)!r}: {_some(named)}"
-            more = f"and at {len(empty) - k} more level{'s' * (len(empty) - k != 1)}"
-            if len(said) + len("; ".join([*listed, entry, more])) > _WARNING_CHARS:
-                listed.append(more)  # the store keeps a warning of at most 500 characters
-                break
-            listed.append(entry)
-        found.append(said.format("; ".join(listed)))
-    return tuple(found)
-
-
-def _short(name: str) -> str:
-    """A name as a warning shows it: within what the store keeps of a warning, whatever a
-    file's header holds."""
-    return name if len(name) <= _NAME_CHARS else name[:_NAME_CHARS - 1] + "…"
-
-
-def _some(names: list[str]) -> str:
-    shown = ", ".join(_short(name) for name in names[:_NAMED_COLUMNS])
-    return shown + (f" and {len(names) - _NAMED_COLUMNS} more" if len(names) > _NAMED_COLUMNS else "")
-
-
 def read_table(data: bytes, label: str):
     """A covariates file's bytes -> a DataFrame (header line required; commas, semicolons
     or tabs). DataError for a file pandas cannot read."""

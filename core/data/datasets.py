@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from core.data import covariates, oaks_file
+from core.data import covariates, oaks_file, separation
 from core.data.counts import CountData, DataError, content_hash
 from core.spec import DatasetSpec
 
@@ -63,14 +63,18 @@ def with_covariates(data: CountData, table: bytes, name: str, formula: str = "",
 
 def with_design(data: CountData, design: covariates.Design) -> CountData:
     """`data` with `design`'s covariates (which `covariates.design` has held to the server's
-    cap on them, before any fit), warned of the levels at which some columns count nothing
-    (`covariates.empty_levels`)."""
-    unbounded = covariates.levels_without_counts(design, data.counts)
-    warnings = design.warnings + covariates.empty_levels(unbounded, data.column_labels())
+    cap on them, before any fit), warned of the coefficients that have no finite value
+    (`core.data.separation`): at the levels at which some columns count nothing, and where
+    other covariates separate some columns' zeros from their counts."""
+    unbounded = separation.levels_without_counts(design, data.counts)
+    separated = separation.separated(design, data.counts, unbounded)
+    names = data.column_labels()
+    warnings = (design.warnings + separation.empty_levels(unbounded, names)
+                + separation.separated_warning(separated, names))
     return dataclasses.replace(data, covariates=design.matrix, covariate_names=design.columns,
                                notes=data.notes + (f"covariates: {', '.join(design.columns)} (d = {design.d})",
                                                    *design.notes),
-                               warnings=data.warnings + warnings, unbounded=unbounded)
+                               warnings=data.warnings + warnings, unbounded=unbounded, separated=separated)
 
 
 

@@ -20,7 +20,7 @@ import zipfile
 
 import numpy as np
 
-from core.data.covariates import CONSTANT
+from core.data import separation
 from core.results import outcome, spreadsheet_text
 
 # Sigma travels for data up to this many columns (a p x p float64 matrix: 32 MB at 2,000,
@@ -45,6 +45,9 @@ class Estimates:
         unbounded: (factor, level, count column names) where those columns count nothing
             at that level, so that their coefficients for the factor and the constant have no
             finite value (`CountData.unbounded`), every column named.
+        separated: (coefficient names, count column names) where other covariates separate
+            those columns' zeros from their counts, so that the coefficients named have no
+            finite value for them (`CountData.separated`), every column named.
     """
 
     coef: np.ndarray
@@ -54,25 +57,24 @@ class Estimates:
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     unbounded: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    separated: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
 
     def without_value(self) -> dict[str, list[str]]:
         """For each count column with coefficients that have no finite value, those
-        coefficients, in B's order (`unbounded_at`)."""
+        coefficients, in B's order (`unbounded_at`, and `separated`'s)."""
         found: dict[str, set[str]] = {}
         for factor, level, columns in self.unbounded:
             for column in columns:
                 found.setdefault(column, set()).update(self.unbounded_at(factor, level))
+        for moved, columns in self.separated:
+            for column in columns:
+                found.setdefault(column, set()).update(moved)
         return {column: [name for name in self.covariate_names if name in names] for column, names in found.items()}
 
     def unbounded_at(self, factor: str, level: str) -> list[str]:
         """The coefficients that have no finite value for a column that counts nothing where
-        `factor` is `level`: that level's own; for the reference level, which has none, the
-        constant, and every level's of the factor against it (the others' counts hold the
-        columns' rates there: the constant alone runs down, their coefficients up with it)."""
-        own = f"{factor}[{level}]"
-        if own in self.covariate_names:
-            return [own]
-        return [name for name in self.covariate_names if name == CONSTANT or name.startswith(f"{factor}[")]
+        `factor` is `level` (`core.data.separation.level_coefficients`)."""
+        return separation.level_coefficients(self.covariate_names, factor, level)
 
     def files(self, about: str = "") -> dict[str, str]:
         """Text by file name: coefficients.csv (a row per covariate, a column per count
@@ -118,12 +120,13 @@ class Estimates:
                       "show as text rather than run as a formula."]
         if self.warnings:
             lines += ["", "Before reading them:", *(f"  {warning}" for warning in self.warnings)]
-        if self.unbounded:
-            lines += ["", "Coefficients with no finite value: these columns count nothing at a level of a factor, so "
-                          "the", "coefficients named drift without bound and are where the fit stopped, not "
-                          "estimates, while the ELBO", "converges (every column named):"]
+        if self.unbounded or self.separated:
+            lines += ["", "Coefficients with no finite value: these columns count nothing at a level of a factor, or",
+                      "on one side of a combination of covariates, so the coefficients named drift without bound and",
+                      "are where the fit stopped, not estimates, while the ELBO converges (every column named):"]
             lines += [f"  {factor} {level!r} ({', '.join(self.unbounded_at(factor, level))}): {', '.join(columns)}"
                       for factor, level, columns in self.unbounded]
+            lines += [f"  {', '.join(moved)}: {', '.join(columns)}" for moved, columns in self.separated]
         if self.notes:
             lines += ["", "How the data were read:", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines) + "\n"
@@ -152,15 +155,17 @@ def archive_name(dataset_label: str) -> str:
 
 def of(coef: np.ndarray, covariance: np.ndarray, covariate_names: tuple[str, ...], column_names: tuple[str, ...],
        notes: tuple[str, ...] = (), warnings: tuple[str, ...] = (),
-       unbounded: tuple[tuple[str, str, tuple[int, ...]], ...] = ()) -> Estimates:
+       unbounded: tuple[tuple[str, str, tuple[int, ...]], ...] = (),
+       separated: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...] = ()) -> Estimates:
     """The estimates of B and Sigma as the float64 check made them (`core.fit.certificate`),
     Sigma dropped past `MAX_COVARIANCE_COLUMNS` columns, with how the data were read (`notes`),
     what to know of them (`warnings`) and which coefficients have no finite value
-    (`unbounded`, by column index, as `CountData.unbounded`)."""
+    (`unbounded` and `separated`, by column index, as `CountData` has them)."""
     kept = covariance if covariance.shape[0] <= MAX_COVARIANCE_COLUMNS else None
     named = tuple((factor, level, tuple(column_names[j] for j in columns)) for factor, level, columns in unbounded)
+    apart = tuple((tuple(moved), tuple(column_names[j] for j in columns)) for moved, columns in separated)
     return Estimates(np.asarray(coef, np.float64), kept, tuple(covariate_names), tuple(column_names), tuple(notes),
-                     tuple(warnings), named)
+                     tuple(warnings), named, apart)
 
 
 def _table(values: np.ndarray, rows: tuple[str, ...], columns: tuple[str, ...], corner: str) -> str:

@@ -28,6 +28,7 @@ def certified(measurement: Measurement, counts: CountData | None) -> Measurement
     found = certificate.certify(counts.counts, counts.offsets, counts.covariates, mean, sd)
     made = None if found.coef is None else estimates.of(found.coef, found.covariance, counts.covariate_labels(),
                                                          counts.column_labels(), counts.notes,
-                                                         counts.warnings, counts.unbounded)
+                                                         counts.warnings, counts.unbounded,
+                                                         counts.separated)
     return dataclasses.replace(measurement, final_latent=None, certified_elbo=found.elbo, estimated_gap=found.gap,
                                estimates=made)

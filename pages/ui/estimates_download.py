@@ -73,6 +73,6 @@ def _preview(found: estimates.Estimates, run: RunResult) -> None:
                    "against its reference), and the variance of the column's latent log rate. "
                    + ("" if run.converged else "The fit did not converge: these are where it stopped. ")
                    + ("**no finite value** names a column's coefficients that drift without bound (it counts "
-                      "nothing at a level of a factor): they are where the fit stopped, not estimates, though the "
-                      "ELBO converged." if without_value else ""))
+                      "nothing at a level of a factor, or on one side of a combination of covariates): they are "
+                      "where the fit stopped, not estimates, though the ELBO converged." if without_value else ""))
         st.dataframe(table, key="run_estimates_table", height=300)

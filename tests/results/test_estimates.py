@@ -60,6 +60,15 @@ def test_coefficients_with_no_finite_value_are_named_every_one():
                                      "taxon_1": ["(intercept)", "site[B]", "site[C]"]}
 
 
+def test_coefficients_that_covariates_separate_are_named_with_the_levels_ones():
+    names = ("a", "b", "c")
+    found = estimates.of(np.zeros((3, 3)), np.eye(3), ("(intercept)", "site[B]", "depth"), names,
+                         unbounded=(("site", "B", (0,)),), separated=((("(intercept)", "depth"), (0, 2)),))
+    readme = found.files()["README.txt"]
+    assert "site 'B' (site[B]): a" in readme and "  (intercept), depth: a, c" in readme
+    assert found.without_value() == {"a": ["(intercept)", "site[B]", "depth"], "c": ["(intercept)", "depth"]}
+
+
 def test_a_name_a_spreadsheet_would_run_as_a_formula_is_written_as_text():
     made = estimates.Estimates(np.ones((1, 3)), np.eye(3), ("(intercept)",), ("=HYPERLINK(\"x\")", "@a", "b"))
     files = made.files()
