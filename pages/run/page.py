@@ -45,15 +45,30 @@ except SpecError as exc:
 # Laid out for a projector (1024x768, sidebar open): the choice, the problem and the Run
 # button take a few lines, so that after a run its headline and first chart are in the
 # first screen. The strategies sit in a popover whose label names the chosen ones.
-picked = [n for n in names if n in (st.session_state.get("run_strategies") or [])]
+# A strategy ticked that the sidebar's optimizer cannot run is named in the label as not run:
+# seen at the top, in a line, where a box there pushed the first chart below a projector's fold.
+picked, refused = problem.runnable([n for n in names if n in (st.session_state.get("run_strategies") or [])])
 pick, go = st.columns([5, 2], vertical_alignment="bottom")
-with pick.popover(f"Strategies: {', '.join(picked)}" if picked else "Strategies: choose", width="stretch",
+with pick.popover((f"Strategies: {', '.join(picked)}" if picked else "Strategies: choose")
+                  + (f" · not run: {', '.join(refused)}" if refused else ""), width="stretch",
                   icon=":material/tune:", help="the ways of compiling the fit to time side by side"):
     chosen = st.pills("Strategies", names, selection_mode="multi", key="run_strategies", persist_state="session",
                       help=resources.strategy_help(), label_visibility="collapsed") or []
+    refusal_slot = st.empty()  # why, and how to run them, where they are ticked
     st.markdown(resources.strategy_help())
 chosen = [n for n in names if n in chosen]  # teaching order, whatever the click order
 runnable, skipped = problem.runnable(chosen)  # e.g. jit_per_function has no pieces for a line search
+if skipped:
+    refusal_slot.warning(problem.refused_note(skipped), icon=":material/block:")
+
+
+def say_not_run() -> None:
+    """Which ticked strategies were not run, and why, in a box: ticked and silently left out,
+    a strategy read as run. Drawn under the charts, which it pushed below the fold at the top."""
+    if skipped:
+        st.warning(problem.refused_note(skipped), icon=":material/block:")
+
+
 try:
     specs = [problem.fit_spec(name, dataset=dataset) for name in runnable]
 except SpecError as exc:
@@ -61,6 +76,7 @@ except SpecError as exc:
     st.stop()
 if not specs:
     st.caption(problem.label)
+    say_not_run()
     st.info("Choose at least one strategy to run." if not skipped else
             "Choose a strategy that runs the sidebar's optimizer, or a gradient optimizer in the sidebar.",
             icon=":material/checklist:")
@@ -98,9 +114,6 @@ with about:
     if missing:
         running.say_planned_time(store, missing, problem.counts,
                                  cold=bool(st.session_state.get("run_cold")))  # (its toggle is drawn below)
-    if skipped:
-        # A box, not a caption's tail: ticked and silently left out, a strategy read as run.
-        st.warning(problem.refused_note(skipped), icon=":material/block:")
 with cold_slot:
     cold = st.toggle("Compile from scratch", key="run_cold", persist_state="session",
                      help="compile from scratch: skip the in-memory and on-disk compilation caches for this run, so "
@@ -149,6 +162,7 @@ with body:
                 + (f" ({'; '.join(differ)})" if differ else "") + ": "
                 + (settings.spec_summary(last, (shown[0].n, shown[0].p)) if shown else ""))
     if not shown:
+        say_not_run()
         st.info("Press **Run** to fit and time the chosen strategies. Each run is stored, so anyone can "
                 "compare it later.", icon=":material/play_circle:")
         st.stop()
@@ -369,6 +383,7 @@ with body:
         with drawn:
             display.chart(lines.elbo_curves(curves, x=x).properties(height=280), clock.caption(x, curves, unpaid))
 
+    say_not_run()
     st.subheader("Numbers")
     dates = sorted({display.when(r.created_at) for r in shown})
     # The store is shared: a visitor who has run nothing sees the newest runs of these settings,

@@ -312,8 +312,24 @@ def test_a_strategy_ticked_beside_an_optimizer_it_cannot_run_is_said_not_run_in_
     at = open_app()
     at.pills(key="run_strategies").set_value(["scan", "torch_eager"]).run()  # the default optimizer: profiled
     assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
-    assert [plain(w.value) for w in at.warning] == [plain(settings.DEFAULTS.refused_note(["torch_eager"]))]
+    note = plain(settings.DEFAULTS.refused_note(["torch_eager"]))
+    # Where it is ticked (the popover) and on the page, which shows no run yet; the popover's
+    # label, at the top, names it as not run.
+    assert [plain(w.value) for w in at.warning] == [note, note]
+    assert at.get("popover")[0].proto.popover.label == "Strategies: scan · not run: torch_eager"
     assert [b.label for b in at.button] == ["Run 1 strategy"]
+
+
+def test_a_strategy_not_run_is_said_under_the_charts_after_a_run(store):
+    # At the top, the box pushed the first chart below a projector's fold (1024 x 768).
+    at = tiny_problem(open_app(), ("scan", "torch_eager"))
+    at.button(key="run_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    order = [type(e).__name__ + ":" + (e.value if isinstance(getattr(e, "value", None), str) else "") for e in at.main]
+    box = max(k for k, kind in enumerate(order) if kind.startswith("Warning:Not run: torch_eager"))
+    speedup = next(k for k, kind in enumerate(order) if "Speed\\-up over" in kind)
+    assert order.index("Subheader:Numbers") == box + 1 and box > speedup
+    assert sum(kind.startswith("Warning:Not run") for kind in order) == 2  # and in the popover, first
 
 
 def test_run_page_runs_stores_and_shows_results(store):
