@@ -511,8 +511,7 @@ if rows:
             st.rerun()
     else:
         one = len(ids) == 1
-        whose = ("yours" if one else "your runs") if rule == "confirm" else \
-            ("made by someone else" if one else "runs made by others too")
+        whose = ("yours" if one else "your runs") if rule == "confirm" else sign_in.not_yours(one)
         st.warning(f"Delete run{'s' * (not one)} {', '.join(f'#{i}' for i in ids)} ({whose}) from the shared store, "
                    f"for every user? {'It' if one else 'They'} can be restored for {RESTORE_DAYS} days (Recently "
                    "deleted, at the bottom of this page).", icon=":material/warning:")

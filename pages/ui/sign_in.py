@@ -27,6 +27,16 @@ def identity() -> str:
     return st.session_state["session_owner"]
 
 
+def not_yours(one: bool) -> str:
+    """What runs not owned by this session are called (`identity`): with SSO, someone else's;
+    without it, another session's, which a reload of this tab is too (said so: a presenter's
+    own runs, after a reload, read as made by someone else)."""
+    if sso_configured():
+        return "made by someone else" if one else "runs made by others too"
+    return ("made in another session: without sign-in, a reload starts a new one" if one else
+            "runs made in other sessions too: without sign-in, a reload starts a new one")
+
+
 def _signed_in_user() -> dict | None:
     """The signed-in user's claims with the team's SSO (those that name them: `iss`, `sub`,
     `email`, `email_verified`), else None."""

@@ -1028,6 +1028,8 @@ def test_a_configured_password_gates_every_page_and_deleting(store, monkeypatch)
     at.session_state["cmp_table_0"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     at.run()
     at.button(key="cmp_delete_ask").click().run()
+    # Without SSO a session owns its runs: one of another session, which a reload is too, says so.
+    assert "(made in another session: without sign-in, a reload starts a new one)" in at.warning[-1].value
     at.text_input(key="cmp_delete_password").input("wrong")
     at.button(key="cmp_delete_yes").click().run()
     assert "Wrong password. Nothing was deleted." in [e.value for e in at.error]
