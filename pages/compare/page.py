@@ -429,6 +429,9 @@ else:
     others = len(picked) - len(alike)
     untimed = int((~(pd.to_numeric(ratio_runs[ratio_metric], errors="coerce") > 0)
                    & (ratio_runs["status"] != "diverged")).sum())
+    # A float32 run over a float64 baseline is two changes at once: said, as a ratio reads as compiling's alone.
+    base_precision = str(alike.loc[alike["id"] == baseline, "precision"].iloc[0]) if "precision" in alike else ""
+    other_precisions = sorted(set(ratio_runs.get("precision", pd.Series(dtype=str)).astype(str)) - {base_precision})
     # Each run named as in the charts above, by what sets it apart ("#13 scan · float64").
     display.chart(comparisons.ratio_bars(ratio_runs.assign(label=ratio_runs["id"].astype(int).map(described)), baseline,
                                          ratio_metric),
@@ -440,7 +443,10 @@ else:
                   + (f" {others} run{'s' * (others != 1)} of other problem sizes left out: pin one of theirs to "
                      "compare them." if others else "")
                   + (f" {untimed} run{'s' * (untimed != 1)} with no {METRICS[ratio_metric].rsplit(' (', 1)[0]} "
-                     "left out." if untimed else ""), legend=None)
+                     "left out." if untimed else "")
+                  + (f" The baseline is {base_precision}: the {' and '.join(other_precisions)} runs' ratios hold "
+                     "what the precision changes too, not only how the fit was compiled (Group by precision above, "
+                     "or pin a run of theirs)." if other_precisions else ""), legend=None)
 
     # Any finished run of the same problem with this timing tested again against the baseline, from
     # the repeats stored with it (a run without the timing, e.g. no time to solution, has nothing to

@@ -300,6 +300,20 @@ def AppTestWithLink(params: dict[str, str]):
     return at
 
 
+def test_ratios_over_a_baseline_of_another_precision_say_what_they_hold(store):
+    eager_id = store.add(fake_run("eager", run_s=2.0))
+    f64 = dataclasses.replace(settings.DEFAULTS, precision="float64").fit_spec(
+        "scan", dataset=DatasetSpec(kind="oaks"))
+    store.add(dataclasses.replace(fake_run("scan", run_s=0.08, spec=f64), precision="float64"))
+    at = open_app("pages/compare/page.py")
+    assert at.selectbox(key="cmp_baseline").value == eager_id
+    said = [plain(c.value) for c in at.caption if "The baseline is float32" in plain(c.value)]
+    assert said and "the float64 runs' ratios hold what the precision changes too" in said[0], said
+    # One precision: nothing to say.
+    at.multiselect(key="cmp_f_precision").select("float32").run()
+    assert not [c for c in at.caption if "The baseline is float" in plain(c.value)]
+
+
 def test_a_link_carries_the_baseline_the_page_settled_on_not_a_label_or_a_stale_pin(store):
     eager_id = store.add(fake_run("eager", run_s=2.0))
     scan_id = store.add(fake_run("scan", run_s=0.05))
