@@ -39,6 +39,9 @@ class CountData:
         column_names: each count column's name (a file's header, else its column number in
             the file, all-zero columns dropped), or () where the source names none.
         covariate_names: each column of X's name ("(intercept)", "tree[1]", ...), or ().
+        row_names: each sample's name where the counts' file names its rows (R's
+            `write.csv`), for matching the rows of its offsets and covariates by them
+            (`core.data.samples`); () where it does not.
         unbounded: (factor, level, count column indices) where those columns hold only
             zeros at that level: their coefficients for the factor and the constant have no
             finite value (`core.data.separation.levels_without_counts`).
@@ -57,6 +60,7 @@ class CountData:
     warnings: tuple[str, ...] = ()
     column_names: tuple[str, ...] = ()
     covariate_names: tuple[str, ...] = ()
+    row_names: tuple[str, ...] = ()
     unbounded: tuple[tuple[str, str, tuple[int, ...]], ...] = ()
     separated: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...] = ()
 

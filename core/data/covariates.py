@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from core.data import oaks_file
+from core.data import oaks_file, samples
 from core.data.counts import DataError
 from core.spec import cap, cap_variable
 
@@ -41,6 +41,9 @@ _COLLINEAR = 1e-9
 # reads B through (X^T X)^-1. (Regression's rule of thumb warns from 10; this says only what
 # moves estimates by orders of magnitude.)
 NEARLY_COLLINEAR_VIF = 1e3
+# A text column with a different value in each of at least this many rows is the samples'
+# names (a factor of a level per sample): fewer rows are a table too small to tell.
+_NAMES_FROM_ROWS = 10
 _TERM = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 # C(site): the column's values as levels, whatever they look like (site 1, 2, 3 read as numbers).
 _FACTOR_TERM = re.compile(r"C\(\s*([A-Za-z_.][A-Za-z0-9_.]*)\s*\)")
@@ -156,6 +159,10 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
         if missing.size:
             raise DataError(f"{label}: column {name!r} has a missing value at row {missing[0] + 1}")
         levels = sorted(set(text))
+        if len(levels) == n >= _NAMES_FROM_ROWS:
+            raise DataError(f"{label}: column {name!r} has a different value in every row ({levels[0]!r}, "
+                            f"{levels[1]!r}, ...): the samples' names, not a covariate (a level per sample leaves "
+                            "nothing to estimate); remove it, or pick the covariates with a formula")
         if len(levels) == 1 and intercept:
             raise DataError(f"{label}: column {name!r} has one level, {levels[0]!r}: beside the constant it adds "
                             "nothing, so B is not identifiable; remove it")
@@ -279,9 +286,38 @@ def read_table(data: bytes, label: str):
     return frame
 
 
-def read(data: bytes, n: int, label: str, formula: str | None = None, intercept: bool = True) -> Design:
-    """The design of a covariates file's bytes (see `design`)."""
-    return design(read_table(data, label), n, formula, intercept, label)
+def read(data: bytes, n: int, label: str, formula: str | None = None, intercept: bool = True,
+         count_rows: Sequence[str] = (), counts_label: str = "the counts") -> Design:
+    """The design of a covariates file's bytes (see `design`), a first column of row names
+    left out (`row_names`) and its rows matched to the counts' by them where the counts
+    name theirs too (`count_rows`, `core.data.samples`)."""
+    table, names = row_names(read_table(data, label))
+    said: tuple[str, ...] = ()
+    if names:
+        rows, matched = samples.order(names, count_rows, label, counts_label)
+        said = (f"{label}: its first column, with no name in the header, read as the samples' names (as R's "
+                "write.csv writes them), not as a covariate"
+                + ("" if count_rows else f"; its rows taken in the order of {counts_label}, which names none"),
+                *matched)
+        table = table if rows is None else table.iloc[rows].reset_index(drop=True)
+    made = design(table, n, formula, intercept, label)
+    return dataclasses.replace(made, notes=said + made.notes)
+
+
+def row_names(frame):
+    """(`frame` without its row names, their names as text) where it has R's row names: a
+    first column with no name in the header, as `write.csv` writes a data frame's sample names
+    (numbered 1, 2, ... they were fitted as a covariate, the row's number, with no word; named,
+    a factor of a level per sample), or a header a cell short, as `write.table` writes it,
+    which pandas reads as the index. (`frame`, ()) otherwise."""
+    # Deferred, as in `read_table`: a fit of oaks starts faster without pandas.
+    import pandas as pd
+
+    if frame.shape[1] and re.fullmatch(r"Unnamed: 0", str(frame.columns[0])):
+        return frame.drop(columns=frame.columns[0]), tuple(str(name).strip() for name in frame.iloc[:, 0])
+    if not isinstance(frame.index, pd.RangeIndex):
+        return frame.reset_index(drop=True), tuple(str(name).strip() for name in frame.index)
+    return frame, ()
 
 
 def oaks_table(replicate: int = 1) -> dict[str, np.ndarray]:

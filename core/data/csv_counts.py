@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from core import config
-from core.data import csv_layout
+from core.data import csv_layout, samples
 from core.data.counts import CountData, DataError, PathLike, validate
 from core.spec import cap, cap_variable
 
@@ -79,11 +79,12 @@ def read_csv_bytes(
 ) -> CountData:
     """Same as `read_csv` for uploaded file contents; `name` labels the counts in messages."""
     max_bytes = max_csv_bytes() if max_bytes is None else max_bytes
-    counts, layout = _parse_table(counts_bytes, name, max_bytes, whole=True, header=header)
+    counts, layout, row_names = _parse_table(counts_bytes, name, max_bytes, whole=True, header=header)
     notes = list(layout.notes)
     offsets = np.zeros_like(counts)
     if offsets_bytes is not None:
-        offsets, offsets_layout = _parse_table(offsets_bytes, offsets_name, max_bytes, whole=False, header=header)
+        offsets, offsets_layout, offset_rows = _parse_table(offsets_bytes, offsets_name, max_bytes, whole=False,
+                                                            header=header)
         notes += offsets_layout.notes
         if offsets.shape != counts.shape:
             raise DataError(
@@ -93,6 +94,9 @@ def read_csv_bytes(
             )
         offsets, said = _matched(offsets, offsets_layout.names, layout.names, offsets_name, name)
         notes += said
+        rows, said = samples.order(offset_rows, row_names, offsets_name, name)
+        offsets = offsets if rows is None else offsets[rows]
+        notes += said
     kept, warnings = _drop_zero_columns(counts, layout, name)
     if offsets_bytes is not None:
         warnings += _sizes_warning(offsets, offsets_name)
@@ -100,7 +104,7 @@ def read_csv_bytes(
     covariates = np.ones((counts.shape[0], 1))
     validate(counts, offsets, covariates)
     return CountData(counts, offsets, covariates, name=f"csv {name}", notes=tuple(notes), warnings=warnings,
-                     column_names=_column_names(layout, kept))
+                     column_names=_column_names(layout, kept), row_names=row_names)
 
 
 def _matched(offsets: np.ndarray, offset_names, count_names, offsets_name: str, name: str) -> tuple[np.ndarray, list]:
@@ -191,8 +195,9 @@ def _check_size(size: int, label: str, max_bytes: int) -> None:
 
 
 def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool,
-                 header: str = "auto") -> tuple[np.ndarray, csv_layout.Layout]:
-    """Parses CSV bytes into an (n, p) float64 array and its layout, or raises naming the first bad cell."""
+                 header: str = "auto") -> tuple[np.ndarray, csv_layout.Layout, tuple[str, ...]]:
+    """Parses CSV bytes into an (n, p) float64 array, its layout and its row names (() where
+    it has none), or raises naming the first bad cell."""
     _check_size(len(data), label, max_bytes)
     layout = csv_layout.detect(data, label, header)
     skip = int(layout.header)
@@ -205,7 +210,8 @@ def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool,
                    index_col=0 if layout.row_names else None, dtype=floats)
     fail = functools.partial(_fail, label, 1 + skip, 1 + int(layout.row_names), layout.names)
     try:
-        numbers = _read(data, label, **options).to_numpy()
+        table = _read(data, label, **options)
+        numbers = table.to_numpy()
     except pd.errors.EmptyDataError:
         raise DataError(f"{label} has a header but no data rows") from None
     except DataError:
@@ -232,7 +238,7 @@ def _parse_table(data: bytes, label: str, max_bytes: int, whole: bool,
         fail(np.abs(numbers) > MAX_LOG_OFFSET, numbers,
              f"an offset beyond ±{MAX_LOG_OFFSET:g}; offsets are logs (of each sample's size or exposure: 9.37 for "
              f"a size of 11,706), and e^{MAX_LOG_OFFSET:g} is no rate a count follows: write the log of these")
-    return numbers, layout
+    return numbers, layout, tuple(str(name).strip() for name in table.index) if layout.row_names else ()
 
 
 def _check_cap(label: str, name: str, count: int) -> None:

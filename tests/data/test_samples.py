@@ -1,0 +1,83 @@
+"""Samples matched by name across counts, offsets and covariates: files written from R name
+their rows, and two files of one study need not list the samples in one order."""
+
+import numpy as np
+import pytest
+
+from core.data import covariates, csv_counts, datasets, samples
+from core.data.counts import DataError
+from core.spec import DatasetSpec
+
+
+def test_rows_in_another_order_are_put_in_the_counts_order():
+    rows, said = samples.order(["b", "c", "a"], ["a", "b", "c"], "x.csv", "counts.csv")
+    assert list(rows) == [2, 0, 1]
+    assert said == ("x.csv: rows matched to counts.csv's samples by their names (the file has them in another "
+                    "order)",)
+    assert samples.order(["a", "b"], ["a", "b"], "x.csv", "counts.csv") == (None, ())
+    assert samples.order(["a", "b"], (), "x.csv", "counts.csv") == (None, ())
+
+
+def test_rows_that_share_no_name_are_taken_by_position_and_said():
+    rows, said = samples.order(["1", "2"], ["a", "b"], "x.csv", "counts.csv")
+    assert rows is None and "by position (their row names differ)" in said[0]
+
+
+@pytest.mark.parametrize("names,needle", [
+    (["a", "b", "z"], "the row 'z' is not a sample of counts.csv"),
+    (["a", "b", "b"], "no row for the sample 'c' of counts.csv"),
+])
+def test_rows_whose_names_partly_differ_are_refused(names, needle):
+    with pytest.raises(DataError, match=needle):
+        samples.order(names, ["a", "b", "c"], "x.csv", "counts.csv")
+
+
+def _oaks_files(order: np.ndarray) -> tuple[bytes, bytes, bytes, np.ndarray]:
+    """oaks' counts (rows named S1, S2, ... as R's write.csv writes them), and its offsets and
+    samples' table with their rows in `order`."""
+    oaks = datasets.load(DatasetSpec(kind="oaks"))
+    table = covariates.oaks_table()
+    names = [f"S{i + 1}" for i in range(oaks.n)]
+    header = '"",' + ",".join(f'"t{j}"' for j in range(oaks.p)) + "\n"
+    counts = header + "".join(f'"{names[i]}",' + ",".join(str(int(v)) for v in oaks.counts[i]) + "\n"
+                              for i in range(oaks.n))
+    offsets = header + "".join(f'"{names[i]}",' + ",".join(repr(float(v)) for v in oaks.offsets[i]) + "\n"
+                               for i in order)
+    samples_table = '"","tree","dist2ground"\n' + "".join(
+        f'"{names[i]}","{table["tree"][i]}",{float(table["dist2ground"][i])!r}\n' for i in order)
+    return counts.encode(), offsets.encode(), samples_table.encode(), oaks.offsets
+
+
+def test_offsets_and_covariates_in_another_order_are_matched_to_the_counts_by_row_name():
+    shuffled = np.random.default_rng(1).permutation(116)
+    counts, offsets, table, expected_offsets = _oaks_files(shuffled)
+    data = csv_counts.read_csv_bytes(counts, offsets, "counts.csv", "offsets.csv")
+    # Read by position, each sample's counts sat beside another sample's offsets.
+    np.testing.assert_array_equal(data.offsets, expected_offsets)
+    assert "offsets.csv: rows matched to counts.csv's samples by their names" in " ".join(data.notes)
+    fitted = datasets.with_covariates(data, table, "samples.csv")
+    in_order = datasets.load(DatasetSpec(kind="oaks", formula="~ 1 + tree + dist2ground"))
+    np.testing.assert_array_equal(fitted.covariates, in_order.covariates)
+    assert fitted.covariate_names == in_order.covariate_names  # the row names are no covariate
+    assert any(note.startswith("samples.csv: rows matched to counts.csv's samples") for note in fitted.notes)
+
+
+def test_r_row_names_are_no_covariate_numbered_or_named():
+    oaks = datasets.load(DatasetSpec(kind="oaks"))
+    tree = covariates.oaks_table()["tree"]
+    for name in (lambda i: str(i + 1), lambda i: f"leaf_{i + 1}"):
+        # write.csv's header (an empty first cell) and write.table's (a cell short).
+        for header in ('"","tree"\n', '"tree"\n'):
+            text = header + "".join(f'"{name(i)}","{tree[i]}"\n' for i in range(oaks.n))
+            design = covariates.read(text.encode(), oaks.n, "samples.csv")
+            assert design.columns == ("(intercept)", "tree[resistant]", "tree[susceptible]"), (header, design.columns)
+            assert "read as the samples' names" in design.notes[0]
+            assert "taken in the order of the counts, which names none" in design.notes[0]
+
+
+def test_a_text_column_with_a_value_per_row_is_refused_as_sample_names():
+    text = "sample,depth\n" + "".join(f"s{i},{i % 3}\n" for i in range(12))
+    with pytest.raises(DataError, match="column 'sample' has a different value in every row .* the samples' names"):
+        covariates.read(text.encode(), 12, "samples.csv")
+    # Picked out by a formula, the rest is read.
+    assert covariates.read(text.encode(), 12, "samples.csv", formula="~ 1 + depth").columns == ("(intercept)", "depth")
