@@ -294,14 +294,37 @@ def read(data: bytes, n: int, label: str, formula: str | None = None, intercept:
     table, names = row_names(read_table(data, label))
     said: tuple[str, ...] = ()
     if names:
-        rows, matched = samples.order(names, count_rows, label, counts_label)
         said = (f"{label}: its first column, with no name in the header, read as the samples' names (as R's "
                 "write.csv writes them), not as a covariate"
-                + ("" if count_rows else f"; its rows taken in the order of {counts_label}, which names none"),
-                *matched)
+                + ("" if count_rows else f"; its rows taken in the order of {counts_label}, which names none"),)
+    elif (column := sample_column(table, count_rows)) is not None:
+        # A named column of the counts' row names ("sample"): the rows were paired by position,
+        # shuffled ones with other samples' covariates, where the unnamed column was matched.
+        names = tuple(str(value).strip() for value in table[column])
+        table = table.drop(columns=column)
+        said = (f"{label}: column {column!r} read as the samples' names, as {counts_label} names its rows, not as "
+                "a covariate",)
+    if names:
+        rows, matched = samples.order(names, count_rows, label, counts_label)
+        said += matched
         table = table if rows is None else table.iloc[rows].reset_index(drop=True)
     made = design(table, n, formula, intercept, label)
     return dataclasses.replace(made, notes=said + made.notes)
+
+
+def sample_column(frame, count_rows: Sequence[str]) -> str | None:
+    """The column of `frame` that names its samples as the counts name theirs (`count_rows`):
+    a different value in every row, half of them or more among the counts' row names (all of
+    them, or `core.data.samples` refuses the stray); None where none does, or the counts name
+    no rows."""
+    if not count_rows:
+        return None
+    wanted = set(count_rows)
+    for name in frame.columns:
+        values = [str(value).strip() for value in frame[name]]
+        if len(set(values)) == len(values) and 2 * len(wanted.intersection(values)) >= len(wanted):
+            return str(name)
+    return None
 
 
 def row_names(frame):

@@ -81,3 +81,23 @@ def test_a_text_column_with_a_value_per_row_is_refused_as_sample_names():
         covariates.read(text.encode(), 12, "samples.csv")
     # Picked out by a formula, the rest is read.
     assert covariates.read(text.encode(), 12, "samples.csv", formula="~ 1 + depth").columns == ("(intercept)", "depth")
+
+
+def test_a_named_column_of_the_counts_row_names_matches_the_rows():
+    # "sample" beside tree, in another order: paired by position, each count row was fitted
+    # with another sample's tree, "converged" 517 ELBO units below, with no word.
+    shuffled = np.random.default_rng(2).permutation(116)
+    counts, offsets, _, _ = _oaks_files(np.arange(116))
+    tree = covariates.oaks_table()["tree"]
+    table = "sample,tree\n" + "".join(f"S{i + 1},{tree[i]}\n" for i in shuffled)
+    data = datasets.with_covariates(csv_counts.read_csv_bytes(counts, offsets, "counts.csv", "offsets.csv"),
+                                    table.encode(), "samples.csv", formula="~ 1 + tree")
+    in_order = datasets.load(DatasetSpec(kind="oaks", formula="~ 1 + tree"))
+    np.testing.assert_array_equal(data.covariates, in_order.covariates)
+    assert any(note.startswith("samples.csv: column 'sample' read as the samples' names, as counts.csv names its "
+                               "rows") for note in data.notes)
+    # A stray name among them is refused, not matched by position.
+    stray = table.replace("S7,", "S7b,")
+    with pytest.raises(DataError, match="the row 'S7b' is not a sample of counts.csv"):
+        datasets.with_covariates(csv_counts.read_csv_bytes(counts, offsets, "counts.csv", "offsets.csv"),
+                                 stray.encode(), "samples.csv", formula="~ 1 + tree")
