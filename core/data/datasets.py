@@ -70,7 +70,7 @@ def with_design(data: CountData, design: covariates.Design) -> CountData:
     unbounded = separation.levels_without_counts(design, data.counts)
     separated = separation.separated(design, data.counts, unbounded)
     names = data.column_labels()
-    warnings = (design.warnings + separation.empty_levels(unbounded, names)
+    warnings = (design.warnings + separation.empty_levels(unbounded, names, covariates.CONSTANT in design.columns)
                 + separation.separated_warning(separated, names))
     return dataclasses.replace(data, covariates=design.matrix, covariate_names=design.columns,
                                notes=data.notes + (f"covariates: {', '.join(design.columns)} (d = {design.d})",

@@ -187,50 +187,59 @@ def _unique_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows, inverse.reshape(-1)
 
 
-def empty_levels(unbounded: Sequence[tuple[str, str, tuple[int, ...]]], column_names: Sequence[str]) -> tuple[str, ...]:
+def empty_levels(unbounded: Sequence[tuple[str, str, tuple[int, ...]]], column_names: Sequence[str],
+                 constant: bool = True) -> tuple[str, ...]:
     """A warning for each factor at one of whose levels some count columns hold only zeros
-    (`unbounded`, as `levels_without_counts` finds them), naming the first levels and columns."""
+    (`unbounded`, as `levels_without_counts` finds them), naming its levels and their first
+    columns; `constant`: whether the design has one (else no level is a reference)."""
     by_factor: dict[str, dict[str, list[str]]] = {}
     for name, level, columns in unbounded:
         by_factor.setdefault(name, {})[level] = [str(column_names[j]) for j in columns]
     found = []
     for name, empty in by_factor.items():
         name = _short(name)
-        said = (f"{name}: columns with no count above 0 at a level of it ({{}}) have no finite optimum there: the "
-                f"level's coefficient (the reference level's: the constant and every {name} coefficient) drifts "
-                "without bound and is no estimate, while the ELBO converges; merge the level with another, or fit "
-                f"those columns without {name}")
-        listed: list[str] = []
-        for k, (level, named) in enumerate(empty.items()):
-            entry = f"at {_short(level)!r}: {_some(named)}"
-            more = f"and at {len(empty) - k} more level{'s' * (len(empty) - k != 1)}"
-            if len(said) + len("; ".join([*listed, entry, more])) > _WARNING_CHARS:
-                listed.append(more)  # the store keeps a warning of at most 500 characters
-                break
-            listed.append(entry)
-        found.append(said.format("; ".join(listed)))
+        reference = f" (the reference level's: the constant and every {name} coefficient)" if constant else ""
+        said = (f"{name}: columns with no count above 0 at a level of it ({{}}) have no finite optimum there "
+                f"(complete separation): the level's coefficient{reference} drifts without bound and is no "
+                f"estimate, even where the fit converges; merge the level with another, or fit those columns "
+                f"without {name}")
+        found.append(_listing(said, [(f"at {_short(level)!r}", named) for level, named in empty.items()], "level"))
     return tuple(found)
 
 
 def separated_warning(found: Sequence[tuple[tuple[str, ...], tuple[int, ...]]],
                       column_names: Sequence[str]) -> tuple[str, ...]:
-    """One warning for the columns `separated` finds, naming the first coefficients and
-    columns of each set."""
+    """One warning for the columns `separated` finds, naming each set of coefficients and its
+    first columns."""
     if not found:
         return ()
-    said = ("covariates: some columns count nothing on one side of a combination of covariates (as where a "
-            "covariate is 0 wherever a column counts), so the coefficients named have no finite value for them: "
-            "they drift without bound and are no estimates, while the ELBO converges ({}); drop or merge those "
-            "covariates, or fit those columns without them")
+    said = ("covariates: some columns count nothing on one side of a combination of them (complete separation: "
+            "e.g. a covariate 0 wherever a column counts), so the coefficients named have no finite value there "
+            "and drift without bound, even where the fit converges ({}); drop or merge those covariates")
+    groups = [(", ".join(_short(name) for name in moved), [str(column_names[j]) for j in columns])
+              for moved, columns in found]
+    return (_listing(said, groups, "set of coefficients", "sets of coefficients"),)
+
+
+def _listing(said: str, groups: list[tuple[str, list[str]]], one: str, many: str = "") -> str:
+    """`said` with its {} filled by "head: first columns" for each group, within what the
+    store keeps of a warning (500 characters): every group named with fewer of its columns
+    before a group is left out ("susceptible" was never named, its level cut), and those left
+    out counted."""
+    many = many or one + "s"
+    for shown in range(_NAMED_COLUMNS, 0, -1):
+        text = said.format("; ".join(f"{head}: {_some(names, shown)}" for head, names in groups))
+        if len(text) <= _WARNING_CHARS:
+            return text
     listed: list[str] = []
-    for k, (moved, columns) in enumerate(found):
-        entry = f"{', '.join(_short(name) for name in moved)}: {_some([str(column_names[j]) for j in columns])}"
-        more = f"and {len(found) - k} more set{'s' * (len(found) - k != 1)} of coefficients"
+    for k, (head, names) in enumerate(groups):
+        entry = f"{head}: {_some(names, 1)}"
+        more = f"and {len(groups) - k} more {one if len(groups) - k == 1 else many}"
         if len(said) + len("; ".join([*listed, entry, more])) > _WARNING_CHARS:
-            listed.append(more)  # the store keeps a warning of at most 500 characters
+            listed.append(more)
             break
         listed.append(entry)
-    return (said.format("; ".join(listed)),)
+    return said.format("; ".join(listed))
 
 
 def _short(name: str) -> str:
@@ -239,6 +248,6 @@ def _short(name: str) -> str:
     return name if len(name) <= _NAME_CHARS else name[:_NAME_CHARS - 1] + "…"
 
 
-def _some(names: list[str]) -> str:
-    shown = ", ".join(_short(name) for name in names[:_NAMED_COLUMNS])
-    return shown + (f" and {len(names) - _NAMED_COLUMNS} more" if len(names) > _NAMED_COLUMNS else "")
+def _some(names: list[str], most: int = _NAMED_COLUMNS) -> str:
+    shown = ", ".join(_short(name) for name in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")

@@ -21,6 +21,7 @@ import zipfile
 import numpy as np
 
 from core.data import separation
+from core.data.covariates import CONSTANT
 from core.results import outcome, spreadsheet_text
 
 # Sigma travels for data up to this many columns (a p x p float64 matrix: 32 MB at 2,000,
@@ -102,9 +103,13 @@ class Estimates:
             "What a Poisson log-normal fit estimates (PLN: Y_ij ~ Poisson(exp(O_ij + Z_ij)), Z_i ~ N(X_i B, Sigma)).",
             "",
             "coefficients.csv: B, a row per covariate (the columns of X, as coded), a column per count column:",
-            "  each covariate's effect on that column's log rate. A level of a text column is read against",
-            "  its reference level (below); (intercept) is the log rate at the references, offsets aside.",
+            "  each covariate's effect on that column's log rate.",
         ]
+        # Without a constant a text column has a coefficient per level and no reference (~ 0 + tree).
+        lines[-1] += (" A level of a text column is read against its reference level (below);"
+                      if CONSTANT in self.covariate_names else " Each level of a text column has its own")
+        lines += ["  (intercept) is the log rate at the references, offsets aside." if CONSTANT in self.covariate_names
+                  else "  coefficient: the log rate at that level, offsets and other covariates aside."]
         if self.covariance is not None:
             lines += ["covariance.csv: Sigma, the covariance of the latent log rates Z between count columns."]
         else:
@@ -123,7 +128,7 @@ class Estimates:
         if self.unbounded or self.separated:
             lines += ["", "Coefficients with no finite value: these columns count nothing at a level of a factor, or",
                       "on one side of a combination of covariates, so the coefficients named drift without bound and",
-                      "are where the fit stopped, not estimates, while the ELBO converges (every column named):"]
+                      "are where the fit stopped, not estimates, even where the fit converges (every column named):"]
             lines += [f"  {factor} {level!r} ({', '.join(self.unbounded_at(factor, level))}): {', '.join(columns)}"
                       for factor, level, columns in self.unbounded]
             lines += [f"  {', '.join(moved)}: {', '.join(columns)}" for moved, columns in self.separated]

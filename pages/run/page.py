@@ -163,6 +163,11 @@ with body:
                 + (settings.spec_summary(last, (shown[0].n, shown[0].p)) if shown else ""))
     if not shown:
         say_not_run()
+        if problem.counts is not None:
+            # What reading the upload found (coefficients with no finite value), before the first
+            # Run too: it sat in the sidebar only, below its fold.
+            for warning in problem.counts.warnings:
+                st.warning(md(warning), icon=":material/warning:")
         st.info("Press **Run** to fit and time the chosen strategies. Each run is stored, so anyone can "
                 "compare it later.", icon=":material/play_circle:")
         st.stop()

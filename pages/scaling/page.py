@@ -129,7 +129,7 @@ with n_tab:
                  else f"{stored_here} of the {len(grid)} pairs here {'is' if stored_here == 1 else 'are'}")
         st.caption(f"{pairs} stored already; **{'** and **'.join(why)}** "
                    f"run{'s' * (len(why) == 1)} {'it' if stored_here == 1 else 'them'} again"
-                   + (f" (untick {'it' if len(why) == 1 else 'both'} to run only the {len(grid) - stored_here} left)."
+                   + (f" (turn {'it' if len(why) == 1 else 'both'} off to run only the {len(grid) - stored_here} left)."
                       if len(grid) > stored_here else "."))
     elif stored_here and todo:
         st.caption(f"{stored_here} of the {len(grid)} pairs here {'is' if stored_here == 1 else 'are'} stored "

@@ -66,6 +66,8 @@ def _preview(found: estimates.Estimates, run: RunResult) -> None:
         # Which entries are no estimates, by row (a warning names four columns a level), first:
         # last, it was cut at the table's right edge at 1024 px.
         table.insert(0, "no finite value", [", ".join(without_value.get(column, [])) for column in found.column_names])
+        # Their rows first too: in the file's column order nine of oaks' 114 lay scattered down the table.
+        table = table.sort_values("no finite value", key=lambda marks: marks.eq(""), kind="stable")
     with st.expander(f"What the fit estimates: B for {len(found.column_names):,} count columns, "
                      f"{len(found.covariate_names)} covariate column{'s' * (len(found.covariate_names) != 1)}",
                      icon=":material/table_view:"):
@@ -73,6 +75,8 @@ def _preview(found: estimates.Estimates, run: RunResult) -> None:
                    "against its reference), and the variance of the column's latent log rate. "
                    + ("" if run.converged else "The fit did not converge: these are where it stopped. ")
                    + ("**no finite value** names a column's coefficients that drift without bound (it counts "
-                      "nothing at a level of a factor, or on one side of a combination of covariates): they are "
-                      "where the fit stopped, not estimates, though the ELBO converged." if without_value else ""))
-        st.dataframe(table, key="run_estimates_table", height=300)
+                      "nothing at a level of a factor, or on one side of a combination of covariates; their rows "
+                      "first): they are where the fit stopped, not estimates"
+                      + (", though the ELBO converged." if run.converged else ".") if without_value else ""))
+        st.dataframe(table, key="run_estimates_table", height=300,
+                     column_config={"no finite value": st.column_config.TextColumn(width="medium")})

@@ -889,6 +889,24 @@ def test_a_covariates_upload_is_fitted_and_a_bad_one_names_its_column(store):
     assert len(store.list()) == 1
 
 
+def test_coefficients_with_no_finite_value_are_said_before_a_run_and_their_rows_come_first(store):
+    at = open_app()
+    at.sidebar.radio(key="sb_dataset").set_value("csv").run()
+    # Column c counts only in group x: its group[y] coefficient has no finite value.
+    rows = "\n".join(f"{i % 3 + 1},{i % 5},{2 * (i % 4 == 0)}" for i in range(12))
+    at.sidebar.file_uploader(key="sb_upload_counts").set_value(("counts.csv", f"a,b,c\n{rows}\n".encode(), "text/csv"))
+    samples = "\n".join("xy"[i % 2] for i in range(12))
+    at.sidebar.file_uploader(key="sb_upload_covariates").set_value(
+        ("samples.csv", f"group\n{samples}\n".encode(), "text/csv"))
+    at.run()
+    before = [plain(w.value) for w in at.main.warning]
+    assert any(w.startswith("group: columns with no count above 0 at a level of it (at 'y': c)") for w in before), \
+        before
+    run_jit_step(at, 4)
+    (table,) = [frame for frame in at.dataframe if "no finite value" in frame.value.columns]
+    assert list(table.value.index) == ["c", "a", "b"] and table.value["no finite value"].iloc[0] == "group[y]"
+
+
 def test_upload_says_how_it_read_the_file_and_takes_the_header_choice(store):
     at = open_app()
     at.sidebar.radio(key="sb_dataset").set_value("csv").run()

@@ -69,6 +69,15 @@ def test_coefficients_that_covariates_separate_are_named_with_the_levels_ones():
     assert found.without_value() == {"a": ["(intercept)", "site[B]", "depth"], "c": ["(intercept)", "depth"]}
 
 
+def test_without_a_constant_the_readme_speaks_of_no_reference_level():
+    # ~ 0 + tree: a coefficient per level, none against a reference, and no (intercept).
+    names = ("(intercept)",), ("tree[a]", "tree[b]")
+    with_constant, without = (estimates.Estimates(np.zeros((len(n), 2)), np.eye(2), n, ("y1", "y2")).files()
+                              ["README.txt"] for n in names)
+    assert "reference level" in with_constant and "(intercept) is the log rate" in with_constant
+    assert "reference" not in without and "(intercept)" not in without and "has its own" in without
+
+
 def test_a_name_a_spreadsheet_would_run_as_a_formula_is_written_as_text():
     made = estimates.Estimates(np.ones((1, 3)), np.eye(3), ("(intercept)",), ("=HYPERLINK(\"x\")", "@a", "b"))
     files = made.files()
