@@ -287,11 +287,17 @@ def read_table(data: bytes, label: str):
 
 
 def read(data: bytes, n: int, label: str, formula: str | None = None, intercept: bool = True,
-         count_rows: Sequence[str] = (), counts_label: str = "the counts") -> Design:
+         count_rows: Sequence[str] = (), counts_label: str = "the counts", count_columns: int = 0) -> Design:
     """The design of a covariates file's bytes (see `design`), a first column of row names
     left out (`row_names`) and its rows matched to the counts' by them where the counts
-    name theirs too (`count_rows`, `core.data.samples`)."""
+    name theirs too (`count_rows`, `core.data.samples`). A table with a row per column of
+    the counts (`count_columns`) where they have another number of rows is refused as
+    counts written a row per variable (an OTU table as QIIME and phyloseq write it)."""
     table, names = row_names(read_table(data, label))
+    if len(table) != n and len(table) == count_columns:
+        raise DataError(f"{label} has {len(table):,} rows, one per column of {counts_label}, which has {n:,} rows: "
+                        f"{counts_label} looks written a row per variable (taxon, gene) and a column per sample; "
+                        "PLN needs a row per sample: transpose the counts (and offsets), as R's t() does")
     said: tuple[str, ...] = ()
     if names:
         said = (f"{label}: its first column, with no name in the header, read as the samples' names (as R's "

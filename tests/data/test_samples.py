@@ -1,6 +1,8 @@
 """Samples matched by name across counts, offsets and covariates: files written from R name
 their rows, and two files of one study need not list the samples in one order."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -101,3 +103,13 @@ def test_a_named_column_of_the_counts_row_names_matches_the_rows():
     with pytest.raises(DataError, match="the row 'S7b' is not a sample of counts.csv"):
         datasets.with_covariates(csv_counts.read_csv_bytes(counts, offsets, "counts.csv", "offsets.csv"),
                                  stray.encode(), "samples.csv", formula="~ 1 + tree")
+
+
+def test_counts_written_a_row_per_taxon_are_said_to_be_transposed():
+    # An OTU table (a row per taxon) beside a samples' table: the row counts disagree, and why is said.
+    oaks = datasets.load(DatasetSpec(kind="oaks"))
+    transposed = dataclasses.replace(oaks, counts=oaks.counts[:, :40].T, offsets=oaks.offsets[:, :40].T,
+                                     covariates=np.ones((40, 1)))
+    table = "tree\n" + "".join(f"{tree}\n" for tree in covariates.oaks_table()["tree"])
+    with pytest.raises(DataError, match="looks written a row per variable .* transpose the counts"):
+        datasets.with_covariates(transposed, table.encode(), "samples.csv")
