@@ -34,10 +34,11 @@ _RANK = 1e-9
 # The same for the Gram matrix's eigenvalues (squares), as a first sieve over all columns.
 _GRAM_RANK = 1e-12
 # A direction lowers a zero's rate when its X_i b is below this (X's columns scaled to 1 at
-# their largest), and raises none when none is above _RAISES: the linear program's own
-# tolerance is about 1e-9.
+# their largest), and raises none when none is above _RAISES, except the rows of the linear
+# program that found it, which may read up to its feasibility tolerance (HiGHS's, 1e-7).
 _LOWERS = 1e-7
 _RAISES = 1e-9
+_PROGRAM_ROUNDING = 1e-7
 # Count columns whose rows are grouped at once where samples share their covariates (oaks
 # replicated): the copy of the counts this takes stays near 128 MB.
 _GROUP_CELLS = 1 << 24
@@ -147,9 +148,11 @@ def _lowering(z: np.ndarray) -> np.ndarray | None:
         if solved.status != 0 or not (part @ solved.x).min() < -_LOWERS:
             return None
         moved = z @ solved.x
-        raised = np.flatnonzero(moved > _RAISES)
+        # Rows of the program may sit a rounding above 0 (its tolerance is 1e-9 and up):
+        # only rows outside it are new constraints, and none left means none is raised.
+        raised = np.setdiff1d(np.flatnonzero(moved > _RAISES), active)
         if not raised.size:
-            return solved.x
+            return solved.x if moved.max() <= _PROGRAM_ROUNDING else None
         active = np.union1d(active, raised[np.argsort(moved[raised])[-8 * k:]])
 
 
