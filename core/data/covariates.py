@@ -320,13 +320,16 @@ def read(data: bytes, n: int, label: str, formula: str | None = None, intercept:
 
 def sample_column(frame, count_rows: Sequence[str]) -> str | None:
     """The column of `frame` that names its samples as the counts name theirs (`count_rows`):
-    a different value in every row, half of them or more among the counts' row names (all of
-    them, or `core.data.samples` refuses the stray); None where none does, or the counts name
-    no rows."""
+    text, a different value in every row, half of them or more among the counts' row names
+    (all of them, or `core.data.samples` refuses the stray); None where none does, or the
+    counts name no rows. A column of numbers is a covariate, whatever it shares with the
+    counts' row names: a depth of 1 to 116 beside rows numbered 1 to 116 is still a depth."""
     if not count_rows:
         return None
     wanted = set(count_rows)
     for name in frame.columns:
+        if _as_numbers(np.asarray(frame[name], dtype=object)) is not None:
+            continue
         values = [str(value).strip() for value in frame[name]]
         if len(set(values)) == len(values) and 2 * len(wanted.intersection(values)) >= len(wanted):
             return str(name)

@@ -113,3 +113,14 @@ def test_counts_written_a_row_per_taxon_are_said_to_be_transposed():
     table = "tree\n" + "".join(f"{tree}\n" for tree in covariates.oaks_table()["tree"])
     with pytest.raises(DataError, match="looks written a row per variable .* transpose the counts"):
         datasets.with_covariates(transposed, table.encode(), "samples.csv")
+
+
+def test_a_column_of_numbers_is_no_sample_name_whatever_it_shares_with_the_row_names():
+    # Counts with rows numbered 1..12, a depth of 1..12 in another order: a covariate, fitted as such.
+    rows = "".join(f'"{i + 1}",{i % 3},{(i * 7) % 4 + 1}\n' for i in range(12))
+    data = csv_counts.read_csv_bytes(f'"",a,b\n{rows}'.encode(), None, "counts.csv")
+    assert data.row_names == tuple(str(i + 1) for i in range(12))
+    depth = [12 - i for i in range(12)]
+    design = covariates.read(("depth\n" + "".join(f"{v}\n" for v in depth)).encode(), 12, "samples.csv",
+                             count_rows=data.row_names)
+    assert design.columns == ("(intercept)", "depth") and design.matrix[:, 1].tolist() == depth
