@@ -160,8 +160,8 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
             raise DataError(f"{label}: column {name!r} has a missing value at row {missing[0] + 1}")
         levels = sorted(set(text))
         if len(levels) == n >= _NAMES_FROM_ROWS:
-            raise DataError(f"{label}: column {name!r} has a different value in every row ({levels[0]!r}, "
-                            f"{levels[1]!r}, ...): the samples' names, not a covariate (a level per sample leaves "
+            raise DataError(f"{label}: column {name!r} has a different value in every row ({text[0]!r}, "
+                            f"{text[1]!r}, ...): the samples' names, not a covariate (a level per sample leaves "
                             "nothing to estimate); remove it, or pick the covariates with a formula")
         if len(levels) == 1 and intercept:
             raise DataError(f"{label}: column {name!r} has one level, {levels[0]!r}: beside the constant it adds "
@@ -287,22 +287,34 @@ def read_table(data: bytes, label: str):
 
 
 def read(data: bytes, n: int, label: str, formula: str | None = None, intercept: bool = True,
-         count_rows: Sequence[str] = (), counts_label: str = "the counts", count_columns: int = 0) -> Design:
+         count_rows: Sequence[str] = (), counts_label: str = "the counts",
+         count_columns: Sequence[str] = ()) -> Design:
     """The design of a covariates file's bytes (see `design`), a first column of row names
     left out (`row_names`) and its rows matched to the counts' by them where the counts
     name theirs too (`count_rows`, `core.data.samples`). A table with a row per column of
-    the counts (`count_columns`) where they have another number of rows is refused as
-    counts written a row per variable (an OTU table as QIIME and phyloseq write it)."""
+    the counts (`count_columns`, their names) where they have another number of rows is
+    refused as counts written a row per variable (an OTU table as QIIME and phyloseq write
+    it), or, its rows named as the counts' columns, as no covariates table at all. Sample
+    names the counts cannot be matched by (they name no rows) are warned of: the rows are
+    then taken in the counts' order, unchecked."""
     table, names = row_names(read_table(data, label))
-    if len(table) != n and len(table) == count_columns:
+    if len(table) != n and len(table) == len(count_columns):
+        if names and 2 * len(set(names) & set(count_columns)) >= len(count_columns):
+            raise DataError(f"{label}: its rows are named as the columns of {counts_label} (a row per variable, "
+                            f"{len(table):,} of them): it is no table of the samples' covariates (counts written a "
+                            "row per variable?); give a table with a row per sample and a column per covariate")
         raise DataError(f"{label} has {len(table):,} rows, one per column of {counts_label}, which has {n:,} rows: "
                         f"{counts_label} looks written a row per variable (taxon, gene) and a column per sample; "
                         "PLN needs a row per sample: transpose the counts (and offsets), as R's t() does")
     said: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = ()
     if names:
         said = (f"{label}: its first column, with no name in the header, read as the samples' names (as R's "
-                "write.csv writes them), not as a covariate"
-                + ("" if count_rows else f"; its rows taken in the order of {counts_label}, which names none"),)
+                "write.csv writes them), not as a covariate",)
+    elif not count_rows and (column := _names_column(table)) is not None:
+        names = tuple(str(value).strip() for value in table[column])
+        table = table.drop(columns=column)
+        said = (f"{label}: column {column!r} read as the samples' names, not as a covariate",)
     elif (column := sample_column(table, count_rows)) is not None:
         # A named column of the counts' row names ("sample"): the rows were paired by position,
         # shuffled ones with other samples' covariates, where the unnamed column was matched.
@@ -310,12 +322,29 @@ def read(data: bytes, n: int, label: str, formula: str | None = None, intercept:
         table = table.drop(columns=column)
         said = (f"{label}: column {column!r} read as the samples' names, as {counts_label} names its rows, not as "
                 "a covariate",)
-    if names:
+    if names and not count_rows:
+        # A shuffled table was then fitted each sample with another's covariates, with no word.
+        counts = "the counts" + ("" if counts_label == "the counts" else f" ({counts_label})")
+        unmatched = (f"{label} names its samples ({names[0]!r}, {names[1]!r}, ...), but {counts} have no row "
+                     "names: the rows are taken in the counts' order, unchecked; give the counts their "
+                     "samples' names (a first column of them) to match the rows by name",)
+    elif names:
         rows, matched = samples.order(names, count_rows, label, counts_label)
         said += matched
         table = table if rows is None else table.iloc[rows].reset_index(drop=True)
     made = design(table, n, formula, intercept, label)
-    return dataclasses.replace(made, notes=said + made.notes)
+    return dataclasses.replace(made, notes=said + made.notes, warnings=unmatched + made.warnings)
+
+
+def _names_column(frame) -> str | None:
+    """A column of text with a different value in each of its rows (at least
+    `_NAMES_FROM_ROWS`): the samples' names ("sample"), never a covariate."""
+    for name in frame.columns:
+        values = [str(value).strip() for value in frame[name]]
+        if (len(values) >= _NAMES_FROM_ROWS and len(set(values)) == len(values)
+                and _as_numbers(np.asarray(frame[name], dtype=object)) is None):
+            return str(name)
+    return None
 
 
 def sample_column(frame, count_rows: Sequence[str]) -> str | None:

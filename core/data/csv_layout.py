@@ -173,11 +173,19 @@ def detect(data: bytes, label: str, header: str = "auto") -> Layout:
     # of every line below (write.table); they go to the index rather than being skipped, so
     # that a ragged row still fails to parse.
     short = has_header and len(rows) > 1 and {len(row) for row in rows[1:]} == {len(first) + 1}
-    row_names = has_header and (short or first[0] == "")
+    # Or a first column of text under a name ("sample", as pandas' reset_index() writes it)
+    # beside numbers: the samples' names, where it stopped the file at its first cell.
+    # (Three in four cells beside it numbers: a stray word among them is then refused where it is.)
+    beside = [_is_number(cell, decimal) for row in rows[1:] for cell in row[1:] if cell]
+    named = (has_header and len(rows) > 1 and len(first) > 2
+             and all(row and row[0] and not _is_number(row[0], decimal) for row in rows[1:])
+             and len(beside) > 0 and 4 * sum(beside) >= 3 * len(beside))
+    row_names = has_header and (short or first[0] == "" or named)
     names = tuple(first if short else first[int(row_names):]) if has_header else None
     width = len(first) if short else len(first) - int(row_names)
     if row_names:
-        notes.append(f"{label}: column 1 read as the rows' names, not counts")
+        notes.append(f"{label}: column 1" + (f" ({first[0]!r})" if named and first[0] else "")
+                     + " read as the rows' names, not counts")
     if width < 2:
         raise DataError(f"{label} has {max(width, 1)} column; at least 2 variables (columns) are needed, in "
                         f"{ACCEPTED}")

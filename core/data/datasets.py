@@ -59,7 +59,7 @@ def with_covariates(data: CountData, table: bytes, name: str, formula: str = "",
     """`data` with the covariates of a table's bytes (`core.data.covariates`), checked for
     what the fit needs (full rank, as many rows as the counts)."""
     return with_design(data, covariates.read(table, data.n, name, formula or None, intercept, data.row_names,
-                                             data.name.removeprefix("csv "), data.p))
+                                             data.name.removeprefix("csv "), data.column_labels()))
 
 
 def with_design(data: CountData, design: covariates.Design) -> CountData:

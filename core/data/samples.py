@@ -10,6 +10,7 @@ then not known), by position where no name is shared (numbers beside names), sai
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,7 +26,7 @@ def order(names: Sequence[str] | None, count_names: Sequence[str] | None, label:
 
     Raises:
         DataError: where the two files share some row names but not all: naming one that
-            the counts do not have.
+            the counts do not have, the samples without a row, names given twice.
     """
     if not names or not count_names or tuple(names) == tuple(count_names):
         return None, ()
@@ -36,12 +37,23 @@ def order(names: Sequence[str] | None, count_names: Sequence[str] | None, label:
         where = {name: i for i, name in enumerate(names)}
         return np.array([where[name] for name in count_names]), (
             f"{label}: rows matched to {counts_label}'s samples by their names (the file has them in another order)",)
-    stray = next((name for name in names if name not in set(count_names)), None)
-    if stray is not None:
-        raise DataError(f"{label}: the row {stray!r:.40} is not a sample of {counts_label}, where other row names "
-                        "agree: which row goes with which sample is not known; give both files the same samples")
-    missing = next((name for name in count_names if name not in set(names)), None)
-    said = (f"no row for the sample {missing!r:.40} of {counts_label}" if missing is not None else
-            "a row name given twice")
-    raise DataError(f"{label}: {said}, where other row names agree: which row goes with which sample is not known; "
-                    "give both files the same samples, once each")
+    known, listed = set(count_names), set(names)
+    stray = [name for name in names if name not in known]
+    missing = [name for name in count_names if name not in listed]
+    twice = sorted(name for name, times in Counter(names).items() if times > 1)
+    parts = []
+    if stray:
+        parts.append(f"{len(stray):,} of its row names {'is' if len(stray) == 1 else 'are'} no sample of "
+                     f"{counts_label} ({_first(stray)})")
+    if missing:
+        parts.append(f"{len(missing):,} sample{'s' * (len(missing) != 1)} of {counts_label} "
+                     f"{'has' if len(missing) == 1 else 'have'} no row ({_first(missing)})")
+    if twice:
+        parts.append(f"row names given twice ({_first(twice)})")
+    said = "; ".join(parts)
+    raise DataError(f"{label}: {said}, where other row names agree; give both files the same samples, once each")
+
+
+def _first(names: list[str]) -> str:
+    shown = ", ".join(f"{name!r:.40}" for name in names[:3])
+    return shown + (", ..." if len(names) > 3 else "")

@@ -217,8 +217,9 @@ def separated_warning(found: Sequence[tuple[tuple[str, ...], tuple[int, ...]]],
     if not found:
         return ()
     said = ("covariates: some columns count nothing on one side of a combination of them (complete separation: "
-            "e.g. a covariate 0 wherever a column counts), so the coefficients named have no finite value there "
-            "and drift without bound, even where the fit converges ({}); drop or merge those covariates")
+            "a covariate 0 wherever a column counts, or counting only at its largest values): the coefficients "
+            "named have no finite value for them, drifting without bound even where the fit converges ({}); drop "
+            "or merge those covariates")
     groups = [(", ".join(_short(name) for name in moved), [str(column_names[j]) for j in columns])
               for moved, columns in found]
     return (_listing(said, groups, "set of coefficients", "sets of coefficients"),)
@@ -230,7 +231,7 @@ def _listing(said: str, groups: list[tuple[str, list[str]]], one: str, many: str
     before a group is left out ("susceptible" was never named, its level cut), and those left
     out counted."""
     many = many or one + "s"
-    for shown in range(_NAMED_COLUMNS, 0, -1):
+    for shown in range(_NAMED_COLUMNS, -1, -1):
         text = said.format("; ".join(f"{head}: {_some(names, shown)}" for head, names in groups))
         if len(text) <= _WARNING_CHARS:
             return text
@@ -252,5 +253,8 @@ def _short(name: str) -> str:
 
 
 def _some(names: list[str], most: int = _NAMED_COLUMNS) -> str:
+    most = len(names) if len(names) == most + 1 else most  # the one left named: as long as "and 1 more"
+    if not most:
+        return f"{len(names)} column{'s' * (len(names) != 1)}"
     shown = ", ".join(_short(name) for name in names[:most])
-    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+    return shown + (f" (+{len(names) - most})" if len(names) > most else "")

@@ -71,12 +71,15 @@ def _preview(found: estimates.Estimates, run: RunResult) -> None:
     with st.expander(f"What the fit estimates: B for {len(found.column_names):,} count columns, "
                      f"{len(found.covariate_names)} covariate column{'s' * (len(found.covariate_names) != 1)}",
                      icon=":material/table_view:"):
-        st.caption(f"Run #{run.id}: each covariate's effect on each count column's log rate (a factor's level "
-                   "against its reference), and the variance of the column's latent log rate. "
+        # Without a constant (~ 0 + tree) a level has its own coefficient, against no reference.
+        against = (" (a factor's level against its reference)" if estimates.CONSTANT in found.covariate_names
+                   else "")
+        st.caption(f"Run #{run.id}: each covariate's effect on each count column's log rate{against}, and the "
+                   "variance of the column's latent log rate. "
                    + ("" if run.converged else "The fit did not converge: these are where it stopped. ")
                    + ("**no finite value** names a column's coefficients that drift without bound (it counts "
                       "nothing at a level of a factor, or on one side of a combination of covariates; their rows "
                       "first): they are where the fit stopped, not estimates"
                       + (", though the ELBO converged." if run.converged else ".") if without_value else ""))
         st.dataframe(table, key="run_estimates_table", height=300,
-                     column_config={"no finite value": st.column_config.TextColumn(width="medium")})
+                     column_config={"no finite value": st.column_config.TextColumn(width="large")})

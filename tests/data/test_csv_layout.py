@@ -50,6 +50,17 @@ def test_r_write_csv_numeric_names_quoted_over_row_names():
     assert any("quoted like names" in note for note in got.notes)
 
 
+def test_a_named_first_column_of_text_is_the_rows_names():
+    # pandas' reset_index() or a spreadsheet: "sample" over S1, S2, ... (a dead end: "non-numeric cell").
+    got = _read("sample,a,b,c\nS1,0,12,3\nS2,5,0,1\nS3,7,8,9\n")
+    np.testing.assert_array_equal(got.counts, COUNTS)
+    assert got.row_names == ("S1", "S2", "S3") and got.column_names == ("a", "b", "c")
+    assert "t.csv: column 1 ('sample') read as the rows' names, not counts" in got.notes
+    # A word among the numbers elsewhere is still refused where it is.
+    with pytest.raises(DataError, match="line 3, column 3"):
+        _read("sample,a,b,c\nS1,0,12,3\nS2,5,x,1\nS3,7,8,9\n")
+
+
 def test_numeric_header_is_read_as_the_user_says():
     text = "1001,1002,1003\n0,12,3\n5,0,1\n7,8,9\n"
     auto = _read(text)

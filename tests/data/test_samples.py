@@ -26,8 +26,10 @@ def test_rows_that_share_no_name_are_taken_by_position_and_said():
 
 
 @pytest.mark.parametrize("names,needle", [
-    (["a", "b", "z"], "the row 'z' is not a sample of counts.csv"),
-    (["a", "b", "b"], "no row for the sample 'c' of counts.csv"),
+    (["a", "b", "z"], "1 of its row names is no sample of counts.csv \\('z'\\); 1 sample of counts.csv has no row "
+                      "\\('c'\\)"),
+    (["a", "b", "b"], "1 sample of counts.csv has no row \\('c'\\); row names given twice \\('b'\\)"),
+    (["a", "b"], "1 sample of counts.csv has no row \\('c'\\), where other row names agree"),
 ])
 def test_rows_whose_names_partly_differ_are_refused(names, needle):
     with pytest.raises(DataError, match=needle):
@@ -74,15 +76,23 @@ def test_r_row_names_are_no_covariate_numbered_or_named():
             design = covariates.read(text.encode(), oaks.n, "samples.csv")
             assert design.columns == ("(intercept)", "tree[resistant]", "tree[susceptible]"), (header, design.columns)
             assert "read as the samples' names" in design.notes[0]
-            assert "taken in the order of the counts, which names none" in design.notes[0]
+            # Not matched (the counts name no rows): said as a warning, the order unchecked.
+            said = f"samples.csv names its samples ({name(0)!r}, {name(1)!r}, ...), but the counts have no row names"
+            assert said in design.warnings[0]
 
 
-def test_a_text_column_with_a_value_per_row_is_refused_as_sample_names():
-    text = "sample,depth\n" + "".join(f"s{i},{i % 3}\n" for i in range(12))
-    with pytest.raises(DataError, match="column 'sample' has a different value in every row .* the samples' names"):
-        covariates.read(text.encode(), 12, "samples.csv")
-    # Picked out by a formula, the rest is read.
-    assert covariates.read(text.encode(), 12, "samples.csv", formula="~ 1 + depth").columns == ("(intercept)", "depth")
+def test_a_text_column_with_a_value_per_row_is_the_samples_names_never_a_covariate():
+    # In file order, shuffled: the message's examples are the file's first rows.
+    names = [f"s{(7 * i) % 12}" for i in range(12)]
+    text = "sample,depth\n" + "".join(f"{names[i]},{i % 3}\n" for i in range(12))
+    for formula in (None, "~ 1 + depth"):
+        design = covariates.read(text.encode(), 12, "samples.csv", formula=formula)
+        assert design.columns == ("(intercept)", "depth")
+        # The counts name no rows, so it cannot match them: a warning, where a formula once hid it.
+        assert design.warnings[0].startswith("samples.csv names its samples ('s0', 's7', ...), but the counts "
+                                             "have no row names: the rows are taken in the counts' order")
+    with pytest.raises(DataError, match="column 'sample' has a different value in every row \\('s0', 's7'"):
+        covariates.design({"sample": names}, 12, label="samples.csv")
 
 
 def test_a_named_column_of_the_counts_row_names_matches_the_rows():
@@ -100,7 +110,7 @@ def test_a_named_column_of_the_counts_row_names_matches_the_rows():
                                "rows") for note in data.notes)
     # A stray name among them is refused, not matched by position.
     stray = table.replace("S7,", "S7b,")
-    with pytest.raises(DataError, match="the row 'S7b' is not a sample of counts.csv"):
+    with pytest.raises(DataError, match="1 of its row names is no sample of counts.csv \\('S7b'\\)"):
         datasets.with_covariates(csv_counts.read_csv_bytes(counts, offsets, "counts.csv", "offsets.csv"),
                                  stray.encode(), "samples.csv", formula="~ 1 + tree")
 
@@ -124,3 +134,13 @@ def test_a_column_of_numbers_is_no_sample_name_whatever_it_shares_with_the_row_n
     design = covariates.read(("depth\n" + "".join(f"{v}\n" for v in depth)).encode(), 12, "samples.csv",
                              count_rows=data.row_names)
     assert design.columns == ("(intercept)", "depth") and design.matrix[:, 1].tolist() == depth
+
+
+def test_a_covariates_file_named_as_the_counts_columns_is_said_to_be_no_samples_table():
+    # Counts given as covariates, a row per taxon: the counts are right, the covariates are not.
+    oaks = datasets.load(DatasetSpec(kind="oaks"))
+    taxa = [f"y{j + 1}" for j in range(oaks.p)]
+    table = '"","S1","S2"\n' + "".join(f'"{taxon}",1,2\n' for taxon in taxa)
+    with pytest.raises(DataError, match="its rows are named as the columns of the counts .* it is no table of the "
+                                        "samples' covariates"):
+        covariates.read(table.encode(), oaks.n, "samples.csv", count_columns=taxa)
