@@ -325,8 +325,8 @@ def read(data: bytes, n: int, label: str, formula: str | None = None, intercept:
     if names and not count_rows:
         # A shuffled table was then fitted each sample with another's covariates, with no word.
         counts = "the counts" + ("" if counts_label == "the counts" else f" ({counts_label})")
-        unmatched = (f"{label} names its samples ({names[0]!r}, {names[1]!r}, ...), but {counts} have no row "
-                     "names: the rows are taken in the counts' order, unchecked; give the counts their "
+        unmatched = (f"{label} names its samples ({', '.join(repr(name) for name in names[:2])}, ...), but {counts} "
+                     "have no row names: the rows are taken in the counts' order, unchecked; give the counts their "
                      "samples' names (a first column of them) to match the rows by name",)
     elif names:
         rows, matched = samples.order(names, count_rows, label, counts_label)
