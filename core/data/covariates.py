@@ -311,17 +311,13 @@ def read(data: bytes, n: int, label: str, formula: str | None = None, intercept:
     if names:
         said = (f"{label}: its first column, with no name in the header, read as the samples' names (as R's "
                 "write.csv writes them), not as a covariate",)
-    elif not count_rows and (column := _names_column(table)) is not None:
+    elif (column := names_column(table, count_rows)) is not None:
+        # A named column of them ("sample"): matched as the unnamed one is, where the rows were
+        # paired by position, shuffled ones with other samples' covariates.
         names = tuple(str(value).strip() for value in table[column])
         table = table.drop(columns=column)
-        said = (f"{label}: column {column!r} read as the samples' names, not as a covariate",)
-    elif (column := sample_column(table, count_rows)) is not None:
-        # A named column of the counts' row names ("sample"): the rows were paired by position,
-        # shuffled ones with other samples' covariates, where the unnamed column was matched.
-        names = tuple(str(value).strip() for value in table[column])
-        table = table.drop(columns=column)
-        said = (f"{label}: column {column!r} read as the samples' names, as {counts_label} names its rows, not as "
-                "a covariate",)
+        said = (f"{label}: column {column!r} read as the samples' names"
+                + (f", as {counts_label} names its rows," if count_rows else ",") + " not as a covariate",)
     if names and not count_rows:
         # A shuffled table was then fitted each sample with another's covariates, with no word.
         counts = "the counts" + ("" if counts_label == "the counts" else f" ({counts_label})")
@@ -336,31 +332,20 @@ def read(data: bytes, n: int, label: str, formula: str | None = None, intercept:
     return dataclasses.replace(made, notes=said + made.notes, warnings=unmatched + made.warnings)
 
 
-def _names_column(frame) -> str | None:
-    """A column of text with a different value in each of its rows (at least
-    `_NAMES_FROM_ROWS`): the samples' names ("sample"), never a covariate."""
-    for name in frame.columns:
-        values = [str(value).strip() for value in frame[name]]
-        if (len(values) >= _NAMES_FROM_ROWS and len(set(values)) == len(values)
-                and _as_numbers(np.asarray(frame[name], dtype=object)) is None):
-            return str(name)
-    return None
-
-
-def sample_column(frame, count_rows: Sequence[str]) -> str | None:
-    """The column of `frame` that names its samples as the counts name theirs (`count_rows`):
-    text, a different value in every row, half of them or more among the counts' row names
-    (all of them, or `core.data.samples` refuses the stray); None where none does, or the
-    counts name no rows. A column of numbers is a covariate, whatever it shares with the
-    counts' row names: a depth of 1 to 116 beside rows numbered 1 to 116 is still a depth."""
-    if not count_rows:
-        return None
+def names_column(frame, count_rows: Sequence[str] = ()) -> str | None:
+    """The column of `frame` that names its samples ("sample"): text, a different value in
+    every row, and where the counts name their rows (`count_rows`) half of them or more
+    among those (all of them, or `core.data.samples` refuses the stray), else at least
+    `_NAMES_FROM_ROWS` rows; None where none does. A column of numbers is a covariate,
+    whatever it shares with the counts' row names: a depth of 1 to 116 beside rows numbered
+    1 to 116 is still a depth."""
     wanted = set(count_rows)
     for name in frame.columns:
         if _as_numbers(np.asarray(frame[name], dtype=object)) is not None:
             continue
         values = [str(value).strip() for value in frame[name]]
-        if len(set(values)) == len(values) and 2 * len(wanted.intersection(values)) >= len(wanted):
+        if len(set(values)) == len(values) and (2 * len(wanted.intersection(values)) >= len(wanted) if wanted
+                                                else len(values) >= _NAMES_FROM_ROWS):
             return str(name)
     return None
 

@@ -60,6 +60,12 @@ class Estimates:
     unbounded: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     separated: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
 
+    @property
+    def against_reference(self) -> bool:
+        """Whether a factor's levels are read against a reference level: where X has a
+        constant (without one, ~ 0 + tree, each level has its own coefficient)."""
+        return CONSTANT in self.covariate_names
+
     def without_value(self) -> dict[str, list[str]]:
         """For each count column with coefficients that have no finite value, those
         coefficients, in B's order (`unbounded_at`, and `separated`'s)."""
@@ -105,10 +111,9 @@ class Estimates:
             "coefficients.csv: B, a row per covariate (the columns of X, as coded), a column per count column:",
             "  each covariate's effect on that column's log rate.",
         ]
-        # Without a constant a text column has a coefficient per level and no reference (~ 0 + tree).
         lines[-1] += (" A level of a text column is read against its reference level (below);"
-                      if CONSTANT in self.covariate_names else " Each level of a text column has its own")
-        lines += ["  (intercept) is the log rate at the references, offsets aside." if CONSTANT in self.covariate_names
+                      if self.against_reference else " Each level of a text column has its own")
+        lines += ["  (intercept) is the log rate at the references, offsets aside." if self.against_reference
                   else "  coefficient: the log rate at that level, offsets and other covariates aside."]
         if self.covariance is not None:
             lines += ["covariance.csv: Sigma, the covariance of the latent log rates Z between count columns."]

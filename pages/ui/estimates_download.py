@@ -72,8 +72,7 @@ def _preview(found: estimates.Estimates, run: RunResult) -> None:
                      f"{len(found.covariate_names)} covariate column{'s' * (len(found.covariate_names) != 1)}",
                      icon=":material/table_view:"):
         # Without a constant (~ 0 + tree) a level has its own coefficient, against no reference.
-        against = (" (a factor's level against its reference)" if estimates.CONSTANT in found.covariate_names
-                   else "")
+        against = " (a factor's level against its reference)" if found.against_reference else ""
         st.caption(f"Run #{run.id}: each covariate's effect on each count column's log rate{against}, and the "
                    "variance of the column's latent log rate. "
                    + ("" if run.converged else "The fit did not converge: these are where it stopped. ")
