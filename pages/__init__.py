@@ -7,11 +7,12 @@ The `0_*.py` files beside the folders are for a fresh server's first session alo
 that mode it routes the first request itself, by the names of the top-level `pages/*.py` (a
 leading number dropped), and tells the browser "Page not found" for any other address before
 app.py has said what its pages are: a link to /story?step=3, the first thing opened after a
-restart, showed that dialog over the right page. So each address app.py serves in lower case
-(its pages' own paths and the spoken aliases) has a file here that runs app.py's `main`: the
+restart, showed that dialog over the right page. So each address app.py serves (its pages'
+own paths and the spoken aliases, in lower case and as the menu spells them: `0_story.py`,
+`1_Story.py`, numbered apart so that a disk that ignores case keeps both) has a file here that
+runs app.py's `main`: the
 legacy mode finds the address, runs it, and `main`'s `st.navigation` ends the mode for the
 process and opens the address's page with the link's settings, as app.py does for every
 later request. No page's code sits directly in pages/: the legacy mode would run it without
-app.py, its router, its sidebar or its password. A capitalised alias (/Story) opened as the
-first request still gets the dialog (docs/sharing.md).
+app.py, its router, its sidebar or its password.
 """

@@ -1,5 +1,5 @@
 """A fresh server's first session is routed by Streamlit's legacy multipage mode, by the files
-at the top of pages/ (pages/__init__.py): each lower-case address app.py serves has one, and
+at the top of pages/ (pages/__init__.py): each address app.py serves has one, and
 each runs app.py's router and nothing else. The first session itself, opened at a link, is
 tests/app/test_sign_in_link.py's."""
 
@@ -18,10 +18,16 @@ def _first_session_files():
     return [path for path in sorted(pathlib.Path(ROOT, "pages").glob("*.py")) if path.name != "__init__.py"]
 
 
-def test_every_lower_case_address_has_its_first_session_file():
-    served = {path for path in ADDRESSES if path == path.lower()}
-    routed = {LEGACY_NAME.fullmatch(path.name).group(1) for path in _first_session_files()}
-    assert routed == served
+def test_every_address_has_its_first_session_file_capitalised_too():
+    # app.py serves each address as the menu spells it too (/Story), but under_the_hood, whose
+    # spoken forms are /under-the-hood and /hood. A capitalised file's number differs from its
+    # lower-case twin's (1_Story.py, 0_story.py): one name apart on a disk that ignores case.
+    lower = {path for path in ADDRESSES if path == path.lower()}
+    served = lower | {path.capitalize() for path in lower if path != "under_the_hood"}
+    assert {path for path in ADDRESSES if path != path.lower()} <= served
+    routed = [LEGACY_NAME.fullmatch(path.name).group(1) for path in _first_session_files()]
+    assert sorted(routed) == sorted(served)
+    assert len({path.name.lower() for path in _first_session_files()}) == len(routed)
 
 
 def test_each_first_session_file_runs_the_router_and_nothing_else():
