@@ -76,6 +76,8 @@ TOL_RANGE = (0.0, 0.99)
 # A file name in a label is cut to this many characters (its start and its end kept): labels
 # are shown in tables and legends, and a stored run keeps at most 500 characters of text.
 LABEL_NAME_CHARS = 80
+# A CSV data set's label ends with this many hex digits of its content (`DatasetSpec.data_tag`).
+DATA_TAG_CHARS = 6
 
 
 def _short_name(path: str) -> str:
@@ -266,8 +268,8 @@ class DatasetSpec:
 
     @property
     def label(self) -> str:
-        """A short human name: "oaks x100", "simulated 1000x50 (seed 0)", "csv counts.csv",
-        "csv counts.csv, offsets sizes.csv ~ 1 + site"."""
+        """A short human name: "oaks x100", "simulated 1000x50 (seed 0)", "csv counts.csv #1f0c3a",
+        "csv counts.csv, offsets sizes.csv ~ 1 + site over samples.csv #1f0c3a"."""
         if self.kind == "oaks":
             return f"oaks x{self.replicate}" + (f" {self.formula}" if self.formula else "")
         if self.kind == "simulated":
@@ -278,8 +280,20 @@ class DatasetSpec:
         if self.offsets_path:  # a fit with offsets is another problem: Compare drew both as one
             label += f", offsets {_short_name(self.offsets_path)}"
         if self.covariates_path:
-            label += " " + (self.formula or f"+ {_short_name(self.covariates_path)}")
-        return label
+            covariates = _short_name(self.covariates_path)
+            label += f" {self.formula} over {covariates}" if self.formula else f" + {covariates}"
+        # Pages and tables tell problems apart by this label: two files of one name (a counts.csv
+        # edited and uploaded again) were drawn, ranked and given one best ELBO as one problem.
+        return label + (f" #{self.data_tag}" if self.data_tag else "")
+
+    @property
+    def data_tag(self) -> str:
+        """csv only: six hex digits naming the files' content and how they were read (the
+        header, the constant column), "" where no content hash is known."""
+        if self.kind != "csv" or not self.content_hash:
+            return ""
+        read = f"{self.content_hash}|{self.header}|{self.intercept}"
+        return hashlib.sha256(read.encode()).hexdigest()[:DATA_TAG_CHARS]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -156,6 +156,8 @@ def archive_name(dataset_label: str) -> str:
     the formula's terms, "csv counts.csv ~ 1 + group" as plnlab_estimates_counts_group.zip
     (as the label's characters, it read "csv_counts.csv_1_+_group")."""
     label = re.sub(r"^csv ", "", dataset_label)
+    label = re.sub(r" #[0-9a-f]+$", "", label)  # the content's tag tells files of one name apart, not a name
+    label = re.sub(r"(~.*?) over .+$", r"\1", label)  # the formula's table: its terms name the covariates
     label = re.sub(r", offsets .+?(?=$| ~ | \+ )", "", label)  # the counts name the data
     label = re.sub(r"\.(csv|tsv|txt)\b", "", label, flags=re.IGNORECASE)
     label = re.sub(r"~\s*[01]\s*(\+|$)", " ", label)  # the constant's term, said by every formula

@@ -775,11 +775,12 @@ def test_good_csv_upload_is_fitted_from_memory(store):
         ("good.csv", f"a,b,c\n{rows}\n".encode(), "text/csv"))
     run_jit_step(at, 5)
     (run,) = store.list()
-    assert run.dataset == "csv good.csv" and (run.n, run.p) == (12, 3)
+    tag = FitSpec.from_dict(run.spec).dataset.data_tag
+    assert run.dataset == f"csv good.csv #{tag}" and (run.n, run.p) == (12, 3)
     assert run.spec["dataset"]["content_hash"]
     # The settings' line names a CSV's size as it names oaks' (only reading the file tells it).
     said = [element.value for element in [*at.markdown, *at.caption]]
-    assert any("**csv good.csv** (n = 12, p = 3)" in line for line in said), said
+    assert any(f"**csv good.csv \\#{tag}** (n = 12, p = 3)" in line for line in said), said
 
 
 def test_a_run_on_uploaded_counts_offers_its_estimates_named_by_the_files_columns(store):

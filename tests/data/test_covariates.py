@@ -131,10 +131,27 @@ def test_a_csv_spec_with_covariates_loads_them_and_hashes_their_bytes(tmp_path):
     spec = DatasetSpec(kind="csv", counts_path=str(counts), covariates_path=str(table),
                        content_hash=content_hash(counts, table))
     data = datasets.load(spec)
-    assert data.d == 2 and spec.label == "csv c.csv + s.csv"
+    assert data.d == 2 and spec.label == f"csv c.csv + s.csv #{spec.data_tag}" and len(spec.data_tag) == 6
     table.write_text("g\n" + "\n".join(["u"] * 15 + ["v"] * 15) + "\n")
     with pytest.raises(DataError, match="changed since the run was set up"):
         datasets.load(spec)
+
+
+def test_a_csv_label_names_the_covariates_file_and_tells_files_of_one_name_apart():
+    # Pages rank, draw and give one best ELBO to runs of one label: a counts.csv edited and
+    # uploaded again was one problem with the first, and a formula hid which table it read.
+    first = DatasetSpec(kind="csv", counts_path="a/counts.csv", covariates_path="a/samples.csv",
+                        formula="~ 1 + site", content_hash="1" * 64)
+    moved = DatasetSpec(kind="csv", counts_path="b/counts.csv", covariates_path="b/samples.csv",
+                        formula="~ 1 + site", content_hash="1" * 64)
+    edited = DatasetSpec(kind="csv", counts_path="a/counts.csv", covariates_path="a/samples.csv",
+                         formula="~ 1 + site", content_hash="2" * 64)
+    assert first.label == moved.label == f"csv counts.csv ~ 1 + site over samples.csv #{first.data_tag}"
+    assert edited.label != first.label
+    # The same bytes read another way are other data.
+    assert DatasetSpec(kind="csv", counts_path="c.csv", content_hash="1" * 64, header="no").data_tag != \
+        DatasetSpec(kind="csv", counts_path="c.csv", content_hash="1" * 64, header="yes").data_tag
+    assert DatasetSpec(kind="oaks").data_tag == "" and DatasetSpec(kind="oaks").label == "oaks x1"
 
 
 def test_a_formula_has_one_spelling_whatever_names_the_counts():

@@ -97,6 +97,8 @@ def test_a_name_a_spreadsheet_would_run_as_a_formula_is_written_as_text():
     ("csv counts.csv, offsets sizes.csv ~ 1 + site", "plnlab_estimates_counts_site.zip"),
     ("oaks x1 ~ 1 + tree", "plnlab_estimates_oaks_x1_tree.zip"),
     ("csv My Data.TSV ~ 0 + site + depth", "plnlab_estimates_My_Data_site_depth.zip"),
+    ("csv counts.csv ~ 1 + group over samples.csv #3f2a1c", "plnlab_estimates_counts_group.zip"),
+    ("csv hand over.csv + cov.csv #3f2a1c", "plnlab_estimates_hand_over_cov.zip"),
 ])
 def test_the_download_is_named_by_the_files_and_the_formulas_terms(label, name):
     assert estimates.archive_name(label) == name
