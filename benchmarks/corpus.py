@@ -4,11 +4,12 @@ beside pyPLNmodels' own fit in the same process.
     .venv/bin/python benchmarks/corpus.py                          # the small sets, both precisions
     .venv/bin/python benchmarks/corpus.py --large --peer-precisions float32
     .venv/bin/python benchmarks/corpus.py --sets "scrna 2000x1000" --device gpu
+    .venv/bin/python benchmarks/corpus.py --optimizer lbfgs --peer-precisions --iterations 100
 
 For each set (`core.data.corpus`) and precision, one line:
 
-- ours: the front doors' default (scan, preconditioned L-BFGS from log_rates, tol 1e-7 in
-  float32 and 1e-9 in float64) run by the engine as any run is (its steady state the median
+- ours: the front doors' default (scan, preconditioned L-BFGS from log_rates_sd, tol 1e-7 in
+  float32 and 1e-9 in float64), or `--optimizer`'s from its own start, run by the engine as any run is (its steady state the median
   of `--repeats` calls after the first): the iterations it ran, the first iteration within
   1e-5 of the set's reference optimum (read off its ELBO curve), its time to solution (the
   steady-state seconds of the fit that stopped at its tolerance), what it said (converged,
@@ -24,8 +25,8 @@ For each set (`core.data.corpus`) and precision, one line:
   times to 1e-5 (ours: our steady-state seconds per iteration times our iterations to 1e-5),
   the time to solution as docs/accuracy.md defines it.
 
-It ends with the verdicts the corpus is held to: every fit within 1e-5 of its reference, no
-"converged" that is not, no divergence, and the largest ratio where pyPLNmodels got there.
+It ends with the verdicts the corpus is held to: every fit within 1e-5 of its reference (the
+default's; another optimizer may stop anywhere, saying so), no "converged" that is not, no divergence, and the largest ratio where pyPLNmodels got there.
 Contenders run in turn per set (ours in float32, in float64, then the peer), so a slow
 moment of a shared machine lands on one set, not on one contender throughout.
 Benchmarks print figures; they are not tests. But a run that cannot fail proves nothing: it
@@ -54,17 +55,18 @@ from core.data import corpus  # noqa: E402
 from core.machine.machine_state import resident_mb  # noqa: E402
 from core.results import reach  # noqa: E402
 from core.run import engine  # noqa: E402
-from core.spec import DEFAULTS, INITS, DatasetSpec, FitSpec, OptimizerSpec  # noqa: E402
+from core.spec import DEFAULTS, INITS, OPTIMIZERS, DatasetSpec, FitSpec, OptimizerSpec  # noqa: E402
 
 PRECISIONS = ("float32", "float64")
 # Fits before memory growth counts: JAX's and torch's first allocations and imports.
 WARM_UP_FITS = 4
 
 
-def ours(name: str, counts, precision: str, device: str, repeats: int, iterations: int, init: str | None = None):
+def ours(name: str, counts, precision: str, device: str, repeats: int, iterations: int, init: str | None = None,
+         optimizer: str = DEFAULTS.optimizer):
     spec = FitSpec(dataset=DatasetSpec(kind="csv", counts_path=f"corpus/{name}"), strategy=DEFAULTS.strategy,
                    iterations=iterations, precision=precision, device=device,
-                   optimizer=OptimizerSpec(DEFAULTS.optimizer), init=init, repeats=repeats,
+                   optimizer=OptimizerSpec(optimizer), init=init, repeats=repeats,
                    tol=DEFAULTS.tol_for(precision))
     return engine.run(spec, counts, hold_device=False, max_seconds=24 * 3600)
 
@@ -105,7 +107,10 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=2000, help="our fits' cap")
-    parser.add_argument("--init", choices=INITS, default=None, help=f"our fits' start (default {DEFAULTS.init})")
+    parser.add_argument("--init", choices=INITS, default=None, help="our fits' start (default: the optimizer's own)")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default=DEFAULTS.optimizer,
+                        help=f"our fits' optimizer (default {DEFAULTS.optimizer}); another is held to saying "
+                             "'converged' only within 1e-5 and to no failure, not to reaching 1e-5")
     parser.add_argument("--max-rss-mb", type=float, default=16_000.0, help="this process's memory may not pass this")
     parser.add_argument("--max-growth-mb", type=float, default=100.0,
                         help="nor grow by more than this a fit on average, after the first fits")
@@ -116,7 +121,9 @@ def main() -> None:
     header = (f"{'set':32} {'n x p':>11} {'prec':7} | {'iters':>5} {'to 1e-5':>7} {'s to sol.':>9} {'ms/it':>7} "
               f"{'said':>9} {'gap':>8} {'est.':>7} | {'pyPLN to 1e-5':>13} {'s':>8} {'ms/it':>7} | {'ratio':>6} "
               f"{'at 1e-5':>7}")
-    print(f"Corpus: {len(names)} sets, {', '.join(args.precisions)}, device {args.device}; {os.cpu_count()} CPUs, "
+    default = args.optimizer == DEFAULTS.optimizer
+    print(f"Corpus: {len(names)} sets, {', '.join(args.precisions)}, {args.optimizer}, device {args.device}; "
+          f"{os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
     print(header)
     print("-" * len(header))
@@ -129,7 +136,8 @@ def main() -> None:
             continue
         for precision in args.precisions:
             started = time.perf_counter()
-            result = ours(name, counts, precision, args.device, args.repeats, args.iterations, args.init)
+            result = ours(name, counts, precision, args.device, args.repeats, args.iterations, args.init,
+                          args.optimizer)
             gap = (corpus.gap(result.certified_elbo, reference.elbo) if result.certified_elbo is not None
                    else math.nan)
             reached = reach.iterations_to(result.elbo, reference.elbo) if result.elbo else None
@@ -168,7 +176,8 @@ def main() -> None:
             continue
         break
     print()
-    print(f"largest gap to the reference: {worst_gap:.1e} (goal: 1e-5 in both precisions)")
+    print(f"largest gap to the reference: {worst_gap:.1e}"
+          + (" (goal: 1e-5 in both precisions)" if default else f" ({args.optimizer}: no goal)"))
     print(f"'converged' but not within 1e-5: {', '.join(false_claims) or 'none'}")
     print(f"diverged or failed: {', '.join(failures) or 'none'}")
     growth = ((memory[-1] - memory[WARM_UP_FITS - 1]) / (len(memory) - WARM_UP_FITS)
@@ -182,7 +191,7 @@ def main() -> None:
         print(f"time to 1e-5 against pyPLNmodels' time to 1e-5: largest {np.nanmax(ratios_at):.3f}x, "
               f"median {float(np.nanmedian(ratios_at)):.3f}x (goal: 0.1x)")
     why = []
-    if not worst_gap <= reach.SOLVED:
+    if default and not worst_gap <= reach.SOLVED:
         why.append(f"a fit ended {worst_gap:.1e} below its reference")
     if false_claims or failures:
         why.append("a fit said 'converged' short of 1e-5, or failed")
