@@ -21,8 +21,9 @@ class CompileCost(NamedTuple):
     """The compile figure for a set of runs.
 
     Attributes:
-        label: "Longest compile" (some run compiled), or "Compile, when made" (every
-            compiled run loaded its program: the figure is what making it cost).
+        label: "Longest compile" (some run compiled), or "First compile" (every
+            compiled run loaded its program: the figure is what making it cost the first
+            time; short, as a metric's label at 1024 px holds about 15 characters).
         seconds: trace + lower + XLA compile, the longest; None when no stored run says
             (every program came from a cache made before any stored run compiled it).
         loaded: how many of the runs loaded their program from a cache.
@@ -54,5 +55,5 @@ def longest(runs: "pandas.DataFrame", makers: "pandas.DataFrame") -> CompileCost
     if not paid and not made:
         return CompileCost("Longest compile", None, len(loaded), places)
     seconds, row = max(paid + made, key=lambda pair: pair[0])
-    return CompileCost("Longest compile" if paid else "Compile, when made", seconds, len(loaded), places,
+    return CompileCost("Longest compile" if paid else "First compile", seconds, len(loaded), places,
                        f"run #{int(row['id'])} ({row['strategy']})")

@@ -217,7 +217,7 @@ def test_compiling_from_scratch_on_the_run_page_and_the_cold_compile_beside_a_ca
     assert warm.cache == "memory"  # the cold run left its executable in the worker's cache
     assert f"scan: compiled by run #{cold.id}" in _chart_text(at)
     # Not "0 µs": what compiling the loaded program cost when the cold run made it.
-    longest = next(m for m in at.metric if m.label == "Compile, when made")  # nothing compiled by this run
+    longest = next(m for m in at.metric if m.label == "First compile")  # nothing compiled by this run
     assert longest.proto.delta == "1 loaded from memory"
     assert longest.value == display.duration(cold.trace_lower_s + cold.compile_s)
 

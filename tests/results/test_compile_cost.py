@@ -17,7 +17,7 @@ def test_a_program_loaded_from_a_cache_counts_what_making_it_cost():
     loaded = make_run("scan", cache="disk", trace_lower_s=0.0, compile_s=0.001)
     maker = make_run("scan_namedtuple", trace_lower_s=0.5, compile_s=2.0, id=4)
     cost = compile_cost.longest(results_frame([loaded]), results_frame([maker]))
-    assert cost == compile_cost.CompileCost("Compile, when made", 2.5, 1, "disk", f"run #{maker.id} (scan_namedtuple)")
+    assert cost == compile_cost.CompileCost("First compile", 2.5, 1, "disk", f"run #{maker.id} (scan_namedtuple)")
     # Beside a run that compiled less itself, the maker's compile is still the longest.
     both = compile_cost.longest(results_frame([loaded, make_run("jit_step", cache="memory"),
                                                make_run("scan_pytree_class", compile_s=0.1)]),
