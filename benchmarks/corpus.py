@@ -9,8 +9,9 @@ beside pyPLNmodels' own fit in the same process.
 For each set (`core.data.corpus`) and precision, one line:
 
 - ours: the front doors' default (scan, preconditioned L-BFGS from log_rates_sd, tol 1e-7 in
-  float32 and 1e-9 in float64), or `--optimizer`'s from its own start, run by the engine as any run is (its steady state the median
-  of `--repeats` calls after the first): the iterations it ran, the first iteration within
+  float32 and 1e-9 in float64), or `--optimizer`'s from its own start, run by the engine as
+  any run is (its steady state the median of `--repeats` calls after the first): the
+  iterations it ran, the first iteration within
   1e-5 of the set's reference optimum (read off its ELBO curve), its time to solution (the
   steady-state seconds of the fit that stopped at its tolerance), what it said (converged,
   short, stalled, diverged) and its final gap: how far below the reference the float64
@@ -26,7 +27,8 @@ For each set (`core.data.corpus`) and precision, one line:
   the time to solution as docs/accuracy.md defines it.
 
 It ends with the verdicts the corpus is held to: every fit within 1e-5 of its reference (the
-default's; another optimizer may stop anywhere, saying so), no "converged" that is not, no divergence, and the largest ratio where pyPLNmodels got there.
+default's; another optimizer may stop anywhere, saying so), no "converged" that is not, no
+divergence, and the largest ratio where pyPLNmodels got there.
 Contenders run in turn per set (ours in float32, in float64, then the peer), so a slow
 moment of a shared machine lands on one set, not on one contender throughout.
 Benchmarks print figures; they are not tests. But a run that cannot fail proves nothing: it
