@@ -121,7 +121,7 @@ def main() -> None:
     peer_precisions = args.precisions if args.peer_precisions is None else args.peer_precisions
     references = corpus.references()
     header = (f"{'set':32} {'n x p':>11} {'prec':7} | {'iters':>5} {'to 1e-5':>7} {'s to sol.':>9} {'ms/it':>7} "
-              f"{'said':>9} {'gap':>8} {'est.':>7} | {'pyPLN to 1e-5':>13} {'s':>8} {'ms/it':>7} | {'ratio':>6} "
+              f"{'said':>13} {'gap':>8} {'est.':>7} | {'pyPLN to 1e-5':>13} {'s':>8} {'ms/it':>7} | {'ratio':>6} "
               f"{'at 1e-5':>7}")
     default = args.optimizer == DEFAULTS.optimizer
     print(f"Corpus: {len(names)} sets, {', '.join(args.precisions)}, {args.optimizer}, device {args.device}; "
@@ -152,7 +152,7 @@ def main() -> None:
             solved = result.time_to_solution_s
             line = (f"{name:32} {f'{counts.n}x{counts.p}':>11} {precision:7} | {result.iterations_run:5d} "
                     f"{reached if reached else 'never':>7} {f'{solved:.4f}' if solved else '-':>9} "
-                    f"{result.per_iter_ms:7.2f} {said:>9} {gap:8.1e} {result.estimated_gap or math.nan:7.0e} | ")
+                    f"{result.per_iter_ms:7.2f} {said:>13} {gap:8.1e} {result.estimated_gap or math.nan:7.0e} | ")
             if precision in peer_precisions:
                 curve, seconds = peer(counts, precision, args.device, args.peer_iterations)
                 finite = curve[np.isfinite(curve)]
