@@ -39,7 +39,7 @@ def main() -> None:
     # settings; the menu's names as it spells them too (/Story opened Run behind "page not found").
     spoken = [("run", run), ("home", run), ("under-the-hood", under_the_hood), ("hood", under_the_hood),
               ("help", pages[-1])]
-    named = [(page.url_path, page) for page in pages[1:] if page is not under_the_hood]
+    named = [(page.url_path, page) for page in pages[1:]]
     aliases = [_alias(st, path, target) for path, target in
                spoken + [(path.capitalize(), target) for path, target in spoken + named]]
     # The pages before the gate, their menu hidden until it lets the session through: with the

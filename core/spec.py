@@ -76,7 +76,8 @@ TOL_RANGE = (0.0, 0.99)
 # A file name in a label is cut to this many characters (its start and its end kept): labels
 # are shown in tables and legends, and a stored run keeps at most 500 characters of text.
 LABEL_NAME_CHARS = 80
-# A CSV data set's label ends with this many hex digits of its content (`DatasetSpec.data_tag`).
+# A CSV data set's label tags its counts' name with this many hex digits of its content
+# (`DatasetSpec.data_tag`).
 DATA_TAG_CHARS = 6
 
 
@@ -269,22 +270,23 @@ class DatasetSpec:
     @property
     def label(self) -> str:
         """A short human name: "oaks x100", "simulated 1000x50 (seed 0)", "csv counts.csv #1f0c3a",
-        "csv counts.csv, offsets sizes.csv ~ 1 + site over samples.csv #1f0c3a"."""
+        "csv counts.csv #1f0c3a, offsets sizes.csv ~ 1 + site over samples.csv"."""
         if self.kind == "oaks":
             return f"oaks x{self.replicate}" + (f" {self.formula}" if self.formula else "")
         if self.kind == "simulated":
             return f"simulated {self.n}x{self.p} d={self.d} (seed {self.seed})"
         if self.kind == "simulated_on_device":
             return f"simulated on device {self.n}x{self.p} d={self.d} (seed {self.seed})"
-        label = f"csv {_short_name(self.counts_path)}"
+        # Pages and tables tell problems apart by this label: two files of one name (a counts.csv
+        # edited and uploaded again) were drawn, ranked and given one best ELBO as one problem. The
+        # tag follows the counts' name, not the whole label: a select box at 1024 px cut it off there.
+        label = f"csv {_short_name(self.counts_path)}" + (f" #{self.data_tag}" if self.data_tag else "")
         if self.offsets_path:  # a fit with offsets is another problem: Compare drew both as one
             label += f", offsets {_short_name(self.offsets_path)}"
         if self.covariates_path:
             covariates = _short_name(self.covariates_path)
             label += f" {self.formula} over {covariates}" if self.formula else f" + {covariates}"
-        # Pages and tables tell problems apart by this label: two files of one name (a counts.csv
-        # edited and uploaded again) were drawn, ranked and given one best ELBO as one problem.
-        return label + (f" #{self.data_tag}" if self.data_tag else "")
+        return label
 
     @property
     def data_tag(self) -> str:

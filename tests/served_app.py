@@ -26,7 +26,8 @@ ADDRESSES = {"run": "Which JIT strategy is fastest?", "home": "Which JIT strateg
              "story": None, "compare": "Compare stored runs", "scaling": None, "about": None,
              "under_the_hood": "Under the hood", "under-the-hood": "Under the hood", "hood": "Under the hood",
              # As the menu spells them, and the word for what About is.
-             "Story": None, "Compare": "Compare stored runs", "Hood": "Under the hood", "help": None}
+             "Story": None, "Compare": "Compare stored runs", "Hood": "Under the hood",
+             "Under_the_hood": "Under the hood", "help": None}
 
 
 def require_chromium():

@@ -151,18 +151,21 @@ def about(run) -> str:
             f"{'s' if run.d != 1 else ''}), {run.precision}, {run.strategy} with {run.optimizer}: {ended}{gap}.")
 
 
-def archive_name(dataset_label: str) -> str:
+def archive_name(dataset_label: str, run_id: int | None = None) -> str:
     """The download's file name for a run's data (`DatasetSpec.label`): the files' stems and
     the formula's terms, "csv counts.csv ~ 1 + group" as plnlab_estimates_counts_group.zip
-    (as the label's characters, it read "csv_counts.csv_1_+_group")."""
+    (as the label's characters, it read "csv_counts.csv_1_+_group"), and the run's number
+    when given (..._run50.zip): a second download of other data from files of the same
+    names would otherwise replace the first in a Downloads folder, or be taken for it."""
     label = re.sub(r"^csv ", "", dataset_label)
-    label = re.sub(r" #[0-9a-f]+$", "", label)  # the content's tag tells files of one name apart, not a name
+    label = re.sub(r" #[0-9a-f]+\b", "", label)  # the content's tag tells files of one name apart, not a name
     label = re.sub(r"(~.*?) over .+$", r"\1", label)  # the formula's table: its terms name the covariates
     label = re.sub(r", offsets .+?(?=$| ~ | \+ )", "", label)  # the counts name the data
     label = re.sub(r"\.(csv|tsv|txt)\b", "", label, flags=re.IGNORECASE)
     label = re.sub(r"~\s*[01]\s*(\+|$)", " ", label)  # the constant's term, said by every formula
     words = re.findall(r"[A-Za-z0-9][A-Za-z0-9_-]*", label)
-    return "plnlab_estimates_" + ("_".join(words) or "data") + ".zip"
+    run = f"_run{run_id}" if run_id is not None else ""
+    return "plnlab_estimates_" + ("_".join(words) or "data") + run + ".zip"
 
 
 def of(coef: np.ndarray, covariance: np.ndarray, covariate_names: tuple[str, ...], column_names: tuple[str, ...],

@@ -14,6 +14,7 @@ import streamlit as st
 
 from core.results import estimates
 from core.results.result import RunResult
+from pages.ui.text import md
 
 _KEPT = "run_estimates"
 
@@ -41,8 +42,11 @@ def offer(shown: list[RunResult]) -> None:
     about = estimates.about(run)
     # Made when clicked, not at every rerun of the page: at 1,209 columns writing Sigma's
     # 1.5 million numbers took 3 s.
-    st.download_button(f"Download the estimates: {what}", lambda: found.archive(about), key="run_estimates_file",
-                       file_name=estimates.archive_name(run.dataset), mime="application/zip",
+    # The run and its data in the label: after new files are chosen, and before Run, the button
+    # still offers the last run's, which read as the new data's.
+    st.download_button(f"Download run \\#{run.id}'s estimates ({what}): {md(run.dataset)}",
+                       lambda: found.archive(about), key="run_estimates_file",
+                       file_name=estimates.archive_name(run.dataset, run.id), mime="application/zip",
                        icon=":material/download:",
                        help=f"from run #{run.id} ({run.strategy}): coefficients.csv (B, each covariate's effect on "
                             "each count column's log rate) and covariance.csv (Sigma, the latent log rates' "

@@ -791,7 +791,10 @@ def test_a_run_on_uploaded_counts_offers_its_estimates_named_by_the_files_column
                                                                  "text/csv")).run()
     run_jit_step(at, 40)
     (button,) = [b for b in at.get("download_button") if b.proto.id.endswith("run_estimates_file")] or [None]
-    assert button is not None and button.proto.label == "Download the estimates: B and Sigma"
+    (run,) = store.list()
+    # Which run and which data: after other files are chosen the button still offers this run's.
+    assert button is not None and plain(button.proto.label) == \
+        f"Download run #{run.id}'s estimates (B and Sigma): {run.dataset}"
     (kept,) = at.session_state["run_estimates"].values()
     assert kept.column_names == ("a", "b", "c") and kept.covariate_names == ("(intercept)",)
     assert kept.coef.shape == (1, 3) and kept.covariance.shape == (3, 3)

@@ -19,11 +19,11 @@ def _first_session_files():
 
 
 def test_every_address_has_its_first_session_file_capitalised_too():
-    # app.py serves each address as the menu spells it too (/Story), but under_the_hood, whose
-    # spoken forms are /under-the-hood and /hood. A capitalised file's number differs from its
-    # lower-case twin's (1_Story.py, 0_story.py): one name apart on a disk that ignores case.
+    # app.py serves each address as the menu spells it too (/Story, /Under_the_hood). A
+    # capitalised file's number differs from its lower-case twin's (1_Story.py, 0_story.py):
+    # one name apart on a disk that ignores case.
     lower = {path for path in ADDRESSES if path == path.lower()}
-    served = lower | {path.capitalize() for path in lower if path != "under_the_hood"}
+    served = lower | {path.capitalize() for path in lower}
     assert {path for path in ADDRESSES if path != path.lower()} <= served
     routed = [LEGACY_NAME.fullmatch(path.name).group(1) for path in _first_session_files()]
     assert sorted(routed) == sorted(served)

@@ -131,7 +131,7 @@ def test_a_csv_spec_with_covariates_loads_them_and_hashes_their_bytes(tmp_path):
     spec = DatasetSpec(kind="csv", counts_path=str(counts), covariates_path=str(table),
                        content_hash=content_hash(counts, table))
     data = datasets.load(spec)
-    assert data.d == 2 and spec.label == f"csv c.csv + s.csv #{spec.data_tag}" and len(spec.data_tag) == 6
+    assert data.d == 2 and spec.label == f"csv c.csv #{spec.data_tag} + s.csv" and len(spec.data_tag) == 6
     table.write_text("g\n" + "\n".join(["u"] * 15 + ["v"] * 15) + "\n")
     with pytest.raises(DataError, match="changed since the run was set up"):
         datasets.load(spec)
@@ -146,7 +146,7 @@ def test_a_csv_label_names_the_covariates_file_and_tells_files_of_one_name_apart
                         formula="~ 1 + site", content_hash="1" * 64)
     edited = DatasetSpec(kind="csv", counts_path="a/counts.csv", covariates_path="a/samples.csv",
                          formula="~ 1 + site", content_hash="2" * 64)
-    assert first.label == moved.label == f"csv counts.csv ~ 1 + site over samples.csv #{first.data_tag}"
+    assert first.label == moved.label == f"csv counts.csv #{first.data_tag} ~ 1 + site over samples.csv"
     assert edited.label != first.label
     # The same bytes read another way are other data.
     assert DatasetSpec(kind="csv", counts_path="c.csv", content_hash="1" * 64, header="no").data_tag != \

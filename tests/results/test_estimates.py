@@ -97,11 +97,18 @@ def test_a_name_a_spreadsheet_would_run_as_a_formula_is_written_as_text():
     ("csv counts.csv, offsets sizes.csv ~ 1 + site", "plnlab_estimates_counts_site.zip"),
     ("oaks x1 ~ 1 + tree", "plnlab_estimates_oaks_x1_tree.zip"),
     ("csv My Data.TSV ~ 0 + site + depth", "plnlab_estimates_My_Data_site_depth.zip"),
-    ("csv counts.csv ~ 1 + group over samples.csv #3f2a1c", "plnlab_estimates_counts_group.zip"),
-    ("csv hand over.csv + cov.csv #3f2a1c", "plnlab_estimates_hand_over_cov.zip"),
+    ("csv counts.csv #3f2a1c ~ 1 + group over samples.csv", "plnlab_estimates_counts_group.zip"),
+    ("csv hand over.csv #3f2a1c + cov.csv", "plnlab_estimates_hand_over_cov.zip"),
+    ("csv c.csv #3f2a1c, offsets o.csv ~ 1 + site over s.csv", "plnlab_estimates_c_site.zip"),
 ])
 def test_the_download_is_named_by_the_files_and_the_formulas_terms(label, name):
     assert estimates.archive_name(label) == name
+
+
+def test_each_runs_download_has_a_name_of_its_own():
+    label = "csv counts.csv #3f2a1c ~ 1 + group over samples.csv"
+    assert estimates.archive_name(label, 50) == "plnlab_estimates_counts_group_run50.zip"
+    assert estimates.archive_name(label, 50) != estimates.archive_name(label, 51)
 
 
 def test_past_the_cap_on_columns_b_travels_alone(monkeypatch):
