@@ -47,6 +47,7 @@ def main() -> None:
     # the page and its settings lost.
     navigation = st.navigation(pages + aliases, position="sidebar" if sign_in.admitted() else "hidden")
     sign_in.gate()  # with a password configured, nothing below runs until it is given
+    resources.unknown_settings_told()  # once a process, in the server's log: an operator's typo
     resources.cluster_or_stop()  # the workers start with the first page, before anyone clicks Run
     refused = links.restore()  # a link's settings, before any widget is drawn
     if refused:

@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     from core.run.progress import Cancelled
     from core.store.run_store import StoreError
 
+    for line in config.unknown():  # a mistyped variable changed nothing: say so before it matters
+        sys.stderr.write(f"python -m core: warning: {line}\n")
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)

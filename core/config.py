@@ -133,6 +133,23 @@ def variable(name: str) -> Variable:
         raise KeyError(f"{name} is not in core.config.VARIABLES") from None
 
 
+def unknown() -> list[str]:
+    """A line for each `PLNLAB_*` variable of this process's environment that is no setting
+    of this table, with the name it is nearest to: a store named by a variable of another name
+    ("..._STORE") was not read, and the runs went to the per-user store without a word."""
+    import difflib
+
+    lines = []
+    for name in sorted(key for key in os.environ if key.startswith("PLNLAB_") and key not in BY_NAME):
+        near = difflib.get_close_matches(name, BY_NAME, n=1, cutoff=0.8)
+        if any(word in name for word in ("STORE", "DATABASE", "SQLITE")) and "STORED" not in name:
+            near = ["PLNLAB_DB"]  # the run store's variable, which no spelling of "store" is near
+        lines.append(f"{name} is no setting of PLN JIT Lab and is ignored"
+                     + (f" (did you mean {near[0]}?)" if near else "")
+                     + "; docs/configuration.md lists them")
+    return lines
+
+
 def raw(name: str) -> str:
     """$name, stripped; "" when unset."""
     variable(name)

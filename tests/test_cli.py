@@ -31,6 +31,13 @@ def store(tmp_path):
     return {"PLNLAB_DB": str(tmp_path / "runs.sqlite3"), "PLNLAB_JAX_CACHE": str(tmp_path / "jax")}
 
 
+def test_a_mistyped_variable_is_warned_of_and_changes_nothing(store):
+    done = cli("list", env=dict(store, PLNLAB_STORE="/tmp/elsewhere.sqlite3"))
+    assert done.returncode == 0 and f"no runs stored in {store['PLNLAB_DB']}" in done.stderr
+    assert done.stderr.startswith("python -m core: warning: PLNLAB_STORE is no setting of PLN JIT Lab and is "
+                                  "ignored (did you mean PLNLAB_DB?)"), done.stderr
+
+
 def test_strategies_json():
     done = cli("strategies", "--json")
     assert done.returncode == 0
@@ -135,6 +142,8 @@ BAD_INPUTS = [
     (["run", "--dataset", "csv"], "needs --counts"),
     (["run", "--dataset", "csv", "--counts", "/nonexistent.csv"], "no such file"),
     (["run", "--counts", "/nonexistent.csv"], "no such file"),  # --counts is csv data
+    (["solve", "--counts", "/tmp"], "/tmp is a folder, not a file: name the CSV file in it"),
+    (["import", "/tmp"], "/tmp is a folder, not a file"),
     (["solve", "--dataset", "simulated", "--counts", "counts.csv"], "--counts and --offsets apply to --dataset csv"),
     (["run", "--tol", "2"], "tol must be between"),
     (["run", "--repeats", "0"], "repeats must be between"),

@@ -2,6 +2,7 @@
 documentation's configuration table is that table."""
 
 import ast
+import os
 import pathlib
 import re
 
@@ -81,6 +82,21 @@ def test_typed_readers_give_defaults_values_and_one_line_refusals(monkeypatch):
     assert config.path("PLNLAB_DB") == pathlib.Path("~/runs.sqlite3").expanduser()
     with pytest.raises(KeyError, match="not in core.config.VARIABLES"):
         config.raw("PLNLAB_NOT_A_SETTING")
+
+
+def test_a_variable_that_is_no_setting_is_named_with_the_one_meant(monkeypatch):
+    for name in [key for key in os.environ if key.startswith("PLNLAB_")]:
+        monkeypatch.delenv(name)
+    assert config.unknown() == []
+    monkeypatch.setenv("PLNLAB_DB", "runs.sqlite3")  # a setting: nothing to say
+    monkeypatch.setenv("PLNLAB_STORE", "/tmp/runs.sqlite3")
+    monkeypatch.setenv("PLNLAB_MAX_ITERATION", "5")
+    monkeypatch.setenv("PLNLAB_FROBNICATE", "1")
+    said = config.unknown()
+    assert [line.split()[0] for line in said] == ["PLNLAB_FROBNICATE", "PLNLAB_MAX_ITERATION", "PLNLAB_STORE"]
+    assert "did you mean" not in said[0]
+    assert "(did you mean PLNLAB_MAX_ITERATIONS?)" in said[1] and "(did you mean PLNLAB_DB?)" in said[2]
+    assert all("is ignored" in line and "docs/configuration.md" in line for line in said)
 
 
 def test_a_secret_is_taken_out_of_the_environment(monkeypatch):

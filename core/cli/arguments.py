@@ -254,10 +254,17 @@ def dataset_spec(args: argparse.Namespace) -> DatasetSpec:
         paths = [path for path in (args.counts, args.offsets, args.covariates) if path]
         for path in paths:
             if not os.path.isfile(path):
-                raise SpecError(f"no such file: {path}")
+                raise SpecError(_not_a_file(path))
         dataset = DatasetSpec(kind="csv", counts_path=os.path.abspath(args.counts),
                               offsets_path=os.path.abspath(args.offsets) if args.offsets else "",
                               content_hash=content_hash(*paths), header=args.header,
                               covariates_path=os.path.abspath(args.covariates) if args.covariates else "",
                               formula=args.formula, intercept=not args.no_intercept)
     return dataset
+
+
+def _not_a_file(path: str) -> str:
+    """Why `path` cannot be read as a data file: a folder said to be one, not "no such file"."""
+    if os.path.isdir(path):
+        return f"{path} is a folder, not a file: name the CSV file in it"
+    return f"no such file: {path}"

@@ -171,7 +171,8 @@ def command_import(args) -> int:
     from core.store.run_store import RunStore
 
     if not os.path.isfile(args.path):
-        raise SpecError(f"no such file: {args.path}")
+        raise SpecError(f"{args.path} is a folder, not a file" if os.path.isdir(args.path) else
+                        f"no such file: {args.path}")
     done = RunStore(args.db).import_file(args.path)
     print(done.summary().replace("Imported", "imported", 1))
     if done.refused:  # the others are stored; bad input all the same

@@ -9,12 +9,13 @@ workers report.
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Iterable
 
 import streamlit as st
 
-from core import catalog
+from core import catalog, config
 from core.cluster import connection
 from core.cluster import devices as devices_offered
 from core.coordination.device_queue import Ticket, default_queue, one_per_run
@@ -47,6 +48,17 @@ def store_or_stop() -> RunStore:
     except StoreError as exc:
         st.error(f"The run store cannot be used: {public(exc)}")
         st.stop()
+
+
+@st.cache_resource(show_spinner=False)
+def unknown_settings_told() -> int:
+    """Tell the server's log, once a process, of each `PLNLAB_*` variable it was started
+    with that is no setting (a mistyped store variable put the runs in the per-user store
+    without a word); how many there were."""
+    lines = config.unknown()
+    for line in lines:
+        print(f"PLN JIT Lab: warning: {line}", file=sys.stderr, flush=True)
+    return len(lines)
 
 
 def cluster() -> connection.Cluster:
