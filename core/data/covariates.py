@@ -113,7 +113,7 @@ def parse_formula(formula: str) -> tuple[list[str], bool]:
 
 
 def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, intercept: bool = True,
-           label: str = "covariates") -> Design:
+           label: str = "covariates", places: Sequence[str] = ()) -> Design:
     """The design of `table` (a column name -> n values mapping, e.g. a DataFrame).
 
     Args:
@@ -122,11 +122,17 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
         formula: which columns, and the constant (see `parse_formula`); None: every column.
         intercept: add a constant column (without a formula; a formula says it itself).
         label: how messages name the table (a file name).
+        places: where each row is, as a message says it ("line 12", as an editor shows
+            the file); () for "row 1", "row 2"...
 
     Raises:
         DataError: one line naming the column at fault.
     """
     available = [str(name) for name in table]
+
+    def at(row: int) -> str:
+        return f"on {places[row]}" if places else f"at row {row + 1}"
+
     as_factors: set[str] = set()
     if formula is not None and formula.strip():
         names, intercept = parse_formula(formula)
@@ -150,14 +156,14 @@ def design(table: Mapping[str, Sequence], n: int, formula: str | None = None, in
         if numbers is not None:
             bad = np.flatnonzero(~np.isfinite(numbers))
             if bad.size:
-                raise DataError(f"{label}: column {name!r} has a missing or infinite value at row {bad[0] + 1}")
+                raise DataError(f"{label}: column {name!r} has a missing or infinite value {at(bad[0])}")
             columns.append(numbers)
             column_names.append(name)
             continue
         text = np.array([_text(value) for value in values], dtype=object)
         missing = np.flatnonzero(text == "")
         if missing.size:
-            raise DataError(f"{label}: column {name!r} has a missing value at row {missing[0] + 1}")
+            raise DataError(f"{label}: column {name!r} has a missing value {at(missing[0])}")
         levels = sorted(set(text))
         if len(levels) == n >= _NAMES_FROM_ROWS:
             raise DataError(f"{label}: column {name!r} has a different value in every row ({text[0]!r}, "
@@ -264,7 +270,10 @@ def read_table(data: bytes, label: str):
     from core.data import csv_counts
 
     text = data.decode("utf-8-sig", errors="replace")
-    first = text.splitlines()[0] if text.strip() else ""
+    if not text.strip():  # pandas said "No columns to parse from file"
+        raise DataError(f"{label} is empty; a table with a header line naming its columns and a row per sample "
+                        "is needed")
+    first = text.splitlines()[0]
     separator = max((",", ";", "\t"), key=first.count)
     try:
         frame = pd.read_csv(io.StringIO(text), sep=separator, dtype=str, keep_default_na=False)
@@ -298,6 +307,7 @@ def read(data: bytes, n: int, label: str, formula: str | None = None, intercept:
     names the counts cannot be matched by (they name no rows) are warned of: the rows are
     then taken in the counts' order, unchecked."""
     table, names = row_names(read_table(data, label))
+    lines = _data_lines(data, len(table))
     if len(table) != n and len(table) == len(count_columns):
         if names and 2 * len(set(names) & set(count_columns)) >= len(count_columns):
             raise DataError(f"{label}: its rows are named as the columns of {counts_label} (a row per variable, "
@@ -327,9 +337,23 @@ def read(data: bytes, n: int, label: str, formula: str | None = None, intercept:
     elif names:
         rows, matched = samples.order(names, count_rows, label, counts_label)
         said += matched
-        table = table if rows is None else table.iloc[rows].reset_index(drop=True)
-    made = design(table, n, formula, intercept, label)
+        if rows is not None:
+            table = table.iloc[rows].reset_index(drop=True)
+            lines = lines and tuple(lines[row] for row in rows)
+            names = tuple(names[row] for row in rows)
+    places = [f"line {line}" + (f" (sample {name!r})" if names else "") for line, name in
+              zip(lines, names or [None] * len(lines))] if lines else ()
+    made = design(table, n, formula, intercept, label, places)
     return dataclasses.replace(made, notes=said + made.notes, warnings=unmatched + made.warnings)
+
+
+def _data_lines(data: bytes, rows: int) -> tuple[int, ...]:
+    """The file's line of each of a table's `rows` (1 for the first line, as an editor numbers
+    them): the lines after the header that hold anything, as pandas reads them; () where
+    those are not `rows` lines (a quoted cell over several lines), and messages say "row"."""
+    lines = data.decode("utf-8-sig", errors="replace").splitlines()
+    filled = [number for number, line in enumerate(lines, start=1) if line.strip()]
+    return tuple(filled[1:]) if len(filled) - 1 == rows else ()
 
 
 def names_column(frame, count_rows: Sequence[str] = ()) -> str | None:

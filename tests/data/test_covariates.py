@@ -65,8 +65,13 @@ def test_a_covariates_file_is_coded_and_checked(tmp_path):
 
 @pytest.mark.parametrize("text, rows, formula, says", [
     ("g,x\na,1\nb,2\n", 3, None, "column 'g' has 2 rows; the counts have 3"),
-    ("g,x\na,1\nb,\nc,3\n", 3, None, "column 'x' has a missing or infinite value at row 2"),
-    ("g,x\na,1\n,2\nc,3\n", 3, None, "column 'g' has a missing value at row 2"),
+    # Where, as an editor numbers the file's lines (the counts' messages do too), a blank line skipped.
+    ("g,x\na,1\nb,\nc,3\n", 3, None, "column 'x' has a missing or infinite value on line 3"),
+    ("g,x\n\na,1\n,2\nc,3\n", 3, None, "column 'g' has a missing value on line 4"),
+    ("g,x\na,1\n\"b\nc\",nan\nc,3\n", 3, None, "column 'x' has a missing or infinite value at row 2"),
+    (",g,x\ns1,a,1\ns2,b,inf\ns3,c,3\n", 3, None, "value on line 3 (sample 's2')"),
+    ("", 3, None, "t.csv is empty; a table with a header line naming its columns and a row per sample is needed"),
+    (" \n\n", 3, None, "t.csv is empty"),
     ("g,x\na,1\na,2\na,3\n", 3, None, "column 'g' has one level, 'a'"),
     ("x,y\n1,2\n2,4\n3,6\n", 3, None, "column 'y' is a linear combination of the columns before it"),
     ("x,k\n1,5\n2,5\n3,5\n", 3, None, "column 'k' is constant, and the constant column is already there"),
@@ -81,6 +86,12 @@ def test_bad_covariates_get_one_line_that_names_the_column(text, rows, formula, 
         covariates.read(text.encode(), rows, "t.csv", formula=formula)
     message = str(caught.value)
     assert says in message and "\n" not in message
+
+
+def test_a_bad_cell_of_rows_matched_by_name_is_found_on_its_own_line():
+    # The rows are put in the counts' order before they are read; the message says the file's.
+    with pytest.raises(DataError, match=r"value on line 4 \(sample 's2'\)$"):
+        covariates.read(b",g,x\ns3,c,3\ns1,a,1\ns2,b,inf\n", 3, "t.csv", count_rows=("s1", "s2", "s3"))
 
 
 def test_nearly_collinear_covariates_are_fitted_with_a_warning_that_names_them():
