@@ -205,9 +205,12 @@ with body:
                    else f" The button {where} sets Iterations to {more:,}, for the next Run." if more_iterations
                    else "")
 
+    told: set[str] = set()  # warnings said near the top, not said again under Numbers
+
     def say_data_warnings() -> None:
         for warning in dict.fromkeys(warning for run in shown for warning in run.warnings):
             st.warning(md(warning), icon=":material/warning:")
+            told.add(warning)
 
     def advice_buttons() -> None:
         for remedy, optimizer in sorted(remedies, key=str):
@@ -399,7 +402,7 @@ with body:
                + ("" if not theirs else
                   f" · {'all' if theirs == len(shown) else theirs} from the shared store, not run in this session"))
     display.show_runs_table(frame)
-    display.show_run_notes(shown)
+    display.show_run_notes(shown, told)
     if not ok.empty:  # else drawn at the top
         advice_buttons()
     if not uploaded:

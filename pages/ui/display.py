@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from typing import Collection
 
 import altair as alt
 import numpy as np
@@ -171,8 +172,9 @@ def still_moving(results: list[RunResult]) -> list[RunResult]:
     return [r for r in results if r.converged is False and not r.stalled and not r.short]
 
 
-def show_run_notes(results: list[RunResult]) -> None:
-    """What a reader of these runs' numbers must know: divergence, warnings, convergence, a busy
+def show_run_notes(results: list[RunResult], told: Collection[str] = ()) -> None:
+    """What a reader of these runs' numbers must know: divergence, warnings (but those `told`
+    higher up the page: a dropped column was said there and twice more), convergence, a busy
     machine."""
     # A warning or an error the runs share (columns dropped from one CSV; three strategies of
     # one program diverging at one iteration) once, naming them all: one per strategy said the
@@ -182,7 +184,8 @@ def show_run_notes(results: list[RunResult]) -> None:
         for said in [*result.warnings, *([result.error] if result.error else [])]:
             shared.setdefault(said, []).append(result.strategy)
     for said, strategies in shared.items():
-        st.warning(f"{md(listed(strategies))}: {md(said)}", icon=":material/warning:")
+        if said not in told:
+            st.warning(f"{md(listed(strategies))}: {md(said)}", icon=":material/warning:")
     for result in results:
         if result.stalled:
             st.warning(f"{md(result.strategy)}: {md(stall_note(result.final_change, result.precision))}",
