@@ -237,6 +237,8 @@ class DatasetSpec:
         formula = " ".join(self.formula.split())
         if "~" in formula:  # pyPLNmodels' "endog ~ ..." names the counts, which are these anyway
             formula = ("~ " + formula.split("~", 1)[1].strip()).strip()
+        elif formula:  # "1 + tree" says what "~ 1 + tree" does: one spelling, one label
+            formula = "~ " + formula
         object.__setattr__(self, "formula", formula)  # frozen; one spelling, one key
         if self.kind in SIMULATED_KINDS and self.formula:
             raise SpecError("a formula applies to oaks and csv data; simulated data have d covariates (--d)")

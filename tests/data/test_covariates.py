@@ -167,8 +167,9 @@ def test_a_csv_label_names_the_covariates_file_and_tells_files_of_one_name_apart
 
 def test_a_formula_has_one_spelling_whatever_names_the_counts():
     # pyPLNmodels' "endog ~ 1 + tree" and "~ 1 + tree" fit one problem: one key, one label.
-    named, bare = (DatasetSpec(kind="oaks", formula=f) for f in ("endog ~ 1 + tree", "~  1 + tree"))
-    assert named == bare and named.formula == "~ 1 + tree" and named.label == "oaks x1 ~ 1 + tree"
+    named, bare, untilded = (DatasetSpec(kind="oaks", formula=f) for f in ("endog ~ 1 + tree", "~  1 + tree",
+                                                                            "1 + tree"))
+    assert named == bare == untilded and named.formula == "~ 1 + tree" and named.label == "oaks x1 ~ 1 + tree"
 
 
 def test_decimal_commas_in_a_semicolon_table_are_numbers_not_levels():
