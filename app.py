@@ -19,6 +19,7 @@ def main() -> None:
     # A local icon: a Material one would be fetched from Google's servers by every browser.
     st.set_page_config(page_title="PLN JIT Lab", page_icon=str(projector.ICON), layout="wide")
     projector.set_up()
+    resources.unknown_settings_told()  # once a process, in the server's log, password or not: an operator's typo
 
     # Page files sit in folders of their own (see pages/__init__.py), so each names its URL.
     # The default page is served at the root whatever its url_path, and that path then
@@ -47,7 +48,6 @@ def main() -> None:
     # the page and its settings lost.
     navigation = st.navigation(pages + aliases, position="sidebar" if sign_in.admitted() else "hidden")
     sign_in.gate()  # with a password configured, nothing below runs until it is given
-    resources.unknown_settings_told()  # once a process, in the server's log: an operator's typo
     resources.cluster_or_stop()  # the workers start with the first page, before anyone clicks Run
     refused = links.restore()  # a link's settings, before any widget is drawn
     if refused:

@@ -1112,6 +1112,19 @@ def test_runs_timed_on_a_busy_machine_say_so_beside_the_headline(store):
     assert "other processes used 58% of the cores" in badge.help
 
 
+def test_a_variable_that_is_no_setting_is_told_in_the_servers_log_once(store, monkeypatch, capfd):
+    from pages.ui import resources
+
+    monkeypatch.setenv("PLNLAB_STORE", "/tmp/elsewhere.sqlite3")
+    resources.unknown_settings_told.clear()
+    open_app()
+    open_app()  # a second session: the log has it already
+    logged = [line for line in capfd.readouterr().err.splitlines() if "PLNLAB_STORE" in line]
+    assert logged == ["PLN JIT Lab: warning: PLNLAB_STORE is no setting of PLN JIT Lab and is ignored (did you mean "
+                      "PLNLAB_DB?); docs/configuration.md lists them"], logged
+    resources.unknown_settings_told.clear()
+
+
 def test_a_warning_the_runs_share_is_said_once_naming_them_all(store):
     said = "dropped 1 all-zero column of the counts (column 2): it has no finite optimum"
     for strategy in ("scan", "scan_namedtuple"):
