@@ -13,6 +13,7 @@ This is the ground floor: it imports nothing of this project.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import pathlib
@@ -137,8 +138,6 @@ def unknown() -> list[str]:
     """A line for each `PLNLAB_*` variable of this process's environment that is no setting
     of this table, with the name it is nearest to: a store named by a variable of another name
     ("..._STORE") was not read, and the runs went to the per-user store without a word."""
-    import difflib
-
     lines = []
     for name in sorted(key for key in os.environ if key.startswith("PLNLAB_") and key not in BY_NAME):
         near = difflib.get_close_matches(name, BY_NAME, n=1, cutoff=0.8)
