@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import random
 import re
@@ -540,12 +541,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  store                  {db_bytes / 1e6:.2f} MB, integrity "
           f"{'ok' if final.integrity_ok() else 'FAILED'}")
     if samples:
-        settled = [s for s in samples if s["t"] >= 300] or samples
-        print(f"  server RSS             first {samples[0]['rss']:.0f} MB, after 5 min {settled[0]['rss']:.0f} MB, "
-              f"last {samples[-1]['rss']:.0f} MB, max {max(s['rss'] for s in samples):.0f} MB; "
-              f"growth after 5 min {rss_growth:.2f} MB/min")
+        settled = [s for s in samples if s["t"] >= 300]
+        # Too short a soak has no samples past the warm-up: its growth is not measured, and it
+        # says so (only --max-rss-mb held it) rather than print "nan" as if it were a figure.
+        unmeasured = "not measured (a soak of 6 minutes or more measures it; only --max-rss-mb held this one)"
+        after_warm_up = f"{settled[0]['rss']:.0f} MB" if settled else "-"
+        print(f"  server RSS             first {samples[0]['rss']:.0f} MB, after 5 min {after_warm_up}, "
+              f"last {samples[-1]['rss']:.0f} MB, max {max(s['rss'] for s in samples):.0f} MB; growth after 5 min "
+              + (unmeasured if math.isnan(rss_growth) else f"{rss_growth:.2f} MB/min"))
         print(f"  server mappings        first {samples[0]['maps']:,}, last {samples[-1]['maps']:,}, "
-              f"max {max(s['maps'] for s in samples):,}; growth after 5 min {maps_growth:.1f}/min")
+              f"max {max(s['maps'] for s in samples):,}; growth after 5 min "
+              + ("not measured" if math.isnan(maps_growth) else f"{maps_growth:.1f}/min"))
         every = max(1, len(samples) // 12)  # about a dozen points whatever the duration
         print("  over time (min: RSS MB / mappings / workers): " + "; ".join(
             f"{s['t'] / 60:.0f}: {s['rss']:.0f} / {s['maps']:,} / {s['workers']}" for s in samples[::every]))
