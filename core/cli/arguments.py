@@ -254,7 +254,7 @@ def dataset_spec(args: argparse.Namespace) -> DatasetSpec:
         paths = [path for path in (args.counts, args.offsets, args.covariates) if path]
         for path in paths:
             if not os.path.isfile(path):
-                raise SpecError(_not_a_file(path))
+                raise SpecError(not_a_file(path, "CSV"))
         dataset = DatasetSpec(kind="csv", counts_path=os.path.abspath(args.counts),
                               offsets_path=os.path.abspath(args.offsets) if args.offsets else "",
                               content_hash=content_hash(*paths), header=args.header,
@@ -263,8 +263,9 @@ def dataset_spec(args: argparse.Namespace) -> DatasetSpec:
     return dataset
 
 
-def _not_a_file(path: str) -> str:
-    """Why `path` cannot be read as a data file: a folder said to be one, not "no such file"."""
+def not_a_file(path: str, kind: str = "") -> str:
+    """Why `path`, named as a file, cannot be read: a folder is said to be one (with the
+    `kind` of file to name in it), not "no such file"."""
     if os.path.isdir(path):
-        return f"{path} is a folder, not a file: name the CSV file in it"
+        return f"{path} is a folder, not a file" + (f": name the {kind} file in it" if kind else "")
     return f"no such file: {path}"

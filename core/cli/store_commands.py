@@ -14,6 +14,7 @@ import time
 
 from core import catalog
 from core.cli import EXIT_OK
+from core.cli.arguments import not_a_file
 from core.cli.output import compile_text, elbo_text, print_json
 from core.results import outcome
 from core.spec import SpecError
@@ -171,8 +172,7 @@ def command_import(args) -> int:
     from core.store.run_store import RunStore
 
     if not os.path.isfile(args.path):
-        raise SpecError(f"{args.path} is a folder, not a file" if os.path.isdir(args.path) else
-                        f"no such file: {args.path}")
+        raise SpecError(not_a_file(args.path))
     done = RunStore(args.db).import_file(args.path)
     print(done.summary().replace("Imported", "imported", 1))
     if done.refused:  # the others are stored; bad input all the same

@@ -341,8 +341,9 @@ def read(data: bytes, n: int, label: str, formula: str | None = None, intercept:
             table = table.iloc[rows].reset_index(drop=True)
             lines = lines and tuple(lines[row] for row in rows)
             names = tuple(names[row] for row in rows)
-    places = [f"line {line}" + (f" (sample {name!r})" if names else "") for line, name in
-              zip(lines, names or [None] * len(lines))] if lines else ()
+    places = [f"line {line}" for line in lines]
+    if names and places:
+        places = [f"{place} (sample {name!r})" for place, name in zip(places, names)]
     made = design(table, n, formula, intercept, label, places)
     return dataclasses.replace(made, notes=said + made.notes, warnings=unmatched + made.warnings)
 
